@@ -1,0 +1,49 @@
+# trialhouse — one Makefile, two commands that matter: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEMO   := demo
+JOBS   ?= 4
+
+.DEFAULT_GOAL := help
+.PHONY: help venv demo test lint lab bench schema chromium clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	touch $(STAMP)
+
+venv: $(STAMP) ## create .venv and install trialhouse with test and notebook extras
+
+demo: $(STAMP) ## run the main job: example corpus → validate → controls → trials → warehouse → summary → report
+	$(BIN)/python -m trialhouse demo --dir $(DEMO) --jobs $(JOBS)
+
+test: $(STAMP) chromium ## install everything and run the whole test suite
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP) ## ruff
+	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
+
+lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP) ## reproducible benchmarks (see bench/README.md)
+	$(BIN)/python bench/run_all.py
+
+schema: $(STAMP) ## regenerate the committed JSON Schemas
+	$(BIN)/python -m trialhouse schema events > runner/schemas/events.v1.json
+	$(BIN)/python -m trialhouse schema manifest > runner/schemas/manifest.v1.json
+
+chromium: ## install Debian's headless Chromium for the browser test where missing
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian chromium for the report browser test"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || { echo "could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
+
+clean: ## remove the venv and demo output
+	rm -rf $(VENV) $(DEMO)

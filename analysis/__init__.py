@@ -1,0 +1,1 @@
+"""Analysis: questions over the warehouse → polars DataFrames → charts and reports."""

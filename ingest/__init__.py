@@ -1,0 +1,1 @@
+"""Ingest: our events and other tools' results → validated, normalised warehouse batches."""

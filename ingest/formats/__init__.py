@@ -1,0 +1,1 @@
+"""Adapters for other tools' result formats (one module per format)."""

@@ -1,0 +1,1 @@
+"""The runner: manifest → trials → events. Knows no database and no statistics."""

@@ -1,0 +1,1 @@
+"""Agents: built-in (null, reference, replay, simulated) and command agents with usage parsers."""

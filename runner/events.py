@@ -1,0 +1,422 @@
+"""The event contract: one pydantic model per event type, discriminated by ``event``.
+
+Everything downstream (ingest, warehouse, analysis) reads runs only through these
+models, so a field here is a promise. Adding an optional field is backwards
+compatible; anything else bumps ``SCHEMA_VERSION`` and gets an upgrader in
+``upgrade_event`` so older files still load.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+SCHEMA_VERSION = 1
+"""Current event schema version written by this runner."""
+
+Outcome = Literal[
+    "accepted", "target_failed", "regression", "budget_exhausted", "infra_error", "invalid"
+]
+"""The only trial outcomes. ``infra_error`` and ``invalid`` are excluded from pass rates."""
+
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+
+Layer = Literal["target", "regression", "repository"]
+Verdict = Literal["passed", "failed", "inconclusive"]
+Stage = Literal["build", "qa", "review"]
+CostSource = Literal["reported", "priced"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    """Envelope shared by every event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    """Event schema version; a reader refuses versions it does not know."""
+    run_id: str
+    """Run identifier (also the run's directory name)."""
+    trial_id: str | None = None
+    """Trial identifier; null for run-level events."""
+    seq: int = Field(ge=0)
+    """Per-run sequence number, strictly increasing in file order."""
+    ts: datetime
+    """UTC timestamp of the event."""
+
+
+# ---------------------------------------------------------------- run level
+
+
+class VariantInfo(BaseModel):
+    """The configuration key of a variant, as recorded for analysis."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    variant: str
+    config_id: str
+    """Stable hash of everything that can change behaviour (see runner.manifest.config_id)."""
+    model: str | None = None
+    harness: str | None = None
+    harness_version: str | None = None
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    agent_kind: str
+    """null | reference | replay | simulated | command."""
+    simulated: bool = False
+    """True when results come from the seeded stand-in, never a real model."""
+    stage_instruction_hashes: dict[str, str] = Field(default_factory=dict)
+
+
+class CriterionInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    criterion_id: str
+    layer: Layer
+    kind: Literal["command", "judge"]
+    description: str = ""
+
+
+class CaseInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case_id: str
+    holdout: bool = False
+    labels: dict[str, str] = Field(default_factory=dict)
+    """difficulty, task_class, subsystem, language, repository, familiarity (known/unknown)."""
+    initial_commit: str
+    criteria: list[CriterionInfo] = Field(default_factory=list)
+
+
+class RunStarted(_Event):
+    """First line of every run: what was run, on what, by which engine."""
+
+    event: Literal["run_started"] = "run_started"
+    manifest_id: str
+    manifest_path: str
+    manifest_sha256: str
+    validation_only: bool = False
+    engine_version: str
+    os: str
+    python: str
+    git_version: str
+    repository: str
+    initial_commit: str
+    initial_tree: str
+    input_hashes: dict[str, str] = Field(default_factory=dict)
+    """Snapshot path (relative to the manifest) → sha256 of every operator-owned input."""
+    repetitions: int
+    max_attempts: int
+    timeout_seconds: float
+    max_cost_usd: float | None = None
+    stages: list[Stage] = Field(default_factory=list)
+    variants: list[VariantInfo] = Field(default_factory=list)
+    cases: list[CaseInfo] = Field(default_factory=list)
+    jobs: int = 1
+    resumed: bool = False
+    simulated: bool = False
+    """True when any variant is simulated."""
+
+
+class ControlResult(_Event):
+    """One criterion evaluated during validation (negative or positive control)."""
+
+    event: Literal["control_result"] = "control_result"
+    case_id: str
+    control: Literal["negative", "positive"]
+    criterion_id: str
+    layer: Layer
+    repeat: int = 1
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    verdict: Verdict
+    expected: Literal["passed", "failed"]
+    ok: bool
+    duration_s: float
+
+
+class CaseValidated(_Event):
+    """Verdict of a case's controls: usable in scored runs only when ``ok``."""
+
+    event: Literal["case_validated"] = "case_validated"
+    case_id: str
+    ok: bool
+    problems: list[str] = Field(default_factory=list)
+    flaky_criteria: list[str] = Field(default_factory=list)
+    baseline: dict[str, Verdict] = Field(default_factory=dict)
+    """Criterion id → verdict on the initial commit (the negative control)."""
+
+
+class RunFinished(_Event):
+    event: Literal["run_finished"] = "run_finished"
+    status: Literal["completed", "interrupted", "failed_controls"]
+    trials_total: int
+    trials_finished: int
+    outcomes: dict[str, int] = Field(default_factory=dict)
+    duration_s: float
+
+
+# ---------------------------------------------------------------- trial level
+
+
+class TrialStarted(_Event):
+    event: Literal["trial_started"] = "trial_started"
+    case_id: str
+    variant: str
+    config_id: str
+    repetition: int = Field(ge=1)
+    seed: int
+    workspace: str
+    order: int = Field(ge=0, description="Position in the run's trial order.")
+
+
+class PrepareFinished(_Event):
+    event: Literal["prepare_finished"] = "prepare_finished"
+    command: list[str]
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float
+
+
+class AttemptStarted(_Event):
+    event: Literal["attempt_started"] = "attempt_started"
+    attempt: int = Field(ge=1)
+    findings: list[str] = Field(default_factory=list)
+    """Concrete findings handed to this attempt from the previous one."""
+
+
+class StageStarted(_Event):
+    event: Literal["stage_started"] = "stage_started"
+    attempt: int = Field(ge=1)
+    stage: Stage
+    time_left_s: float
+    prompt_sha256: str
+
+
+class Usage(BaseModel):
+    """What an agent reported about its own consumption. ``None`` means not reported."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: int | None = Field(default=None, ge=0)
+    """Uncached input tokens."""
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    cache_write_tokens: int | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Cost the agent reported itself; None when it reported nothing."""
+    steps: int | None = Field(default=None, ge=0)
+    """Turns / tool-using steps."""
+    time_to_first_edit_s: float | None = Field(default=None, ge=0)
+    source: str | None = None
+    """Which parser produced this: claude-json, claude-stream-json, codex-json, agent-events, simulated."""
+
+
+class StageFinished(_Event):
+    event: Literal["stage_finished"] = "stage_finished"
+    attempt: int = Field(ge=1)
+    stage: Stage
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    could_not_start: bool = False
+    duration_s: float
+    usage: Usage = Field(default_factory=Usage)
+    verdict_status: str | None = None
+    """What the stage claimed (e.g. passed/failed); never a grade."""
+    verdict_findings: list[str] = Field(default_factory=list)
+    stdout_path: str | None = None
+    stderr_path: str | None = None
+    stdout_truncated: bool = False
+    redactions: int = 0
+
+
+class Checkpoint(_Event):
+    event: Literal["checkpoint"] = "checkpoint"
+    attempt: int = Field(ge=1)
+    stage: Stage
+    sha: str
+    files_changed: int
+
+
+class IntegrityCheck(_Event):
+    event: Literal["integrity_check"] = "integrity_check"
+    phase: str
+    """e.g. after:build#1, before_grading, after_grading."""
+    ok: bool
+    mismatches: list[str] = Field(default_factory=list)
+
+
+class Grading(_Event):
+    """One deterministic criterion run against a trial's state."""
+
+    event: Literal["grading"] = "grading"
+    attempt: int = Field(ge=1)
+    final: bool = True
+    """True for the grading of the state the trial is judged on."""
+    criterion_id: str
+    layer: Layer
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    verdict: Verdict
+    duration_s: float
+    baseline: Verdict | None = None
+    """Verdict of the same criterion on the initial commit, when known."""
+
+
+class Judgment(_Event):
+    """A supplementary model judgment: recorded apart, never turns a failure into a pass."""
+
+    event: Literal["judgment"] = "judgment"
+    attempt: int = Field(ge=1)
+    criterion_id: str
+    verdict: Verdict
+    judge_model: str | None = None
+    abstained: bool = False
+    rationale: str = ""
+
+
+class Budget(_Event):
+    event: Literal["budget"] = "budget"
+    type: Literal["time", "cost"]
+    status: Literal["exceeded", "unknown"]
+    limit: float | None = None
+    used: float | None = None
+
+
+class Flag(_Event):
+    """Patch inspection finding: for review, not failure."""
+
+    event: Literal["flag"] = "flag"
+    kind: Literal[
+        "outside_allowed_paths",
+        "test_deleted",
+        "test_skipped",
+        "fewer_assertions",
+        "broad_exception",
+        "dependency_manifest",
+        "generated_file",
+    ]
+    path: str
+    detail: str = ""
+
+
+class AttemptFinished(_Event):
+    event: Literal["attempt_finished"] = "attempt_finished"
+    attempt: int = Field(ge=1)
+    outcome: Outcome
+    findings: list[str] = Field(default_factory=list)
+
+
+class TrialFinished(_Event):
+    """Last event of a trial; a trial without it is incomplete, not failed."""
+
+    event: Literal["trial_finished"] = "trial_finished"
+    case_id: str
+    variant: str
+    config_id: str
+    repetition: int = Field(ge=1)
+    outcome: Outcome
+    reason: str = ""
+    attempts: int = Field(ge=0)
+    duration_s: float
+    setup_s: float | None = None
+    agent_s: float | None = None
+    verification_s: float | None = None
+    usage: Usage = Field(default_factory=Usage)
+    """Trial totals: a field is None when any stage left it unreported."""
+    cost_budget_status: Literal["within", "exceeded", "unknown", "unlimited"] = "unlimited"
+    layers: dict[str, str] = Field(default_factory=dict)
+    """Layer → pass | fail | none, on the final state."""
+    flags: int = 0
+    simulated: bool = False
+    line: str = ""
+    """The compact stable one-line summary printed for this trial."""
+
+
+Event = Annotated[
+    RunStarted
+    | ControlResult
+    | CaseValidated
+    | RunFinished
+    | TrialStarted
+    | PrepareFinished
+    | AttemptStarted
+    | StageStarted
+    | StageFinished
+    | Checkpoint
+    | IntegrityCheck
+    | Grading
+    | Judgment
+    | Budget
+    | Flag
+    | AttemptFinished
+    | TrialFinished,
+    Field(discriminator="event"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+EVENT_TYPES: dict[str, type[_Event]] = {
+    m.model_fields["event"].default: m  # type: ignore[misc]
+    for m in Event.__origin__.__args__  # type: ignore[attr-defined]
+}
+
+
+class UnsupportedSchemaVersion(ValueError):
+    """A line written by a newer trialhouse than this one."""
+
+
+def upgrade_event(raw: dict[str, Any]) -> dict[str, Any]:
+    """Bring an event dict of any known older version to the current version.
+
+    Version 0 was the pre-release shape (``type`` instead of ``event``, ``time``
+    instead of ``ts``); it is upgraded so archived runs keep loading. Versions above
+    ``SCHEMA_VERSION`` are refused rather than guessed at.
+    """
+    version = raw.get("schema_version")
+    if version is None and "event" not in raw and "type" in raw:
+        version = 0
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError("schema_version: missing or not an integer")
+    if version > SCHEMA_VERSION:
+        raise UnsupportedSchemaVersion(
+            f"schema_version {version} is newer than this trialhouse understands "
+            f"(max {SCHEMA_VERSION}); upgrade trialhouse to read it"
+        )
+    if version < 0:
+        raise ValueError(f"schema_version {version} is not a known version")
+    if version == 0:
+        raw = dict(raw)
+        raw["event"] = raw.pop("type")
+        if "time" in raw:
+            raw["ts"] = raw.pop("time")
+        raw["schema_version"] = 1
+    return raw
+
+
+def parse_event(line: str | bytes) -> Event:
+    """Parse one JSONL line into its event model (upgrading older versions)."""
+    raw = json.loads(line)
+    if not isinstance(raw, dict):
+        raise ValueError("line is not a JSON object")
+    return EVENT_ADAPTER.validate_python(upgrade_event(raw))
+
+
+def dump_event(event: _Event) -> str:
+    """Serialise an event as one JSON line (no trailing newline)."""
+    return event.model_dump_json()
+
+
+def events_json_schema() -> dict[str, Any]:
+    schema = EVENT_ADAPTER.json_schema()
+    schema["title"] = f"trialhouse events v{SCHEMA_VERSION}"
+    return schema

@@ -1,0 +1,1 @@
+"""The example corpus generator (`trialhouse example DIR`)."""

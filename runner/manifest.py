@@ -1,0 +1,188 @@
+"""Manifest v1: the benchmark definition, as pydantic models.
+
+The models check shapes, ranges, defaults and uniqueness. Checks that need the
+file system or git (input paths, commits, reference patches) live in
+``runner.validate`` so that ``trialhouse validate`` can report every problem at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+MANIFEST_SCHEMA_VERSION = 1
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+Argv = Annotated[list[NonEmptyStr], Field(min_length=1)]
+StageName = Literal["build", "qa", "review"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Judge(_Strict):
+    """A supplementary model judgment; never decides a trial on its own."""
+
+    rubric: NonEmptyStr
+    """Markdown rubric path relative to the manifest."""
+    calibration: NonEmptyStr | None = None
+    model: str | None = None
+
+
+class Criterion(_Strict):
+    id: Id
+    description: str = ""
+    layer: Literal["target", "regression", "repository"] = "target"
+    command: Argv | None = None
+    """argv array; ``{inputs}`` and ``{workspace}`` are substituted inside elements."""
+    judge: Judge | None = None
+    files: list[NonEmptyStr] = Field(default_factory=list)
+    """Operator-owned input files the criterion reads (relative to the manifest)."""
+    timeout_seconds: float = Field(default=60, gt=0, le=600)
+
+    @model_validator(mode="after")
+    def _command_xor_judge(self) -> Criterion:
+        if (self.command is None) == (self.judge is None):
+            raise ValueError("needs exactly one of command (argv array) or judge")
+        return self
+
+    @property
+    def deterministic(self) -> bool:
+        return self.command is not None
+
+
+class Labels(_Strict):
+    difficulty: Literal["easy", "medium", "hard"] | None = None
+    task_class: str | None = None
+    subsystem: str | None = None
+    language: str | None = None
+    repository: str | None = None
+    """Repository label used for clustering (defaults to the manifest's repository name)."""
+    familiarity: Literal["known", "unknown"] | None = None
+
+
+class Case(_Strict):
+    id: Id
+    prompt: NonEmptyStr
+    reference_patch: NonEmptyStr
+    holdout: bool = False
+    labels: Labels = Field(default_factory=Labels)
+    repository: str | None = None
+    initial_commit: str | None = None
+    allowed_paths: list[NonEmptyStr] | None = None
+    criteria: list[Criterion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _criteria_ok(self) -> Case:
+        ids = [c.id for c in self.criteria]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate criterion ids: {', '.join(dupes)}")
+        if not any(c.deterministic for c in self.criteria):
+            raise ValueError("needs at least one deterministic criterion (with a command)")
+        return self
+
+
+class Agent(_Strict):
+    """How a variant's agent is invoked.
+
+    ``null``/``reference``/``replay``/``simulated`` are built in; ``command`` runs any
+    program as a subprocess (argv, no shell).
+    """
+
+    kind: Literal["null", "reference", "replay", "simulated", "command"]
+    argv: list[NonEmptyStr] | None = None
+    """For ``command``: argv with placeholders {workspace} {prompt_file} {model} {stage} …"""
+    usage_format: Literal[
+        "none", "agent-events", "claude-json", "claude-stream-json", "codex-json"
+    ] = "agent-events"
+    pass_env: list[NonEmptyStr] = Field(default_factory=list)
+    """Environment variables passed through to the agent (none by default)."""
+    secret_env: list[NonEmptyStr] = Field(default_factory=list)
+    """Variables whose values are redacted from stored output (pass_env entries too)."""
+    patches_dir: str | None = None
+    """For ``replay``: directory with ``<case_id>.patch`` files, relative to the manifest."""
+    skill: float | None = Field(default=None, ge=0, le=1)
+    """For ``simulated``: probability of choosing the correct candidate change."""
+    price_per_mtok: float | None = Field(default=None, ge=0)
+    """For ``simulated``: synthetic price used to report cost (None → cost unreported)."""
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> Agent:
+        if self.kind == "command" and not self.argv:
+            raise ValueError("command agents need argv (a non-empty list of strings)")
+        if self.kind == "replay" and not self.patches_dir:
+            raise ValueError("replay agents need patches_dir")
+        if self.kind == "simulated" and self.skill is None:
+            raise ValueError("simulated agents need skill (0..1)")
+        return self
+
+
+class Variant(_Strict):
+    id: Id
+    model: str | None = None
+    harness: str | None = None
+    harness_version: str | None = None
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    agent: Agent
+    stage_instructions: dict[StageName, list[NonEmptyStr]] = Field(default_factory=dict)
+    """Stage → markdown paths (relative to the manifest) snapshotted into the stage prompt."""
+
+
+class Manifest(_Strict):
+    schema_version: Literal[1]
+    id: Id
+    repository: NonEmptyStr
+    initial_commit: NonEmptyStr
+    cases: list[Case] = Field(min_length=1, max_length=100)
+    variants: list[Variant] = Field(min_length=1, max_length=8)
+    repetitions: int = Field(default=2, ge=1, le=10)
+    max_attempts: int = Field(default=1, ge=1, le=3)
+    timeout_seconds: float = Field(default=300, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    prepare_commands: list[Argv] = Field(default_factory=list)
+    stages: list[StageName] = Field(default_factory=lambda: ["build", "qa", "review"], min_length=1)
+    reveal_grader_output: bool = False
+    """Opt in to passing grader output (not only descriptions) to retries."""
+    benchmark_policy: str | None = None
+    """Extra policy text prepended to every stage prompt."""
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Manifest:
+        for what, ids in (("case", [c.id for c in self.cases]), ("variant", [v.id for v in self.variants])):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {what} ids: {', '.join(dupes)}")
+        if len(set(self.stages)) != len(self.stages):
+            raise ValueError("stages must not repeat")
+        return self
+
+
+def config_id(variant: Variant, instruction_texts: dict[str, str]) -> str:
+    """Stable hash of everything about a variant that can change behaviour.
+
+    ``instruction_texts`` maps each snapshotted instruction path to its full text, so
+    editing an instruction file yields a new configuration.
+    """
+    payload = variant.model_dump(mode="json", exclude={"id"})
+    payload["instruction_texts"] = dict(sorted(instruction_texts.items()))
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def manifest_json_schema() -> dict[str, Any]:
+    schema = Manifest.model_json_schema()
+    schema["title"] = f"trialhouse manifest v{MANIFEST_SCHEMA_VERSION}"
+    return schema
+
+
+def manifest_dir(path: Path) -> Path:
+    return path.resolve().parent

@@ -1,0 +1,161 @@
+"""Storage: one DuckDB file plus hive-partitioned Parquet beside it.
+
+Layout for a warehouse ``W = path/to/trialhouse.duckdb``::
+
+    path/to/trialhouse.parquet/<table>/run_id=<run id>/part-0.parquet
+    path/to/trialhouse.duckdb      views over those files + bookkeeping tables
+    path/to/trialhouse.lock        held while a writer is loading
+
+A load replaces whole run partitions (write to a temporary directory, then rename), so
+loading the same run again yields exactly its latest state and a crash mid-load leaves
+the previous partition intact.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from warehouse.errors import WarehouseError
+from warehouse.schema import TABLES
+
+
+class WarehouseLocked(WarehouseError):
+    exit_code = 3
+
+
+def parquet_root(db_path: Path) -> Path:
+    db_path = Path(db_path)
+    return db_path.with_name(db_path.stem + ".parquet")
+
+
+def _lock_path(db_path: Path) -> Path:
+    return Path(db_path).with_name(Path(db_path).stem + ".lock")
+
+
+@contextmanager
+def write_lock(db_path: Path) -> Iterator[None]:
+    """Exclusive writer lock; a second writer fails fast with a clear message."""
+    path = _lock_path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise WarehouseLocked(
+                f"{db_path}: another ingest is writing to this warehouse; "
+                "wait for it to finish and run the command again"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _safe_partition(run_id: str) -> str:
+    # Hive partition values must be path-safe; keep them readable.
+    bad = set('/\\\0') | {os.sep}
+    if not run_id or run_id in {".", ".."} or any(c in bad for c in run_id):
+        raise WarehouseError(f"run_id {run_id!r} cannot be used as a partition name")
+    return run_id
+
+
+def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table]) -> None:
+    """Replace every table partition of ``run_id`` with ``tables`` (caller holds the lock).
+
+    Tables not named in ``tables`` are left untouched for that run. Each table must
+    match its schema in ``warehouse.schema.TABLES`` (the run_id column is the partition).
+    """
+    root = parquet_root(db_path)
+    part = f"run_id={_safe_partition(run_id)}"
+    for name, table in tables.items():
+        schema = TABLES[name]
+        if table.schema != schema:
+            table = table.select(schema.names).cast(schema)
+        target = root / name / part
+        tmp = root / name / f".tmp-{uuid.uuid4().hex}"
+        tmp.mkdir(parents=True)
+        pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet", compression="zstd")
+        old = None
+        if target.exists():
+            old = root / name / f".old-{uuid.uuid4().hex}"
+            target.rename(old)
+        tmp.rename(target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def delete_run(db_path: Path, run_id: str) -> None:
+    root = parquet_root(db_path)
+    for name in TABLES:
+        target = root / name / f"run_id={_safe_partition(run_id)}"
+        if target.exists():
+            shutil.rmtree(target)
+
+
+def _view_sql(root: Path, name: str) -> str:
+    """A view per table; an empty typed view when the table has no files yet."""
+    files = list((root / name).glob("run_id=*/*.parquet"))
+    schema = TABLES[name]
+    if not files:
+        cols = ", ".join(
+            f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema
+        )
+        return f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} WHERE FALSE"
+    glob = str(root / name / "run_id=*" / "*.parquet").replace("'", "''")
+    cols = ", ".join(schema.names)
+    return (
+        f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM read_parquet('{glob}', "
+        "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true)"
+    )
+
+
+def _duck_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t):
+        return "VARCHAR"
+    if pa.types.is_int32(t):
+        return "INTEGER"
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_float64(t):
+        return "DOUBLE"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ"
+    raise TypeError(f"no DuckDB type for {t}")
+
+
+def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path) -> None:
+    root = parquet_root(db_path)
+    for name in TABLES:
+        con.execute(_view_sql(root, name))
+
+
+def open(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDBPyConnection:  # noqa: A001
+    """Open the warehouse as a DuckDB connection with one view per table.
+
+    ``read_only`` opens an existing file without creating it (for analysis).
+    """
+    db_path = Path(path)
+    if read_only and not db_path.exists():
+        raise WarehouseError(
+            f"{db_path}: no warehouse here; create one with 'trialhouse ingest RUN_DIR --warehouse {db_path}'"
+        )
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(db_path), read_only=read_only)
+    except duckdb.IOException as exc:
+        raise WarehouseError(f"{db_path}: cannot open warehouse ({exc})") from None
+    if not read_only:
+        refresh_views(con, db_path)
+    return con
