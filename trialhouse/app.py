@@ -58,3 +58,19 @@ def echo_json(obj: object) -> None:
 
 def no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
+
+
+@app.command()
+def version() -> None:
+    """Print the trialhouse version.
+
+    Example: trialhouse version
+    """
+    from trialhouse import __version__
+
+    typer.echo(__version__)
+
+
+@app.callback()
+def _root() -> None:
+    """Reproducible benchmark and analytics pipeline for AI coding agents."""
