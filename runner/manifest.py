@@ -110,6 +110,9 @@ class Agent(_Strict):
     """For ``replay``: directory with ``<case_id>.patch`` files, relative to the manifest."""
     skill: float | None = Field(default=None, ge=0, le=1)
     """For ``simulated``: probability of choosing the correct candidate change."""
+    candidates_dir: str | None = None
+    """For ``simulated``: directory (relative to the manifest) of ``<case_id>/<label>.patch``
+    candidate changes, label ∈ correct | wrong | regression."""
     price_per_mtok: float | None = Field(default=None, ge=0)
     """For ``simulated``: synthetic price used to report cost (None → cost unreported)."""
 
@@ -119,8 +122,8 @@ class Agent(_Strict):
             raise ValueError("command agents need argv (a non-empty list of strings)")
         if self.kind == "replay" and not self.patches_dir:
             raise ValueError("replay agents need patches_dir")
-        if self.kind == "simulated" and self.skill is None:
-            raise ValueError("simulated agents need skill (0..1)")
+        if self.kind == "simulated" and (self.skill is None or not self.candidates_dir):
+            raise ValueError("simulated agents need skill (0..1) and candidates_dir")
         return self
 
 
