@@ -1,0 +1,90 @@
+"""The data flow is the shape of the code: imports point upstream only.
+
+runner ──► ingest ──► warehouse ──► analysis ──► (CLI, reports, notebooks)
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ["runner", "ingest", "warehouse", "analysis", "trialhouse"]
+
+# package → top-level packages it must never import
+FORBIDDEN = {
+    "runner": {"ingest", "warehouse", "analysis", "trialhouse"},
+    "ingest": {"analysis", "trialhouse"},
+    "warehouse": {"ingest", "analysis", "trialhouse"},
+    "analysis": {"ingest", "trialhouse"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_imports_point_upstream(package: str) -> None:
+    offenders = []
+    for path in _modules(package):
+        if "example/corpus" in path.as_posix():
+            continue  # repository sources of the example corpus, not our code
+        for name in _imports(path):
+            root = name.split(".")[0]
+            if root in FORBIDDEN[package]:
+                offenders.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_analysis_uses_only_the_event_contract_from_runner() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in _modules("analysis")
+        for name in _imports(path)
+        if name.split(".")[0] == "runner" and name not in {"runner.events"}
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_packages_are_listed_in_pyproject() -> None:
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for pkg in PACKAGES
+        for p in (ROOT / pkg).rglob("__init__.py")
+        if "corpus" not in p.parts
+    }
+    assert on_disk <= listed, f"packages missing from pyproject: {sorted(on_disk - listed)}"
+
+
+def test_cli_modules_import_library_code_lazily() -> None:
+    """Command modules import only typer/rich/stdlib at module level, so start-up stays fast."""
+    heavy = {"polars", "duckdb", "pyarrow", "statsmodels", "scipy", "altair", "pydantic",
+             "runner", "ingest", "warehouse", "analysis"}
+    offenders = []
+    for path in (ROOT / "trialhouse").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:  # module level only
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in heavy]
+    assert not offenders, "\n".join(offenders)

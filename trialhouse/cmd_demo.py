@@ -1,5 +1,0 @@
-"""CLI commands for the demo area (thin: parse options, call one library function, print)."""
-
-from __future__ import annotations
-
-from trialhouse.app import app  # noqa: F401
