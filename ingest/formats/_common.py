@@ -1,0 +1,206 @@
+"""Row builders shared by the foreign-format importers.
+
+Every importer produces the same shapes (runs, configs, cases, trials, attempts), so
+the defaults that matter — ``complete=True``, ``simulated=False``, unknown stays
+null, labels as JSON — live in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ingest.batch import QuarantineRow, SourceBatch
+from ingest.identity import config_id_for, file_sha256, variant_label
+
+
+def labels_json(labels: dict[str, Any]) -> str | None:
+    """Labels with null values dropped, as sorted JSON (None when empty)."""
+    kept = {k: v for k, v in labels.items() if v is not None}
+    return json.dumps(kept, sort_keys=True, default=str) if kept else None
+
+
+def parse_ts(value: Any) -> tuple[datetime | None, bool]:
+    """ISO timestamp → aware UTC datetime; second item is True when the input was naive."""
+    if value is None or value == "":
+        return None, False
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None, False
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC), True
+    return dt.astimezone(UTC), False
+
+
+def seconds_between(a: datetime | None, b: datetime | None) -> float | None:
+    if a is None or b is None:
+        return None
+    return (b - a).total_seconds()
+
+
+def nonneg_int(value: Any) -> int | None:
+    """An int ≥ 0, or None for anything else (unknown, not zero)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
+        return None
+    return int(value) if value >= 0 else None
+
+
+def finite_cost(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+class BatchBuilder:
+    """Collects rows for one foreign run and deduplicates configs and cases."""
+
+    def __init__(self, run_id: str, source_format: str, source_files: list[Path]) -> None:
+        self.batch = SourceBatch(
+            run_id=run_id, source_format=source_format, source_files=list(source_files)
+        )
+        self.rows: dict[str, list[dict]] = {
+            t: [] for t in ("runs", "configs", "cases", "trials", "attempts")
+        }
+        self._configs: dict[str, dict] = {}
+        self._cases: dict[str, dict] = {}
+        self._trial_ids: set[str] = set()
+
+    @property
+    def run_id(self) -> str:
+        return self.batch.run_id
+
+    def run(self, source_path: Path, **fields: Any) -> None:
+        details = fields.pop("details", {}) or {}
+        details.setdefault(
+            "source_files",
+            [{"path": str(p), "sha256": file_sha256(p)} for p in self.batch.source_files if p.is_file()],
+        )
+        row = {
+            "run_id": self.run_id,
+            "source_format": self.batch.source_format,
+            "source_path": str(source_path),
+            "status": "imported",
+            "simulated": False,
+            "validation_only": False,
+            "details_json": json.dumps(details, sort_keys=True, default=str),
+        }
+        row.update(fields)
+        self.rows["runs"] = [row]
+
+    def config(
+        self,
+        model: str | None,
+        harness: str | None,
+        harness_version: str | None,
+        settings: dict | None = None,
+    ) -> tuple[str, str]:
+        """Register a configuration; returns (config_id, variant label)."""
+        cid = config_id_for(model, harness, harness_version, settings)
+        variant = variant_label(model, harness, harness_version)
+        if settings and settings.get("system_id"):
+            variant = f"{settings['system_id']} ({variant})"
+        if cid not in self._configs:
+            row = {
+                "run_id": self.run_id,
+                "config_id": cid,
+                "variant": variant,
+                "model": model,
+                "harness": harness,
+                "harness_version": harness_version,
+                "settings_json": json.dumps(settings or {}, sort_keys=True, default=str),
+                "agent_kind": "foreign",
+                "simulated": False,
+                "source_format": self.batch.source_format,
+                "variant_order": len(self._configs),
+            }
+            self._configs[cid] = row
+            self.rows["configs"].append(row)
+        return cid, variant
+
+    def case(
+        self,
+        case_id: str,
+        repository: str | None = None,
+        benchmark: str | None = None,
+        labels: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> None:
+        if case_id in self._cases:
+            row = self._cases[case_id]
+            if repository and not row.get("repository"):
+                row["repository"] = repository
+            if benchmark and not row.get("benchmark"):
+                row["benchmark"] = benchmark
+            return
+        all_labels = dict(labels or {})
+        all_labels.setdefault("repository", repository)
+        all_labels.setdefault("benchmark", benchmark)
+        row = {
+            "run_id": self.run_id,
+            "case_id": case_id,
+            "holdout": False,
+            "repository": repository,
+            "familiarity": None,
+            "benchmark": benchmark,
+            "labels_json": labels_json(all_labels),
+        }
+        row.update(fields)
+        self._cases[case_id] = row
+        self.rows["cases"].append(row)
+
+    def trial(self, *, trial_id: str, config_id: str, case_id: str, repetition: int, outcome: str, **fields: Any) -> None:
+        if trial_id in self._trial_ids:
+            raise ValueError(f"duplicate trial id {trial_id}")
+        self._trial_ids.add(trial_id)
+        labels = fields.pop("labels", None) or {}
+        cfg = self._configs[config_id]
+        row = {
+            "run_id": self.run_id,
+            "trial_id": trial_id,
+            "source_format": self.batch.source_format,
+            "config_id": config_id,
+            "variant": cfg["variant"],
+            "model": cfg["model"],
+            "harness": cfg["harness"],
+            "harness_version": cfg["harness_version"],
+            "case_id": case_id,
+            "repetition": repetition,
+            "outcome": outcome,
+            "complete": True,
+            "attempts": 1,
+            "flags": 0,
+            "simulated": False,
+            "labels_json": labels_json(labels),
+        }
+        row.update(fields)
+        self.rows["trials"].append(row)
+        self.rows["attempts"].append(
+            {
+                "run_id": self.run_id,
+                "trial_id": trial_id,
+                "attempt": 1,
+                "outcome": outcome,
+                "started_at": row.get("started_at"),
+                "finished_at": row.get("finished_at"),
+            }
+        )
+
+    def quarantine(self, source_file: Path | str, line: int | None, reason: str, raw: str | None = None) -> None:
+        q = QuarantineRow(source_file=str(source_file), line=line, reason=reason, raw_text=raw)
+        self.batch.quarantine.append(q)
+
+    def note(self, message: str) -> None:
+        self.batch.notes.append(message)
+
+    def finish(self) -> SourceBatch:
+        self.batch.rows = self.rows
+        return self.batch

@@ -1,0 +1,190 @@
+"""Which foreign format is this path? Sniff content, not names (FORMATS.md §1.1).
+
+Harbor and Terminal-Bench both write ``result(s).json`` and SWE-bench and others
+write ``preds.json``, so every decision looks at the keys inside. Our own run
+directories (``events.jsonl``) are the ingest command's business: this returns None.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+_SNIFF_BYTES = 64 * 1024
+_MAX_PARSE_BYTES = 256 * 1024 * 1024
+
+
+def read_json(path: Path) -> Any | None:
+    """Parse a JSON file, or None when it is unreadable, too big or not JSON."""
+    try:
+        if path.stat().st_size > _MAX_PARSE_BYTES:
+            return None
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _head(path: Path, n: int = _SNIFF_BYTES) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError:
+        return b""
+
+
+def is_inspect_eval_zip(path: Path) -> bool:
+    if _head(path, 4) != b"PK\x03\x04":
+        return False
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = set(z.namelist())
+    except (zipfile.BadZipFile, OSError):
+        # A truncated .eval still starts with PK: let the importer report it clearly.
+        return path.suffix == ".eval"
+    return "header.json" in names or "_journal/start.json" in names
+
+
+def is_inspect_json(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and "version" in obj
+        and "status" in obj
+        and isinstance(obj.get("eval"), dict)
+        and "eval_id" in obj["eval"]
+        and "task" in obj["eval"]
+    )
+
+
+def _inspect_json_prefix(head: bytes) -> bool:
+    """Cheap check on a large log's first bytes (Inspect writes version/status/eval first)."""
+    text = head.decode("utf-8", "replace")
+    return text.lstrip().startswith("{") and all(
+        k in text for k in ('"version"', '"status"', '"eval"', '"eval_id"', '"task"')
+    )
+
+
+def is_harbor_job_result(obj: Any) -> bool:
+    return isinstance(obj, dict) and "n_total_trials" in obj and isinstance(obj.get("stats"), dict)
+
+
+def is_harbor_trial_result(obj: Any) -> bool:
+    return isinstance(obj, dict) and {"trial_name", "agent_info"} <= obj.keys() and (
+        "verifier_result" in obj or "reward_valid" in obj
+    )
+
+
+def is_tb_run_results(obj: Any) -> bool:
+    return isinstance(obj, dict) and isinstance(obj.get("results"), list) and (
+        "n_resolved" in obj or "accuracy" in obj or not obj["results"] or is_tb_trial_results(obj["results"][0])
+    )
+
+
+def is_tb_trial_results(obj: Any) -> bool:
+    return isinstance(obj, dict) and {"trial_name", "is_resolved"} <= obj.keys() and (
+        "failure_mode" in obj or "parser_results" in obj
+    )
+
+
+def is_swebench_instance_report(obj: Any) -> bool:
+    if not isinstance(obj, dict) or not obj:
+        return False
+    return all(
+        isinstance(v, dict) and "resolved" in v and ("tests_status" in v or "patch_is_None" in v)
+        for v in obj.values()
+    )
+
+
+def is_swebench_run_report(obj: Any) -> bool:
+    return isinstance(obj, dict) and {"resolved_ids", "unresolved_ids", "error_ids"} <= obj.keys() and (
+        "total_instances" in obj or "submitted_ids" in obj
+    )
+
+
+def is_swebench_results(obj: Any) -> bool:
+    """``results/results.json`` of an experiments submission."""
+    return isinstance(obj, dict) and isinstance(obj.get("resolved"), list) and (
+        "no_generation" in obj or "no_logs" in obj
+    )
+
+
+def _is_runs_jsonl(path: Path) -> bool:
+    for line in _head(path).splitlines():
+        if line.strip():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(obj, dict) and {"model", "harness", "task_id", "trial", "status"} <= obj.keys()
+    return False
+
+
+def _detect_file(path: Path) -> str | None:
+    if is_inspect_eval_zip(path):
+        return "inspect"
+    head = _head(path)
+    if not head.lstrip().startswith((b"{", b"[")):
+        return None
+    if _inspect_json_prefix(head):
+        obj = read_json(path)
+        if obj is None or is_inspect_json(obj):
+            return "inspect"
+    obj = read_json(path)
+    if obj is None:
+        return "runs-jsonl" if _is_runs_jsonl(path) else None
+    if is_inspect_json(obj):
+        return "inspect"
+    if is_harbor_job_result(obj) or is_harbor_trial_result(obj):
+        return "harbor"
+    if is_tb_run_results(obj) and (path.parent / "run_metadata.json").is_file():
+        return "terminal-bench"
+    if is_tb_trial_results(obj) or is_tb_run_results(obj):
+        return "terminal-bench"
+    if is_swebench_instance_report(obj) or is_swebench_run_report(obj) or is_swebench_results(obj):
+        return "swebench"
+    if isinstance(obj, dict) and _is_runs_jsonl(path):  # a one-line runs-jsonl file
+        return "runs-jsonl"
+    return None
+
+
+def _detect_dir(path: Path) -> str | None:
+    if (path / "events.jsonl").is_file():
+        return None  # our own run: handled by the ingest command
+    job = read_json(path / "result.json") if (path / "result.json").is_file() else None
+    if (path / "config.json").is_file() and is_harbor_job_result(job):
+        return "harbor"
+    if is_harbor_trial_result(job):
+        return "harbor"
+    if (path / "run_metadata.json").is_file() and (path / "results.json").is_file():
+        return "terminal-bench"
+    if any((path / n).is_file() for n in ("metadata.yaml", "metadata.yml")) and (
+        path / "results" / "results.json"
+    ).is_file():
+        return "swebench"
+    children = sorted(p for p in path.iterdir() if not p.name.startswith("."))
+    if any(p.suffix == ".eval" and is_inspect_eval_zip(p) for p in children if p.is_file()):
+        return "inspect"
+    if any(p.suffix == ".json" and p.is_file() and _inspect_json_prefix(_head(p)) for p in children):
+        return "inspect"
+    for sub in children:
+        if sub.is_dir() and is_harbor_trial_result(read_json(sub / "result.json")):
+            return "harbor"
+    for report in path.rglob("report.json"):
+        if is_swebench_instance_report(read_json(report)):
+            return "swebench"
+    for p in children:
+        if p.is_file() and p.suffix == ".json" and is_swebench_run_report(read_json(p)):
+            return "swebench"
+    return None
+
+
+def detect_format(path: Path) -> str | None:
+    """The format name for ``path`` (``FORMATS`` key), or None when nothing matches."""
+    path = Path(path)
+    if path.is_dir():
+        return _detect_dir(path)
+    if path.is_file():
+        return _detect_file(path)
+    return None
