@@ -1,0 +1,55 @@
+"""Parser for the agent-events file (docs/agent-events.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines
+from runner.events import Usage
+
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def parse_agent_events(path: Path) -> AgentReport:
+    """Sum ``usage`` lines, count ``step`` lines, time the first ``file_edit``.
+
+    A usage field stays None unless some line reported it; steps is None when there
+    is no ``step`` line. Lines that are not JSON objects with a string ``type``, and
+    usage values that are not non-negative numbers, are counted as malformed.
+    """
+    totals: dict[str, int | float | None] = dict.fromkeys((*_TOKEN_FIELDS, "cost_usd"))
+    steps = 0
+    first_edit: float | None = None
+    malformed = 0
+    seen = False
+    for obj in iter_json_lines(Path(path)):
+        seen = True
+        if obj is None or not isinstance(obj.get("type"), str):
+            malformed += 1
+            continue
+        kind = obj["type"]
+        if kind == "usage":
+            bad = False
+            for name in _TOKEN_FIELDS:
+                if name in obj and obj[name] is not None:
+                    value = count(obj[name])
+                    bad |= value is None
+                    totals[name] = add(totals[name], value)
+            if "cost_usd" in obj and obj["cost_usd"] is not None:
+                value = amount(obj["cost_usd"])
+                bad |= value is None
+                totals["cost_usd"] = add(totals["cost_usd"], value)
+            malformed += bad
+        elif kind == "step":
+            steps += 1
+        elif kind == "file_edit" and first_edit is None:
+            first_edit = amount(obj.get("elapsed_s"))
+    if not seen:
+        return AgentReport()
+    usage = Usage(
+        **totals,  # type: ignore[arg-type]
+        steps=steps or None,
+        time_to_first_edit_s=first_edit,
+        source="agent-events",
+    )
+    return AgentReport(usage=usage, malformed_lines=malformed)

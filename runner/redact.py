@@ -1,0 +1,169 @@
+"""Keep secrets out of stored evidence, and keep captured output bounded.
+
+Agents print whatever they like, including the credentials we passed them. Every
+stored stdout/stderr goes through :func:`redact_file`: secret values and common
+token shapes become ``[REDACTED]``, and files above the limit keep their head and
+tail around a marker. Files are streamed, so a multi-GB output is never loaded whole.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_LEN = 4
+"""Shorter secret values are ignored: redacting "1" or "abc" would shred the text."""
+
+TOKEN_PATTERNS: tuple[str, ...] = (
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----[\s\S]{0,16384}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----",
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",  # Anthropic / OpenAI API keys
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
+    r"\bxox[baprs]-[A-Za-z0-9-]{10,}",  # Slack
+    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
+    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
+)
+_BEARER = r"(?P<bearer>\bBearer\s+)[A-Za-z0-9\-._~+/]{12,}=*"
+
+_CHUNK_CHARS = 1 << 20
+_OVERLAP_CHARS = 64 * 1024
+"""Text kept back between chunks so a match is never split (> longest pattern)."""
+_LINE_SEARCH_BYTES = 64 * 1024
+"""How far a truncation cut may move to land on a line break (tokens never span lines)."""
+
+
+def compile_redactor(secrets: Sequence[str]) -> re.Pattern[str]:
+    """One alternation: literal secret values (longest first), then token patterns."""
+    values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True)
+    parts = [re.escape(v) for v in values] + list(TOKEN_PATTERNS) + [_BEARER]
+    return re.compile("|".join(f"(?:{p})" if not p.startswith("(?P") else p for p in parts))
+
+
+def _replacement(match: re.Match[str]) -> str:
+    prefix = match.group("bearer")
+    return f"{prefix}{REDACTED}" if prefix else REDACTED
+
+
+def redact(text: str, secrets: Sequence[str]) -> tuple[str, int]:
+    """Replace secret values and token-shaped strings with ``[REDACTED]``; return the count."""
+    return compile_redactor(secrets).subn(_replacement, text)
+
+
+def redact_file(path: Path, secrets: Sequence[str], limit_bytes: int) -> tuple[bool, int]:
+    """Bound ``path`` to about ``limit_bytes`` and redact it in place, streaming.
+
+    Above the limit the file keeps its head and tail (cut at line breaks when one is
+    near) around a marker line naming the dropped byte count. Returns
+    ``(truncated, redactions)``; a missing file is ``(False, 0)``. The result may
+    exceed the limit by the marker and by redactions longer than the secret.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False, 0
+    pattern = compile_redactor(secrets)
+    truncated = size > limit_bytes
+    with open(path, "rb") as src:
+        if truncated:
+            head_end = _cut_after_newline(src, max(limit_bytes // 2, 0), backwards=True)
+            tail_start = _cut_after_newline(src, max(size - (limit_bytes - limit_bytes // 2), head_end), backwards=False)
+            ranges = [(0, head_end), (tail_start, size)]
+            marker = f"\n[... trialhouse: {tail_start - head_end} bytes truncated ...]\n"
+        else:
+            ranges = [(0, size)]
+            marker = ""
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        count = 0
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as dst:
+                for i, (start, end) in enumerate(ranges):
+                    if i:
+                        dst.write(marker)
+                    count += _redact_stream(_read_text(src, start, end), pattern, dst.write)
+            os.replace(tmp_name, path)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+    return truncated, count
+
+
+def _redact_stream(chunks: Iterator[str], pattern: re.Pattern[str], write) -> int:
+    """Redact a stream of text chunks, holding back an overlap so no match is split."""
+    count = 0
+    pending = ""
+    context = ""  # last emitted character, so \b at a chunk start sees its neighbour
+    for chunk in chunks:
+        pending += chunk
+        if len(pending) < _CHUNK_CHARS + _OVERLAP_CHARS:
+            continue
+        safe = len(pending) - _OVERLAP_CHARS
+        text = context + pending
+        cut = safe + len(context)
+        out: list[str] = []
+        pos = len(context)
+        for match in pattern.finditer(text, len(context)):
+            if match.start() >= cut:
+                break
+            out.append(text[pos : match.start()])
+            out.append(_replacement(match))
+            count += 1
+            pos = match.end()
+            cut = max(cut, pos)
+        out.append(text[pos:cut])
+        write("".join(out))
+        context = text[cut - 1 : cut] if cut > 0 else ""
+        pending = text[cut:]
+    if pending:
+        text = context + pending
+        out_text, n = _subn_from(pattern, text, len(context))
+        write(out_text)
+        count += n
+    return count
+
+
+def _subn_from(pattern: re.Pattern[str], text: str, start: int) -> tuple[str, int]:
+    out: list[str] = []
+    pos = start
+    n = 0
+    for match in pattern.finditer(text, start):
+        out.append(text[pos : match.start()])
+        out.append(_replacement(match))
+        pos = match.end()
+        n += 1
+    out.append(text[pos:])
+    return "".join(out), n
+
+
+def _read_text(src, start: int, end: int) -> Iterator[str]:
+    """Decode bytes [start, end) incrementally; invalid bytes round-trip unchanged."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+    src.seek(start)
+    remaining = end - start
+    while remaining > 0:
+        block = src.read(min(_CHUNK_CHARS, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        yield decoder.decode(block)
+    yield decoder.decode(b"", final=True)
+
+
+def _cut_after_newline(src, offset: int, backwards: bool) -> int:
+    """Move ``offset`` to just after a nearby line break, so no token is cut in two."""
+    if backwards:
+        lo = max(offset - _LINE_SEARCH_BYTES, 0)
+        src.seek(lo)
+        window = src.read(offset - lo)
+        nl = window.rfind(b"\n")
+        return lo + nl + 1 if nl >= 0 else offset
+    src.seek(offset)
+    window = src.read(_LINE_SEARCH_BYTES)
+    nl = window.find(b"\n")
+    return offset + nl + 1 if nl >= 0 else offset
