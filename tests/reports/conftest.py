@@ -1,0 +1,154 @@
+"""A small, deterministic warehouse for the report, chart and notebook tests (built once).
+
+Two runs a week apart (so ``--previous-period`` has something to compare), a 2 models ×
+2 harnesses grid, 12 tasks over 3 repositories (known and unknown), 3 repetitions,
+infra errors, one invalid trial, unknown costs on a few trials, failure-category
+annotations and one simulated configuration. Written through the warehouse contract
+(``table_from_rows`` + ``replace_run``), exactly as ingest writes.
+
+Set ``TRIALHOUSE_TEST_WAREHOUSE`` to run these tests against another warehouse
+(e.g. one built by the real pipeline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+MODELS = ["model-a", "model-b"]
+HARNESSES = ["harness-x", "harness-y"]
+REPOS = {"repo-known-1": "known", "repo-known-2": "known", "repo-new": "unknown"}
+CASES = [f"case-{i:02d}" for i in range(12)]
+REPS = 3
+CATEGORIES = ["implementation", "verification", "task interpretation"]
+
+# Start of each run: the "current" week and the one before it.
+WEEK1 = datetime(2026, 11, 16, 9, 0, tzinfo=UTC)
+WEEK2 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+
+
+def _skill(model: str, harness: str, week: int) -> float:
+    base = {"model-a": 0.45, "model-b": 0.7}[model]
+    base += {"harness-x": 0.0, "harness-y": 0.1 if model == "model-a" else -0.15}[harness]
+    return min(0.95, base + (0.1 if week == 2 and model == "model-a" else 0.0))
+
+
+def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Random) -> None:
+    from warehouse.db import replace_run, write_lock
+    from warehouse.schema import table_from_rows
+
+    batch = f"batch-{run_id}"
+    common = {"run_id": run_id, "ingest_batch_id": batch}
+    configs, trials, cases, judgments = [], [], [], []
+    for order, (model, harness) in enumerate((m, h) for m in MODELS for h in HARNESSES):
+        simulated = model == "model-b" and harness == "harness-y"
+        cid = f"cfg-{model}-{harness}"
+        configs.append({
+            **common, "config_id": cid, "variant": f"{model}+{harness}", "model": model,
+            "harness": harness, "harness_version": "1.0", "simulated": simulated,
+            "source_format": "trialhouse", "variant_order": order, "agent_kind": "command",
+        })
+    for i, case in enumerate(CASES):
+        repo = list(REPOS)[i % len(REPOS)]
+        cases.append({
+            **common, "case_id": case, "holdout": i == 11, "repository": repo,
+            "familiarity": REPOS[repo], "task_class": ["bugfix", "feature"][i % 2],
+            "difficulty": ["easy", "medium", "hard"][i % 3], "language": "python",
+            "initial_commit": "a" * 40, "validated": True,
+        })
+    n = 0
+    for cfg in configs:
+        for i, case in enumerate(CASES):
+            repo = list(REPOS)[i % len(REPOS)]
+            for rep in range(1, REPS + 1):
+                n += 1
+                p = _skill(cfg["model"], cfg["harness"], week) - (0.2 if REPOS[repo] == "unknown" else 0)
+                p -= 0.1 * (i % 3)
+                u = rng.random()
+                if u < 0.04:
+                    outcome = "infra_error"
+                elif rng.random() < p:
+                    outcome = "accepted"
+                else:
+                    outcome = rng.choice(["target_failed", "target_failed", "regression", "budget_exhausted"])
+                if run_id == "run-week2" and n == 7:
+                    outcome = "invalid"
+                started = start + timedelta(minutes=n)
+                duration = round(60 + 240 * rng.random(), 3)
+                tokens_in = rng.randint(2_000, 40_000)
+                tokens_out = rng.randint(200, 4_000)
+                cost = None if (n % 29 == 0) else round((tokens_in * 3 + tokens_out * 15) / 1e6, 6)
+                tid = f"{run_id}-{cfg['config_id']}-{case}-{rep}"
+                trials.append({
+                    **common, "trial_id": tid, "source_format": "trialhouse", "source_key": tid,
+                    "config_id": cfg["config_id"], "variant": cfg["variant"], "model": cfg["model"],
+                    "harness": cfg["harness"], "harness_version": "1.0", "case_id": case,
+                    "repetition": rep, "outcome": outcome, "complete": True, "attempts": 1,
+                    "started_at": started, "finished_at": started + timedelta(seconds=duration),
+                    "duration_s": duration, "setup_s": round(duration * 0.1, 3),
+                    "agent_s": round(duration * 0.7, 3), "verification_s": round(duration * 0.2, 3),
+                    "time_to_first_edit_s": round(duration * 0.3, 3),
+                    "input_tokens": tokens_in, "output_tokens": tokens_out, "steps": rng.randint(3, 40),
+                    "cost_usd": cost, "cost_source": None if cost is None else "reported",
+                    "simulated": cfg["simulated"],
+                })
+                if outcome in ("target_failed", "regression"):
+                    judgments.append({
+                        **common, "trial_id": tid, "kind": "failure_category",
+                        "category": rng.choice(CATEGORIES), "annotator": "reviewer@example.com",
+                        "ts": started + timedelta(hours=1),
+                    })
+    runs = [{
+        **common, "source_format": "trialhouse", "source_path": f"runs/{run_id}",
+        "manifest_id": "example-bench", "manifest_sha256": "f" * 64, "started_at": start,
+        "finished_at": start + timedelta(hours=2), "status": "completed", "engine_version": "0.1.0",
+        "os": "Linux-6.1-x86_64", "python": "3.11.9", "git_version": "2.39.5",
+        "repository": "example-service", "initial_commit": "a" * 40, "repetitions": REPS,
+        "max_attempts": 1, "timeout_seconds": 300.0, "validation_only": False, "simulated": True,
+        "prices_as_of": "2026-11-01", "details_json": json.dumps({"note": "test fixture"}),
+    }]
+    tables = {
+        "runs": table_from_rows("runs", runs),
+        "configs": table_from_rows("configs", configs),
+        "cases": table_from_rows("cases", cases),
+        "trials": table_from_rows("trials", trials),
+        "judgments": table_from_rows("judgments", judgments),
+    }
+    with write_lock(db):
+        replace_run(db, run_id, tables)
+
+
+def build_small_warehouse(db: Path) -> Path:
+    """Write the two-run fixture warehouse at ``db`` and return its path."""
+    from warehouse import db as wdb
+
+    rng = random.Random(20261130)
+    _write_run(db, "run-week1", WEEK1, 1, rng)
+    _write_run(db, "run-week2", WEEK2, 2, rng)
+    con = wdb.open(db)
+    con.close()
+    return db
+
+
+@pytest.fixture(scope="session")
+def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    override = os.environ.get("TRIALHOUSE_TEST_WAREHOUSE")
+    if override:
+        return Path(override)
+    return build_small_warehouse(tmp_path_factory.mktemp("wh") / "trialhouse.duckdb")
+
+
+@pytest.fixture(scope="session")
+def built_report(small_warehouse: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The report of the current week against the previous one (built once)."""
+    from analysis.report import build_report
+
+    out = tmp_path_factory.mktemp("report")
+    return build_report(small_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True)
