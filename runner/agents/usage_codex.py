@@ -38,14 +38,15 @@ def parse_codex_json(path: Path) -> AgentReport:
     lines = iter_json_lines(Path(path))
     malformed = 0
     buffered: list[dict[str, Any]] = []
-    for obj in lines:
+    for obj in lines:  # sniff: the first line that is an event decides the protocol
         if obj is None:
             malformed += 1
             continue
         buffered.append(obj)
-        break
-    if buffered and "msg" in buffered[0] and "type" not in buffered[0]:
-        return _parse_legacy(buffered[0], lines, malformed)
+        if "type" in obj or "msg" in obj:
+            break
+    if buffered and "msg" in buffered[-1] and "type" not in buffered[-1]:
+        return _parse_legacy(buffered, lines, malformed)
     return _parse_exec(buffered, lines, malformed)
 
 
@@ -127,7 +128,7 @@ def _tokens(usage: dict[str, Any]) -> dict[str, int | None]:
     }
 
 
-def _parse_legacy(first: dict[str, Any], rest: Any, malformed: int) -> AgentReport:
+def _parse_legacy(head: list[dict[str, Any]], rest: Any, malformed: int) -> AgentReport:
     """Pre-#4525 protocol. Only ``info.total_token_usage`` (cumulative) is trusted:
     early builds printed flat per-response ``token_count`` fields whose meaning is not
     documented, so those leave tokens unknown rather than guessed."""
@@ -157,7 +158,8 @@ def _parse_legacy(first: dict[str, Any], rest: Any, malformed: int) -> AgentRepo
         elif kind in LEGACY_STEP_MSGS:
             steps += 1
 
-    handle(first)
+    for obj in head:
+        handle(obj)
     for obj in rest:
         if obj is None:
             malformed += 1
