@@ -1,0 +1,123 @@
+"""Trial facts from the warehouse: trials joined with their case labels, config and run.
+
+The one place analysis reads trial rows; every question starts from ``load_trials``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from analysis.errors import AnalysisError
+from analysis.filters import CASE_COLUMNS, Filters
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars as pl
+
+CONFIG_KEYS = ["config_id", "variant", "model", "harness", "harness_version"]
+INVALID = ("infra_error", "invalid")
+
+_COLUMNS = {
+    "run_id": "t.run_id",
+    "trial_id": "t.trial_id",
+    "config_id": "t.config_id",
+    "variant": "coalesce(t.variant, cf.variant)",
+    "model": "coalesce(t.model, cf.model)",
+    "harness": "coalesce(t.harness, cf.harness)",
+    "harness_version": "coalesce(t.harness_version, cf.harness_version)",
+    "variant_order": "cf.variant_order",
+    "case_id": "t.case_id",
+    "repetition": "t.repetition",
+    "outcome": "t.outcome",
+    "complete": "t.complete",
+    "duration_s": "t.duration_s",
+    "setup_s": "t.setup_s",
+    "agent_s": "t.agent_s",
+    "verification_s": "t.verification_s",
+    "time_to_first_edit_s": "t.time_to_first_edit_s",
+    "input_tokens": "t.input_tokens",
+    "output_tokens": "t.output_tokens",
+    "steps": "t.steps",
+    "cost_usd": "t.cost_usd",
+    "simulated": "t.simulated",
+    "holdout": "coalesce(c.holdout, FALSE)",
+    "run_started_at": "r.started_at",
+    **{col: f"c.{col}" for col in CASE_COLUMNS},
+}
+_NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
+          "r": ("run_started_at",)}
+
+
+def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+                columns: list[str] | None = None, with_rep: bool = False) -> pl.DataFrame:
+    """One row per selected trial (incomplete ones included: callers count them).
+
+    ``with_rep`` adds ``rep``: 1..n per (config, case) in (run start, run_id, repetition)
+    order, so trials from several runs pair by position instead of colliding.
+    """
+    filters = filters or Filters()
+    cols = list(_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+    for col in cols:
+        if col not in _COLUMNS:
+            raise AnalysisError(f"unknown trial column {col!r}")
+    joins_cf = any(c in _NEEDS["cf"] for c in cols)
+    where, params = filters.where()
+    needs_r = (any(c in _NEEDS["r"] for c in cols) or with_rep
+               or filters.since is not None or filters.until is not None)
+    select = ",\n  ".join(f"{_COLUMNS[c]} AS {c}" for c in cols)  # fixed column map
+    if with_rep:
+        select += (",\n  row_number() OVER (PARTITION BY t.config_id, t.case_id ORDER BY "
+                   "r.started_at NULLS LAST, t.run_id, t.repetition, t.trial_id) AS rep")
+    sql = f"""
+SELECT
+  {select}
+FROM trials t
+LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+{"LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id" if joins_cf else ""}
+{"LEFT JOIN runs r ON r.run_id = t.run_id" if needs_r else ""}
+WHERE {where}
+"""  # noqa: S608 -- only fixed fragments are formatted in; values are parameters
+    return con.execute(sql, params).pl()
+
+
+def config_table(df: pl.DataFrame) -> pl.DataFrame:
+    """Distinct configurations in a trial frame, ordered by (model, harness, version, id)."""
+    import polars as pl
+
+    keys = [k for k in CONFIG_KEYS if k in df.columns]
+    out = df.group_by("config_id").agg([pl.col(k).drop_nulls().first() for k in keys
+                                        if k != "config_id"])
+    return out.select(keys).sort(["model", "harness", "harness_version", "config_id"],
+                                 nulls_last=True)
+
+
+def config_dict(row: dict) -> dict:
+    return {k: row.get(k) for k in CONFIG_KEYS}
+
+
+def resolve_config(configs: pl.DataFrame, name: str) -> dict:
+    """A configuration by variant name, config_id or unique config_id prefix."""
+    rows = configs.to_dicts()
+    for test in (lambda r: r["config_id"] == name, lambda r: r.get("variant") == name,
+                 lambda r: str(r["config_id"]).startswith(name)):
+        hits = [r for r in rows if test(r)]
+        if len(hits) == 1:
+            return config_dict(hits[0])
+        if len(hits) > 1:
+            listed = ", ".join(f"{r['config_id'][:12]} ({r.get('variant')}, {r.get('model')})"
+                               for r in hits[:8])
+            raise AnalysisError(
+                f"configuration {name!r} is ambiguous: {listed}; give a longer config_id prefix"
+            )
+    known = ", ".join(sorted({str(r.get("variant") or r["config_id"][:12]) for r in rows})[:12])
+    raise AnalysisError(
+        f"configuration {name!r} not found in the selected trials; known: {known or 'none'}"
+    )
+
+
+def require_trials(df: pl.DataFrame, filters: Filters) -> None:
+    if df.height == 0:
+        raise AnalysisError(
+            f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
+            "or ingest a run first"
+        )
