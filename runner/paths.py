@@ -1,0 +1,189 @@
+"""Operator-owned input files: canonical paths, one snapshot per run, sha256 re-checks.
+
+Graders, reference patches, rubrics and stage instructions are copied once into
+``<run_dir>/inputs/`` (outside every workspace) and hashed. Trials read only the
+snapshot, and the hashes are re-checked after every agent invocation and around
+grading: a changed grader invalidates the trial instead of silently grading it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+MAX_INPUT_BYTES = 1024 * 1024
+"""Size bound of one operator input file."""
+
+INPUT_PLACEHOLDER = "{inputs}"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_problem(rel: str) -> str | None:
+    """Why ``rel`` is not a canonical relative POSIX path (None when it is)."""
+    if not rel or rel.strip() != rel:
+        return "must be a non-empty relative path without surrounding spaces"
+    if "\\" in rel:
+        return "must use forward slashes"
+    if PurePosixPath(rel).is_absolute() or (len(rel) > 1 and rel[1] == ":"):
+        return "must be relative to the manifest directory, not absolute"
+    if ".." in PurePosixPath(rel).parts:
+        return "must not contain '..' (inputs live under the manifest directory)"
+    if posixpath.normpath(rel) != rel or rel.startswith("./"):
+        return f"must be normalised (write {posixpath.normpath(rel)!r})"
+    return None
+
+
+def check_input(base: Path, rel: str, *, kind: str = "file") -> str | None:
+    """Why ``base/rel`` is not a usable input of ``kind`` (file|dir); None when it is."""
+    problem = canonical_problem(rel)
+    if problem:
+        return problem
+    path = base / rel
+    root = base.resolve()
+    try:
+        resolved = path.resolve(strict=True)
+    except (FileNotFoundError, RuntimeError, OSError):
+        return f"{kind} not found: {path}"
+    if not resolved.is_relative_to(root):
+        return "resolves outside the manifest directory (symlink escape)"
+    if kind == "dir":
+        if not resolved.is_dir():
+            return f"must be a directory: {path}"
+        for child in sorted(resolved.rglob("*")):
+            if child.is_symlink() and not child.resolve().is_relative_to(root):
+                return f"contains a symlink leaving the manifest directory: {child}"
+            if child.is_file() and child.stat().st_size > MAX_INPUT_BYTES:
+                return f"contains a file over {MAX_INPUT_BYTES} bytes: {child}"
+        return None
+    if not resolved.is_file():
+        return f"must be a regular file: {path}"
+    if resolved.stat().st_size > MAX_INPUT_BYTES:
+        return f"is larger than the {MAX_INPUT_BYTES}-byte input bound"
+    return None
+
+
+def inputs_in_argv(argv: list[str]) -> list[str]:
+    """Input paths an argv refers to as ``{inputs}/<path>``."""
+    found = []
+    for arg in argv:
+        idx = arg.find(INPUT_PLACEHOLDER + "/")
+        if idx >= 0:
+            rest = arg[idx + len(INPUT_PLACEHOLDER) + 1 :]
+            if rest:
+                found.append(rest)
+    return found
+
+
+@dataclass
+class InputRef:
+    """One input path and where it was named (a JSON location for messages)."""
+
+    location: str
+    rel: str
+    kind: str = "file"
+
+
+def input_refs(raw: dict[str, Any]) -> list[InputRef]:
+    """Every operator input named by a manifest (works on the raw dict, leniently)."""
+    refs: list[InputRef] = []
+
+    def add(loc: str, value: Any, kind: str = "file") -> None:
+        if isinstance(value, str):
+            refs.append(InputRef(loc, value, kind))
+
+    for ci, case in enumerate(_list(raw.get("cases"))):
+        if not isinstance(case, dict):
+            continue
+        add(f"cases[{ci}].reference_patch", case.get("reference_patch"))
+        for ki, crit in enumerate(_list(case.get("criteria"))):
+            if not isinstance(crit, dict):
+                continue
+            loc = f"cases[{ci}].criteria[{ki}]"
+            for fi, f in enumerate(_list(crit.get("files"))):
+                add(f"{loc}.files[{fi}]", f)
+            cmd = crit.get("command")
+            if isinstance(cmd, list):
+                for ai, arg in enumerate(cmd):
+                    if isinstance(arg, str):
+                        for rel in inputs_in_argv([arg]):
+                            add(f"{loc}.command[{ai}]", rel)
+            judge = crit.get("judge")
+            if isinstance(judge, dict):
+                add(f"{loc}.judge.rubric", judge.get("rubric"))
+                add(f"{loc}.judge.calibration", judge.get("calibration"))
+    for vi, var in enumerate(_list(raw.get("variants"))):
+        if not isinstance(var, dict):
+            continue
+        instr = var.get("stage_instructions")
+        if isinstance(instr, dict):
+            for stage, paths in instr.items():
+                for pi, p in enumerate(_list(paths)):
+                    add(f"variants[{vi}].stage_instructions.{stage}[{pi}]", p)
+        agent = var.get("agent")
+        if isinstance(agent, dict):
+            add(f"variants[{vi}].agent.patches_dir", agent.get("patches_dir"), "dir")
+            add(f"variants[{vi}].agent.candidates_dir", agent.get("candidates_dir"), "dir")
+    return refs
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+@dataclass
+class Snapshot:
+    """The run's input snapshot: directory and sha256 per relative path."""
+
+    root: Path
+    hashes: dict[str, str] = field(default_factory=dict)
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel
+
+    def verify(self) -> list[str]:
+        """Relative paths whose snapshot is missing or changed (empty when intact)."""
+        bad = []
+        for rel, digest in sorted(self.hashes.items()):
+            p = self.root / rel
+            try:
+                if p.is_symlink() or sha256_file(p) != digest:
+                    bad.append(rel)
+            except OSError:
+                bad.append(rel)
+        return bad
+
+
+def snapshot_inputs(manifest_dir: Path, refs: list[InputRef], dest: Path) -> Snapshot:
+    """Copy every referenced input (directories recursively) into ``dest`` and hash it."""
+    snap = Snapshot(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    files: set[str] = set()
+    for ref in refs:
+        src = manifest_dir / ref.rel
+        if src.is_dir():
+            for child in sorted(src.resolve().rglob("*")):
+                if child.is_file():
+                    files.add(str(PurePosixPath(ref.rel) / child.relative_to(src.resolve()).as_posix()))
+        else:
+            files.add(ref.rel)
+    for rel in sorted(files):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(manifest_dir / rel, target)
+        snap.hashes[rel] = sha256_file(target)
+    return snap

@@ -1,0 +1,150 @@
+"""Subprocesses the runner can always stop: own process group, group kill, bounded output.
+
+Agents and graders are untrusted programs. Each runs in a new session so a timeout (or
+Ctrl-C of the runner) kills the whole group, including children that outlive the
+parent. Output is streamed to files and capped so a program printing gigabytes
+cannot fill the disk; the cap is recorded as ``truncated``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+OUTPUT_LIMIT = 1024 * 1024
+"""Bytes of stdout and of stderr kept per process (the rest is read and discarded)."""
+
+_live_lock = threading.Lock()
+_live_groups: set[int] = set()
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    could_not_start: bool
+    duration_s: float
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    error: str | None = None
+    pid: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_all() -> None:
+    """Kill every process group started here that is still running (Ctrl-C path)."""
+    with _live_lock:
+        groups = list(_live_groups)
+    for pgid in groups:
+        kill_group(pgid)
+
+
+def run_bounded(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    stdout_path: Path | None = None,
+    stderr_path: Path | None = None,
+    limit: int = OUTPUT_LIMIT,
+) -> ProcResult:
+    """Run ``argv`` (no shell) in its own session; kill the group on timeout or exit.
+
+    After the main process exits the group is killed too, so forked children cannot
+    keep running (or keep writing into the workspace) after their stage ended.
+    """
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:
+        return ProcResult(None, None, False, True, time.monotonic() - start, error=str(exc))
+    pgid = proc.pid
+    with _live_lock:
+        _live_groups.add(pgid)
+    out_flag, err_flag = [False], [False]
+    pumps = [
+        threading.Thread(target=_copy, args=(proc.stdout, stdout_path, limit, out_flag), daemon=True),
+        threading.Thread(target=_copy, args=(proc.stderr, stderr_path, limit, err_flag), daemon=True),
+    ]
+    for t in pumps:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=max(timeout, 0.001))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        kill_group(pgid)
+        proc.wait()
+        with _live_lock:
+            _live_groups.discard(pgid)
+    for t in pumps:
+        t.join(timeout=5)
+    rc = proc.returncode
+    sig = -rc if rc is not None and rc < 0 else None
+    return ProcResult(
+        exit_code=None if sig is not None else rc,
+        signal=sig,
+        timed_out=timed_out,
+        could_not_start=False,
+        duration_s=time.monotonic() - start,
+        stdout_truncated=out_flag[0],
+        stderr_truncated=err_flag[0],
+        pid=proc.pid,
+    )
+
+
+def _copy(src: IO[bytes], dest: Path | None, limit: int, flag: list[bool]) -> None:
+    """Copy up to ``limit`` bytes from a pipe to ``dest``; read and discard the rest."""
+    written = 0
+    out = dest.open("wb") if dest is not None else None
+    try:
+        while chunk := src.read1(65536):  # type: ignore[attr-defined]
+            room = limit - written
+            if room <= 0 or len(chunk) > room:
+                flag[0] = True
+            if out is not None and room > 0:
+                out.write(chunk[:room])
+                written += min(room, len(chunk))
+    finally:
+        if out is not None:
+            out.close()
+        src.close()
+
+
+def ordinary_env(extra: dict[str, str] | None = None, pass_env: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
+    """The allow-listed environment: basic variables, named pass-throughs, ``extra``."""
+    env = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
+    env.update({k: os.environ[k] for k in pass_env if k in os.environ})
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra or {})
+    return env
+
+
+ALLOWED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER", "SHELL")

@@ -1,0 +1,446 @@
+"""The run driver: controls, trial ordering, thread pool, resume, progress, report.
+
+The driver is the only writer of ``events.jsonl``. Trials run in worker threads and
+emit through the driver's ``EventLog``; the report is rebuilt from the events file
+at the end (or on Ctrl-C), so partial and resumed runs report the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import secrets
+import sys
+import threading
+import time
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner import events as ev
+from runner.errors import RunnerError
+from runner.eventlog import EventLog, read_events, repair_tail
+from runner.grading import grade
+from runner.manifest import Case, Manifest, Variant, config_id
+from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
+from runner.procs import kill_all
+from runner.prompts import instruction_texts
+from runner.report import write_report
+from runner.trial import TrialInterrupted, TrialSpec, run_trial
+from runner.validate import load_valid_manifest, repo_path
+from runner.workspace import apply_patch, create_workspace, git_version, tree_of
+
+
+class RunInterrupted(RunnerError):
+    """Ctrl-C: the run stopped cleanly; a partial report exists and --resume continues."""
+
+    exit_code = 130
+
+
+@dataclass
+class ControlsResult:
+    run_id: str
+    run_dir: Path
+    events_path: Path
+    report_path: Path
+    ok: bool
+    cases: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    events_path: Path
+    report_path: Path
+    outcomes: dict[str, int]
+    status: str = "completed"
+    lines: list[str] = field(default_factory=list)
+    skipped: int = 0
+    """Trials already finished before a ``--resume``."""
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def engine_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trialhouse")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def trial_seed(manifest_id: str, case_id: str, rep: int) -> int:
+    """Shared by every variant of a case/repetition: paired trials see the same draw."""
+    return int(hashlib.sha256(f"{manifest_id}/{case_id}/{rep}".encode()).hexdigest()[:8], 16)
+
+
+def trial_order(m: Manifest) -> list[tuple[Case, Variant, int]]:
+    """Cases × variants × repetitions; variant order reversed on even repetitions."""
+    out = []
+    for rep in range(1, m.repetitions + 1):
+        variants = list(m.variants) if rep % 2 else list(reversed(m.variants))
+        for case in m.cases:
+            for var in variants:
+                out.append((case, var, rep))
+    return out
+
+
+def trial_id(case_id: str, variant_id: str, rep: int) -> str:
+    return f"{case_id}__{variant_id}__r{rep}"
+
+
+@dataclass
+class _Setup:
+    manifest: Manifest
+    manifest_path: Path
+    manifest_dir: Path
+    run_dir: Path
+    run_id: str
+    log: EventLog
+    snapshot: Snapshot
+    texts: dict[str, dict[str, str]]
+    config_ids: dict[str, str]
+    prior: list[Any]
+
+
+def _case_source(s_manifest: Manifest, base: Path, case: Case) -> tuple[Path, str]:
+    return (repo_path(base, case.repository or s_manifest.repository),
+            case.initial_commit or s_manifest.initial_commit)
+
+
+def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_only: bool,
+              jobs: int, listener: Any = None) -> _Setup:
+    manifest_path = Path(manifest_path)
+    manifest = load_valid_manifest(manifest_path)
+    base = manifest_path.resolve().parent
+    run_dir = Path(output_dir)
+    events_path = run_dir / "events.jsonl"
+    manifest_sha = sha256_file(manifest_path)
+    prior: list[Any] = []
+    if resume:
+        if not events_path.exists():
+            raise RunnerError(f"{run_dir}: nothing to resume (no events.jsonl); start a run without --resume")
+        repair_tail(events_path)
+        prior = read_events(events_path)
+        starts = [e for e in prior if isinstance(e, ev.RunStarted)]
+        if not starts:
+            raise RunnerError(f"{events_path}: no run_started event; cannot resume this directory")
+        if starts[0].manifest_sha256 != manifest_sha:
+            raise RunnerError(f"{manifest_path}: the manifest changed since the run started; resume needs the same manifest")
+        if starts[0].validation_only:
+            raise RunnerError(f"{run_dir}: a validation-only run cannot be resumed")
+        run_id = starts[0].run_id
+        snapshot = Snapshot(run_dir / "inputs", dict(starts[0].input_hashes))
+        bad = snapshot.verify()
+        if bad:
+            raise RunnerError(f"{run_dir / 'inputs'}: snapshot changed since the run started ({', '.join(bad[:3])})")
+        next_seq = max(e.seq for e in prior) + 1
+    else:
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise RunnerError(
+                f"{run_dir}: output directory exists and is not empty; choose a new --output "
+                "(or pass --resume to continue an interrupted run)"
+            )
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_id = new_run_id()
+        snapshot = snapshot_inputs(base, input_refs(manifest.model_dump(mode="json")), run_dir / "inputs")
+        next_seq = 0
+    texts = {v.id: instruction_texts(v, snapshot) for v in manifest.variants}
+    config_ids = {v.id: config_id(v, texts[v.id]) for v in manifest.variants}
+    log = EventLog(events_path, run_id, next_seq, listener=listener)
+    repo, commit = repo_path(base, manifest.repository), manifest.initial_commit
+    log.emit(
+        ev.RunStarted,
+        manifest_id=manifest.id, manifest_path=str(manifest_path.resolve()),
+        manifest_sha256=manifest_sha, validation_only=validation_only,
+        engine_version=engine_version(), os=platform.platform(), python=sys.version.split()[0],
+        git_version=git_version(), repository=str(repo.resolve()), initial_commit=commit,
+        initial_tree=tree_of(repo, commit), input_hashes=snapshot.hashes,
+        repetitions=manifest.repetitions, max_attempts=manifest.max_attempts,
+        timeout_seconds=manifest.timeout_seconds, max_cost_usd=manifest.max_cost_usd,
+        stages=list(manifest.stages),
+        variants=[
+            ev.VariantInfo(
+                variant=v.id, config_id=config_ids[v.id], model=v.model, harness=v.harness,
+                harness_version=v.harness_version, reasoning_effort=v.reasoning_effort,
+                service_tier=v.service_tier, settings=v.settings, agent_kind=v.agent.kind,
+                simulated=v.agent.kind == "simulated",
+                stage_instruction_hashes={p: snapshot.hashes[p] for p in texts[v.id]},
+            )
+            for v in manifest.variants
+        ],
+        cases=[
+            ev.CaseInfo(
+                case_id=c.id, holdout=c.holdout,
+                labels={k: str(v) for k, v in c.labels.model_dump(exclude_none=True).items()},
+                initial_commit=_case_source(manifest, base, c)[1],
+                criteria=[ev.CriterionInfo(criterion_id=k.id, layer=k.layer,
+                                           kind="command" if k.command else "judge",
+                                           description=k.description) for k in c.criteria],
+            )
+            for c in manifest.cases
+        ],
+        jobs=jobs, resumed=resume,
+        simulated=any(v.agent.kind == "simulated" for v in manifest.variants),
+    )
+    return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids, prior)
+
+
+# ---------------------------------------------------------------- controls
+
+
+def _expected(control: str, layer: str) -> str:
+    return "failed" if control == "negative" and layer == "target" else "passed"
+
+
+def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
+                  stop: threading.Event) -> dict[str, Any]:
+    """Negative (and positive) control of one case; emits control_result + case_validated."""
+    repo, commit = _case_source(s.manifest, s.manifest_dir, case)
+    problems: list[str] = []
+    verdicts: dict[tuple[str, str], list[str]] = {}
+    baseline: dict[str, str] = {}
+    controls = ("negative",) if negative_only else ("negative", "positive")
+    for control in controls:
+        if stop.is_set():
+            raise TrialInterrupted(case.id)
+        ws = s.run_dir / "controls" / case.id / control
+        try:
+            create_workspace(repo, commit, ws)
+        except Exception as exc:  # noqa: BLE001 - any failure here is infrastructure
+            problems.append(f"{control} control: could not create a workspace: {exc}")
+            continue
+        if control == "positive":
+            ok, msg = apply_patch(ws, s.snapshot.path(case.reference_patch))
+            if not ok:
+                problems.append(f"positive control: reference patch does not apply: {msg}")
+                continue
+        for repeat in range(1, repeats + 1):
+            for crit in case.criteria:
+                if crit.command is None:
+                    continue
+                r = grade(crit, workspace=ws, inputs_dir=s.snapshot.root,
+                          log_dir=s.run_dir / "controls" / case.id / f"{control}-logs", tag=f".{repeat}")
+                expected = _expected(control, crit.layer)
+                s.log.emit(ev.ControlResult, case_id=case.id, control=control,
+                           criterion_id=crit.id, layer=crit.layer, repeat=repeat,
+                           exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
+                           verdict=r.verdict, expected=expected, ok=r.verdict == expected,
+                           duration_s=r.duration_s)
+                verdicts.setdefault((control, crit.id), []).append(r.verdict)
+    flaky = sorted({cid for (_, cid), vs in verdicts.items() if len(set(vs)) > 1})
+    for (control, cid), vs in sorted(verdicts.items()):
+        layer = next(c.layer for c in case.criteria if c.id == cid)
+        exp = _expected(control, layer)
+        if control == "negative":
+            baseline[cid] = vs[0] if len(set(vs)) == 1 else "inconclusive"
+        if cid in flaky:
+            continue
+        if vs[0] != exp:
+            problems.append(f"{control} control: {cid} ({layer}) {vs[0]}, expected {exp}")
+    for cid in flaky:
+        problems.append(f"{cid} is flaky (different verdicts on repeated runs)")
+    s.log.emit(ev.CaseValidated, case_id=case.id, ok=not problems, problems=problems,
+               flaky_criteria=flaky, baseline=baseline)
+    return {"case_id": case.id, "ok": not problems, "problems": problems, "flaky": flaky,
+            "baseline": baseline}
+
+
+def _progress(enabled: bool, total: int, label: str):
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[outcomes]}"), TimeElapsedColumn(), TextColumn("eta"),
+        TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled, transient=False,
+    )
+    task = progress.add_task(label, total=total, outcomes="")
+    return progress, task
+
+
+def _run_pool(items: list[Any], fn: Any, jobs: int, on_done: Any, stop: threading.Event) -> None:
+    """Run ``fn(item)`` on a thread pool; Ctrl-C sets ``stop``, kills agents, re-raises."""
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="trial")
+    futures: dict[Future[Any], Any] = {pool.submit(fn, it): it for it in items}
+    try:
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for f in done:
+                on_done(futures[f], f)
+    except KeyboardInterrupt:
+        stop.set()
+        kill_all()
+        pool.shutdown(wait=False, cancel_futures=True)
+        # Keep killing until workers notice the stop flag (they check between steps).
+        deadline = time.monotonic() + 30
+        while any(not f.done() for f in futures) and time.monotonic() < deadline:
+            kill_all()
+            time.sleep(0.1)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _controls_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="controls per case")
+    for col in ("case", "ok", "flaky", "problems"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["case_id"], "yes" if r["ok"] else "[red]NO[/red]",
+                      ", ".join(r["flaky"]) or "-", "; ".join(r["problems"]) or "-")
+    Console(stderr=False).print(table)
+
+
+def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeats: int = 2,
+                 progress: bool = True) -> ControlsResult:
+    """Validation-only run: negative + positive control per case, repeated; no agents."""
+    start = time.monotonic()
+    s = _open_run(manifest_path, output_dir, resume=False, validation_only=True, jobs=jobs)
+    stop = threading.Event()
+    rows: dict[str, dict[str, Any]] = {}
+    bar, task = _progress(progress, len(s.manifest.cases), "controls")
+
+    def done(case: Case, fut: Future[Any]) -> None:
+        try:
+            rows[case.id] = fut.result()
+        except TrialInterrupted:
+            return
+        bar.update(task, advance=1)
+
+    status = "completed"
+    try:
+        with bar:
+            _run_pool(list(s.manifest.cases), lambda c: _control_case(s, c, repeats, False, stop),
+                      jobs, done, stop)
+    except KeyboardInterrupt:
+        status = "interrupted"
+    ordered = [rows[c.id] for c in s.manifest.cases if c.id in rows]
+    ok = status == "completed" and all(r["ok"] for r in ordered)
+    if status == "completed" and not ok:
+        status = "failed_controls"
+    s.log.emit(ev.RunFinished, status=status, trials_total=0, trials_finished=0, outcomes={},
+               duration_s=round(time.monotonic() - start, 3))
+    s.log.close()
+    report = write_report(s.run_dir, read_events(s.log.path))
+    if progress:
+        _controls_table(ordered)
+    if status == "interrupted":
+        raise RunInterrupted(f"interrupted; partial report at {report}")
+    return ControlsResult(s.run_id, s.run_dir, s.log.path, report, ok, ordered)
+
+
+# ---------------------------------------------------------------- trials
+
+
+def _baselines(s: _Setup, jobs: int, stop: threading.Event) -> dict[str, dict[str, str]]:
+    """Known verdicts on the initial commit per case (from a previous pass when resuming)."""
+    known = {e.case_id: dict(e.baseline) for e in s.prior if isinstance(e, ev.CaseValidated)}
+    todo = [c for c in s.manifest.cases if c.id not in known]
+    out: dict[str, dict[str, str]] = dict(known)
+
+    def done(case: Case, fut: Future[Any]) -> None:
+        out[case.id] = fut.result()["baseline"]
+
+    if todo:
+        _run_pool(todo, lambda c: _control_case(s, c, 1, True, stop), jobs, done, stop)
+    return out
+
+
+def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: bool = False,
+               progress: bool = True, controls: bool = True) -> RunResult:
+    """Run every trial (cases × variants × repetitions); resume skips finished trials."""
+    start = time.monotonic()
+    s = _open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs)
+    m = s.manifest
+    finished = {e.trial_id for e in s.prior if isinstance(e, ev.TrialFinished)}
+    order = trial_order(m)
+    stop = threading.Event()
+    outcomes: Counter[str] = Counter(
+        e.outcome for e in s.prior if isinstance(e, ev.TrialFinished))
+    lines: list[str] = []
+    status = "completed"
+    bar, task = _progress(progress, len(order), "trials")
+    try:
+        baselines = _baselines(s, jobs, stop) if controls else {}
+        specs = []
+        for idx, (case, var, rep) in enumerate(order):
+            tid = trial_id(case.id, var.id, rep)
+            if tid in finished:
+                continue
+            repo, commit = _case_source(m, s.manifest_dir, case)
+            specs.append(TrialSpec(
+                run_id=s.run_id, trial_id=tid, order=idx, manifest=m, manifest_dir=s.manifest_dir,
+                case=case, variant=var, config_id=s.config_ids[var.id], repetition=rep,
+                seed=trial_seed(m.id, case.id, rep), repository=repo, initial_commit=commit,
+                snapshot=s.snapshot, trial_dir=s.run_dir / "trials" / tid,
+                instruction_texts=s.texts[var.id], baseline=baselines.get(case.id, {}), stop=stop,
+            ))
+
+        def work(spec: TrialSpec) -> Any:
+            return run_trial(spec, s.log.emit)
+
+        def done(spec: TrialSpec, fut: Future[Any]) -> None:
+            try:
+                result = fut.result()
+            except TrialInterrupted:
+                return
+            except Exception as exc:  # noqa: BLE001 - an engine bug must not lose the run
+                result = None
+                reason = f"runner error: {type(exc).__name__}: {exc}"
+                line = f"task={spec.case.id} variant={spec.variant.id} rep={spec.repetition} outcome=infra_error"
+                s.log.emit(ev.TrialFinished, trial_id=spec.trial_id, case_id=spec.case.id,
+                           variant=spec.variant.id, config_id=spec.config_id,
+                           repetition=spec.repetition, outcome="infra_error", reason=reason,
+                           attempts=0, duration_s=0.0, line=line)
+                outcomes["infra_error"] += 1
+                lines.append(line)
+            if result is not None:
+                outcomes[result.outcome] += 1
+                lines.append(result.line)
+                line = result.line
+            if progress:
+                bar.console.print(line, highlight=False, markup=False, soft_wrap=True)
+            bar.update(task, advance=1, outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
+
+        with bar:
+            bar.update(task, completed=len(order) - len(specs),
+                       outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
+            _run_pool(specs, work, jobs, done, stop)
+    except KeyboardInterrupt:
+        status = "interrupted"
+    total_finished = sum(outcomes.values())
+    s.log.emit(ev.RunFinished, status=status, trials_total=len(order),
+               trials_finished=total_finished, outcomes=dict(outcomes),
+               duration_s=round(time.monotonic() - start, 3))
+    s.log.close()
+    report = write_report(s.run_dir, read_events(s.log.path))
+    if status == "interrupted":
+        raise RunInterrupted(
+            f"interrupted after {total_finished}/{len(order)} trials; partial report at {report}; "
+            f"continue with: trialhouse run --manifest {manifest_path} --output {output_dir} --resume"
+        )
+    return RunResult(s.run_id, s.run_dir, s.log.path, report, dict(outcomes), status, lines,
+                     skipped=len(finished))
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,209 @@
+"""Static manifest checks that report every problem at once, each at its JSON path.
+
+Shapes and ranges come from the pydantic models (errors turned into locations like
+``cases[3].criteria[0].command``); file-system and git checks (input paths,
+commits, reference patches) run on the raw document so they are reported even when
+the shape is also wrong. The source repository is only read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.errors import RunnerError
+from runner.manifest import Manifest
+from runner.paths import check_input, input_refs
+
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+
+class ManifestInvalid(RunnerError):
+    """Raised by commands that need a valid manifest."""
+
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more; run `trialhouse validate --manifest {path}`)" if len(problems) > 1 else ""
+        super().__init__(f"{path}: {first.location}: {first.message}{more}")
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Problem:
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+
+@dataclass
+class ValidationReport:
+    path: Path
+    problems: list[Problem] = field(default_factory=list)
+    manifest: Manifest | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.manifest is not None
+
+    """``manifest`` is set whenever the shape parsed, even if file/git checks failed."""
+
+
+def json_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(manifest)"
+
+
+_PLAIN = {
+    "missing": "required field is missing",
+    "extra_forbidden": "unknown field (check the spelling against `trialhouse schema manifest`)",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "bool_type": "must be true or false",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+}
+
+
+def _message(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
+    loc, typ, msg = tuple(err["loc"]), err["type"], err["msg"]
+    if loc == ("schema_version",) and typ in ("literal_error", "missing"):
+        return loc, "must be 1 (this trialhouse reads manifest schema version 1)"
+    if typ == "too_short" and loc and loc[-1] in ("command", "argv"):
+        return loc, "must be a non-empty list of strings"
+    if typ == "string_pattern_mismatch":
+        return loc, "must start with a letter or digit and use only letters, digits, '.', '_' or '-'"
+    if typ == "value_error":
+        return loc, msg.removeprefix("Value error, ")
+    if typ in _PLAIN:
+        return loc, _PLAIN[typ]
+    return loc, msg[0].lower() + msg[1:] if msg else typ
+
+
+def _load(path: Path) -> tuple[Any, list[Problem]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, [Problem("(manifest)", f"file not found: {path}")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem("(manifest)", f"cannot read {path}: {exc}")]
+    try:
+        return json.loads(text), []
+    except json.JSONDecodeError as exc:
+        return None, [Problem(f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}")]
+
+
+def repo_path(base: Path, repository: str) -> Path:
+    p = Path(repository)
+    return p if p.is_absolute() else base / p
+
+
+def validate_manifest(path: Path) -> ValidationReport:
+    """Check a manifest file completely; never raises for bad input."""
+    from runner import workspace as wsmod
+
+    path = Path(path)
+    report = ValidationReport(path)
+    raw, problems = _load(path)
+    report.problems += problems
+    if raw is None:
+        return report
+    if not isinstance(raw, dict):
+        report.problems.append(Problem("(manifest)", "must be a JSON object"))
+        return report
+    try:
+        manifest = Manifest.model_validate(raw)
+    except ValidationError as exc:
+        manifest = None
+        for err in exc.errors():
+            loc, msg = _message(err)
+            report.problems.append(Problem(json_path(loc), msg))
+    base = path.resolve().parent
+
+    # Input files, on the raw document (lenient), so they show next to shape errors.
+    for ref in input_refs(raw):
+        why = check_input(base, ref.rel, kind=ref.kind)
+        if why:
+            report.problems.append(Problem(ref.location, why))
+
+    # Repositories, commits and reference patches.
+    default_repo = raw.get("repository") if isinstance(raw.get("repository"), str) else None
+    default_commit = raw.get("initial_commit") if isinstance(raw.get("initial_commit"), str) else None
+    repo_ok: dict[str, bool] = {}
+
+    def check_repo(loc: str, repo: str) -> bool:
+        if repo not in repo_ok:
+            rp = repo_path(base, repo)
+            good = rp.is_dir() and wsmod.git(rp, "rev-parse", "--git-dir", check=False).returncode == 0
+            repo_ok[repo] = good
+            if not good:
+                report.problems.append(Problem(loc, f"not a git repository: {rp}"))
+        return repo_ok[repo]
+
+    def check_commit(loc: str, repo: str, sha: str) -> bool:
+        if not SHA_RE.match(sha):
+            report.problems.append(Problem(loc, "must be a full 40-character lowercase hex commit SHA"))
+            return False
+        if not wsmod.commit_exists(repo_path(base, repo), sha):
+            report.problems.append(Problem(loc, f"commit {sha} does not exist in {repo_path(base, repo)}"))
+            return False
+        return True
+
+    top_ok = False
+    if default_repo and check_repo("repository", default_repo) and default_commit:
+        top_ok = check_commit("initial_commit", default_repo, default_commit)
+    cases = raw.get("cases") if isinstance(raw.get("cases"), list) else []
+    for ci, case in enumerate(cases):
+        if not isinstance(case, dict):
+            continue
+        repo = case.get("repository") if isinstance(case.get("repository"), str) else default_repo
+        sha = case.get("initial_commit") if isinstance(case.get("initial_commit"), str) else None
+        usable = False
+        if repo is None:
+            continue
+        if "repository" in case and isinstance(case.get("repository"), str):
+            if not check_repo(f"cases[{ci}].repository", repo):
+                continue
+        elif not repo_ok.get(repo, False):
+            continue
+        if sha is not None:
+            usable = check_commit(f"cases[{ci}].initial_commit", repo, sha)
+        else:
+            sha = default_commit
+            usable = top_ok if repo == default_repo else bool(
+                sha and check_commit(f"cases[{ci}].repository", repo, sha)
+            )
+        patch_rel = case.get("reference_patch")
+        if usable and isinstance(patch_rel, str) and check_input(base, patch_rel) is None:
+            ok, msg = wsmod.patch_applies(repo_path(base, repo), sha, base / patch_rel)  # type: ignore[arg-type]
+            if not ok:
+                first = msg.splitlines()[0] if msg else "git apply --check failed"
+                report.problems.append(
+                    Problem(f"cases[{ci}].reference_patch", f"does not apply cleanly to {sha[:12]}: {first}")  # type: ignore[index]
+                )
+    report.manifest = manifest
+    return report
+
+
+def load_valid_manifest(path: Path) -> Manifest:
+    """The parsed manifest, or ``ManifestInvalid`` naming the first problem."""
+    report = validate_manifest(path)
+    if not report.ok:
+        raise ManifestInvalid(Path(path), report.problems)
+    assert report.manifest is not None
+    return report.manifest
