@@ -2,4 +2,170 @@
 
 from __future__ import annotations
 
-from trialhouse.app import app  # noqa: F401
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trialhouse.app import DEFAULT_WAREHOUSE, CommandError, JsonOpt, WarehouseOpt, app, echo_json
+
+
+def _print_ingest(result, as_json: bool) -> None:
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    t = Table(title="ingest", show_lines=False)
+    for col in ("run_id", "format", "rows per table", "quarantined", "batch"):
+        t.add_column(col)
+    for b in result.batches:
+        rows = ", ".join(f"{k} {v}" for k, v in b.rows.items() if v)
+        t.add_row(b.run_id, b.source_format, rows or "-", str(b.quarantined),
+                  "unchanged" if b.unchanged else (b.ingest_batch_id or ""))
+    console.print(t)
+    for b in result.batches:
+        for note in b.notes:
+            console.print(f"note: {b.run_id}: {note}")
+    total = result.rows
+    console.print(
+        f"total: {len(result.batches)} batch(es), {total.get('trials', 0)} trials, "
+        f"{total.get('events', 0)} events, {result.quarantined} quarantined"
+    )
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Run directories, events.jsonl files or foreign results.")],
+    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
+    format: Annotated[  # noqa: A002
+        str,
+        typer.Option("--format", "-f", help="auto|trialhouse|runs-jsonl|inspect|harbor|terminal-bench|swebench"),
+    ] = "auto",
+    prices: Annotated[Path | None, typer.Option(help="Prices file (per model, per million tokens, dated).")] = None,
+    allow_quarantine: Annotated[
+        bool, typer.Option("--allow-quarantine", help="Exit 0 even when lines were quarantined.")
+    ] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Load runs (ours or other tools') into the warehouse; re-ingesting unchanged input changes nothing.
+
+    Exits 2 after writing when any line was quarantined (unless --allow-quarantine),
+    and 3 when another ingest holds the warehouse lock.
+
+    Example: trialhouse ingest runs/2026-03-02-demo --warehouse demo/warehouse/trialhouse.duckdb
+    """
+    from ingest.api import IngestQuarantined, ingest_paths
+
+    try:
+        result = ingest_paths(paths, warehouse, format=format, prices=prices, allow_quarantine=allow_quarantine)
+    except IngestQuarantined as exc:
+        _print_ingest(exc.result, json)
+        raise
+    _print_ingest(result, json)
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL to run (read-only connection).")],
+    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
+    json: JsonOpt = False,
+    csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
+    limit: Annotated[int, typer.Option(help="Rows shown in the table view (JSON/CSV are complete).")] = 100,
+) -> None:
+    """Run SQL against the warehouse and print a table, JSON or CSV.
+
+    Example: trialhouse sql --warehouse demo/warehouse/trialhouse.duckdb "SELECT outcome, count(*) FROM trials GROUP BY 1"
+    """
+    import duckdb
+
+    import warehouse as wh
+
+    if json and csv:
+        raise CommandError("choose one of --json and --csv")
+    con = wh.open(warehouse, read_only=True)
+    try:
+        df = con.sql(query).pl()
+    except duckdb.Error as exc:
+        raise CommandError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    finally:
+        con.close()
+    if json:
+        echo_json(df.to_dicts())
+    elif csv:
+        typer.echo(df.write_csv(), nl=False)
+    else:
+        _print_frame(df, limit)
+
+
+def _print_frame(df, limit: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(show_lines=False)
+    for c in df.columns:
+        t.add_column(c)
+    for row in df.head(limit).iter_rows():
+        t.add_row(*("∅" if v is None else str(v) for v in row))
+    console = Console(highlight=False)
+    console.print(t)
+    more = f" (showing {limit})" if df.height > limit else ""
+    console.print(f"{df.height} row(s){more}")
+
+
+@app.command()
+def tables(
+    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the table reference (docs/tables.md).")] = False,
+    json: JsonOpt = False,
+) -> None:
+    """List warehouse tables and views with row counts, or print the table reference.
+
+    Example: trialhouse tables --warehouse demo/warehouse/trialhouse.duckdb
+    """
+    if markdown:
+        from warehouse.tables_doc import render
+
+        typer.echo(render(), nl=False)
+        return
+    import warehouse as wh
+    from warehouse.frames import table_counts
+
+    con = wh.open(warehouse, read_only=True)
+    try:
+        df = table_counts(con)
+    finally:
+        con.close()
+    if json:
+        echo_json(df.to_dicts())
+    else:
+        _print_frame(df, 1000)
+
+
+@app.command()
+def annotate(
+    csv: Annotated[Path, typer.Option("--csv", help="CSV: trial_id, category|decision, note, annotator [, run_id].")],
+    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
+    kind: Annotated[str, typer.Option(help="failure_category | review_decision")] = "failure_category",
+    annotator: Annotated[str | None, typer.Option(help="Default annotator for rows without one.")] = None,
+    allow_quarantine: Annotated[
+        bool, typer.Option("--allow-quarantine", help="Exit 0 even when rows were quarantined.")
+    ] = False,
+    json: JsonOpt = False,
+) -> None:
+    """Import human or judge annotations (failure categories or review decisions) into judgments.
+
+    Example: trialhouse annotate --warehouse demo/warehouse/trialhouse.duckdb --csv review.csv --annotator alice
+    """
+    from ingest.annotations import import_annotations
+    from ingest.api import IngestQuarantined
+
+    try:
+        result = import_annotations(csv, warehouse, kind=kind, annotator=annotator,
+                                    allow_quarantine=allow_quarantine)
+    except IngestQuarantined as exc:
+        _print_ingest(exc.result, json)
+        raise
+    _print_ingest(result, json)

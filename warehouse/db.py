@@ -53,7 +53,7 @@ def write_lock(db_path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise WarehouseLocked(
-                f"{db_path}: another ingest is writing to this warehouse; "
+                f"{db_path}: warehouse is locked by another ingest; "
                 "wait for it to finish and run the command again"
             ) from None
         yield
@@ -69,22 +69,37 @@ def _safe_partition(run_id: str) -> str:
     return run_id
 
 
-def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table]) -> None:
+def staging_file(db_path: Path, table: str) -> Path:
+    """A fresh file path on the warehouse's file system for streaming a partition.
+
+    Write a Parquet file there (the table's columns without ``run_id``) and pass the
+    path to ``replace_run`` instead of an Arrow table; large tables never sit in memory.
+    """
+    d = parquet_root(db_path) / table
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f".stage-{uuid.uuid4().hex}.parquet"
+
+
+def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path]) -> None:
     """Replace every table partition of ``run_id`` with ``tables`` (caller holds the lock).
 
     Tables not named in ``tables`` are left untouched for that run. Each table must
     match its schema in ``warehouse.schema.TABLES`` (the run_id column is the partition).
+    A value may also be the path of a Parquet file from ``staging_file`` (moved in place).
     """
     root = parquet_root(db_path)
     part = f"run_id={_safe_partition(run_id)}"
     for name, table in tables.items():
         schema = TABLES[name]
-        if table.schema != schema:
-            table = table.select(schema.names).cast(schema)
         target = root / name / part
         tmp = root / name / f".tmp-{uuid.uuid4().hex}"
         tmp.mkdir(parents=True)
-        pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet", compression="zstd")
+        if isinstance(table, Path):
+            table.rename(tmp / "part-0.parquet")
+        else:
+            if table.schema != schema:
+                table = table.select(schema.names).cast(schema)
+            pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet", compression="zstd")
         old = None
         if target.exists():
             old = root / name / f".old-{uuid.uuid4().hex}"
@@ -113,8 +128,9 @@ def _view_sql(root: Path, name: str) -> str:
         return f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} WHERE FALSE"
     glob = str(root / name / "run_id=*" / "*.parquet").replace("'", "''")
     cols = ", ".join(schema.names)
+    # DDL takes no parameters; names come from TABLES and the path is quote-escaped.
     return (
-        f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM read_parquet('{glob}', "
+        f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM read_parquet('{glob}', "  # noqa: S608
         "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true)"
     )
 
@@ -135,10 +151,30 @@ def _duck_type(t: pa.DataType) -> str:
     raise TypeError(f"no DuckDB type for {t}")
 
 
-def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path) -> None:
-    root = parquet_root(db_path)
+def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = False) -> None:
+    """(Re)create one view per table over its Parquet files (absolute paths).
+
+    ``temp`` creates session-only views, which a read-only connection may do; they
+    shadow the stored ones, so a warehouse that was moved still reads its own files.
+    """
+    root = parquet_root(Path(db_path).resolve())
     for name in TABLES:
-        con.execute(_view_sql(root, name))
+        sql = _view_sql(root, name)
+        if temp:
+            sql = sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
+        con.execute(sql)
+
+
+def read_partition(db_path: Path, table: str, run_id: str) -> pa.Table | None:
+    """The stored partition of one run (without run_id), or None."""
+    d = parquet_root(db_path) / table / f"run_id={_safe_partition(run_id)}"
+    files = sorted(d.glob("*.parquet")) if d.exists() else []
+    return pa.concat_tables([pq.read_table(f) for f in files]) if files else None
+
+
+def run_ids(db_path: Path, table: str = "runs") -> list[str]:
+    d = parquet_root(db_path) / table
+    return sorted(p.name.split("=", 1)[1] for p in d.glob("run_id=*")) if d.exists() else []
 
 
 def open(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDBPyConnection:  # noqa: A001
@@ -156,6 +192,11 @@ def open(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDB
         con = duckdb.connect(str(db_path), read_only=read_only)
     except duckdb.IOException as exc:
         raise WarehouseError(f"{db_path}: cannot open warehouse ({exc})") from None
-    if not read_only:
+    if read_only:
+        refresh_views(con, db_path, temp=True)
+    else:
+        from warehouse.migrations import migrate
+
         refresh_views(con, db_path)
+        migrate(con)
     return con

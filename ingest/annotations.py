@@ -1,0 +1,129 @@
+"""Import human or judge annotations (failure categories, review decisions) into ``judgments``.
+
+A CSV with columns ``trial_id``, ``category`` (or ``decision``), ``note``, ``annotator``
+and optionally ``run_id`` becomes one partition ``run_id = annotations-<sha12 of the
+file>``: importing the same file again changes nothing, a corrected file adds its own
+partition. Who said it is kept (``annotator``; ``--annotator`` fills blanks). Unknown
+trial ids, ambiguous ones (same id in several runs and no run_id column) and unknown
+categories/decisions are quarantined with their CSV line numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ingest.api import (
+    IngestInputError,
+    IngestQuarantined,
+    IngestResult,
+    _unchanged,
+    _write,
+    new_batch_id,
+)
+from ingest.batch import QuarantineRow
+from warehouse import db
+
+CATEGORIES = (
+    "environment_discovery",
+    "task_interpretation",
+    "source_of_truth",
+    "dependency_choice",
+    "impact_analysis",
+    "implementation",
+    "verification",
+)
+"""First decisive wrong choice (SPEC §4)."""
+DECISIONS = ("accept", "reject")
+KINDS = {"failure_category": ("category", CATEGORIES), "review_decision": ("decision", DECISIONS)}
+
+
+def _known_trials(warehouse: Path) -> dict[str, list[str]]:
+    con = db.open(warehouse, read_only=True)
+    try:
+        rows = con.execute("SELECT trial_id, run_id FROM trials").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[str]] = {}
+    for trial_id, run_id in rows:
+        out.setdefault(trial_id, []).append(run_id)
+    return out
+
+
+def import_annotations(
+    csv_path: Path,
+    warehouse: Path,
+    *,
+    kind: str = "failure_category",
+    annotator: str | None = None,
+    allow_quarantine: bool = False,
+) -> IngestResult:
+    """Write the CSV's annotations as one batch; quarantine policy as ``ingest_paths``."""
+    csv_path, warehouse = Path(csv_path), Path(warehouse)
+    if kind not in KINDS:
+        raise IngestInputError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if not csv_path.is_file():
+        raise IngestInputError(f"{csv_path}: no such file")
+    column, allowed = KINDS[kind]
+    data = csv_path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    run_id = f"annotations-{sha[:12]}"
+    files = [{"path": str(csv_path), "sha256": sha, "bytes": len(data)}]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise IngestInputError(f"{csv_path}: not UTF-8 text") from None
+    reader = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    value_col = column if column in header else ("verdict" if "verdict" in header else None)
+    if "trial_id" not in header or value_col is None:
+        raise IngestInputError(
+            f"{csv_path}: header must name trial_id and {column} (found: {', '.join(header) or 'nothing'})"
+        )
+    result = IngestResult()
+    with db.write_lock(warehouse):
+        same = _unchanged(warehouse, run_id, files)
+        if same is not None:
+            result.batches.append(same)
+        else:
+            known = _known_trials(warehouse) if warehouse.exists() else {}
+            now = datetime.now(UTC)
+            rows, quarantine = [], []
+            src = str(csv_path)
+            for i, raw in enumerate(reader, start=2):
+                rec = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+                trial_id, value = rec.get("trial_id", ""), rec.get(value_col, "").lower()
+                wanted_run = rec.get("run_id") or None
+                runs = known.get(trial_id, [])
+                if wanted_run is not None:
+                    runs = [r for r in runs if r == wanted_run]
+                reason = None
+                if not trial_id:
+                    reason = "trial_id is empty"
+                elif not runs:
+                    reason = f"unknown trial_id {trial_id!r}" + (f" in run {wanted_run!r}" if wanted_run else "")
+                elif len(runs) > 1:
+                    reason = f"trial_id {trial_id!r} is in several runs ({', '.join(runs)}); add a run_id column"
+                elif value not in allowed:
+                    reason = f"{column} {value!r} is not one of {', '.join(allowed)}"
+                if reason:
+                    line = ",".join(raw.get(k) or "" for k in reader.fieldnames or [])
+                    quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
+                    continue
+                rows.append({
+                    "trial_id": trial_id, "criterion_id": None, "kind": kind, "verdict": value,
+                    "category": value if kind == "failure_category" else None,
+                    "note": rec.get("note") or None, "annotator": rec.get("annotator") or annotator,
+                    "ts": now,
+                })
+            notes = [f"annotations for trials in run(s): {', '.join(sorted({known[r['trial_id']][0] for r in rows}))}"] if rows else []
+            result.batches.append(_write(
+                warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,
+                {"judgments": rows}, quarantine, None, notes,
+            ))
+        db.open(warehouse).close()
+    if result.quarantined and not allow_quarantine:
+        raise IngestQuarantined(result)
+    return result

@@ -1,0 +1,305 @@
+"""``ingest_paths``: sources → warehouse partitions, one batch per run, under the write lock.
+
+Each source becomes one or more ``SourceBatch``-shaped results (our run directories are
+read here; foreign formats through ``ingest.formats``). Every batch gets a fresh
+``ingest_batch_id`` stamped on all its rows, replaces its run's partitions in every
+table (so a run ingested while still being written and again when finished ends in
+exactly its final state) and appends a row to that run's ``ingest_batches``.
+
+Unchanged input is skipped: when the source files' sha256 equal those of the run's
+last batch nothing is written and no batch is added.
+
+Quarantine policy: everything valid is written first; then, if any line was
+quarantined and ``allow_quarantine`` is false, ``IngestQuarantined`` (exit 2) is raised
+carrying the full result, so the CLI can print the per-batch counts before failing.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ingest.batch import QuarantineRow, SourceBatch
+from ingest.errors import IngestError
+from ingest.normalize import EventsColumns, RunNormalizer
+from ingest.read import ReadStats, file_sha256, peek_run_id, read_events
+from runner.events import SCHEMA_VERSION
+from warehouse import db
+from warehouse.schema import TABLES, table_from_rows
+
+FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench")
+
+
+class IngestInputError(IngestError):
+    """A path that cannot be ingested (missing, unknown format, bad prices file)."""
+
+
+class IngestQuarantined(IngestError):
+    """Raised after writing when lines were quarantined and that was not allowed."""
+
+    def __init__(self, result: IngestResult) -> None:
+        self.result = result
+        super().__init__(
+            f"{result.quarantined} line(s) quarantined in "
+            f"{sum(1 for b in result.batches if b.quarantined)} batch(es); see the quarantine "
+            "table (trialhouse sql on the quarantine table) or pass --allow-quarantine"
+        )
+
+
+@dataclass
+class BatchSummary:
+    run_id: str
+    source_format: str
+    source: str
+    rows: dict[str, int]
+    quarantined: int
+    notes: list[str] = field(default_factory=list)
+    ingest_batch_id: str | None = None
+    unchanged: bool = False
+    """True when the input matched the run's last batch and nothing was written."""
+
+
+@dataclass
+class IngestResult:
+    batches: list[BatchSummary] = field(default_factory=list)
+
+    @property
+    def quarantined(self) -> int:
+        return sum(b.quarantined for b in self.batches)
+
+    @property
+    def rows(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for b in self.batches:
+            for k, v in b.rows.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "batches": [asdict(b) for b in self.batches],
+            "totals": {"rows": self.rows, "quarantined": self.quarantined, "batches": len(self.batches)},
+        }
+
+
+def new_batch_id() -> str:
+    """Time-ordered, unique: ``<UTC timestamp>-<8 hex>``."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{uuid.uuid4().hex[:8]}"
+
+
+def _file_meta(paths: list[Path]) -> list[dict]:
+    out = []
+    for p in paths:
+        sha, size = file_sha256(p)
+        out.append({"path": str(p), "sha256": sha, "bytes": size})
+    return out
+
+
+def _last_batch(warehouse: Path, run_id: str) -> dict | None:
+    try:
+        table = db.read_partition(warehouse, "ingest_batches", run_id)
+    except Exception:  # a run_id that cannot be a partition name: nothing stored
+        return None
+    if table is None or table.num_rows == 0:
+        return None
+    rows = sorted(table.to_pylist(), key=lambda r: (r["ingested_at"], r["ingest_batch_id"]))
+    return rows[-1]
+
+
+def _unchanged(warehouse: Path, run_id: str, files: list[dict]) -> BatchSummary | None:
+    last = _last_batch(warehouse, run_id)
+    if last is None:
+        return None
+    before = sorted(f["sha256"] for f in json.loads(last["source_files_json"]))
+    if before != sorted(f["sha256"] for f in files):
+        return None
+    rows = json.loads(last["rows_json"])
+    return BatchSummary(
+        run_id=run_id, source_format=last["source_format"], source=files[0]["path"] if files else "",
+        rows={k: v for k, v in rows.items() if k != "quarantine"}, quarantined=rows.get("quarantine", 0),
+        notes=["unchanged since the last ingest; nothing written"],
+        ingest_batch_id=last["ingest_batch_id"], unchanged=True,
+    )
+
+
+def _write(
+    warehouse: Path,
+    run_id: str,
+    batch_id: str,
+    source_format: str,
+    files: list[dict],
+    rows: dict[str, list[dict]],
+    quarantine: list[QuarantineRow],
+    schema_version: int | None,
+    notes: list[str],
+    staged: dict[str, tuple[Path, int]] | None = None,
+) -> BatchSummary:
+    """Stamp, write every table partition of ``run_id`` and append its batch row."""
+    staged = staged or {}
+    tables: dict = {}
+    counts: dict[str, int] = {}
+    qrows = [
+        {"source_file": q.source_file, "line": q.line, "reason": q.reason, "raw_text": q.raw_text}
+        for q in quarantine
+    ]
+    for name in TABLES:
+        if name == "ingest_batches":
+            continue
+        if name in staged:
+            tables[name], counts[name] = staged[name]
+            continue
+        table_rows = qrows if name == "quarantine" else rows.get(name, [])
+        for r in table_rows:
+            r["run_id"] = run_id
+            r["ingest_batch_id"] = batch_id
+        tables[name] = table_from_rows(name, table_rows)
+        counts[name] = len(table_rows)
+    new = table_from_rows("ingest_batches", [{
+        "run_id": run_id,
+        "ingest_batch_id": batch_id,
+        "source_format": source_format,
+        "source_files_json": json.dumps(files),
+        "rows_json": json.dumps(counts, sort_keys=True),
+        "schema_version": schema_version,
+        "ingested_at": datetime.now(UTC),
+        "trialhouse_version": _version(),
+    }])
+    old = db.read_partition(warehouse, "ingest_batches", run_id)
+    if old is not None:
+        import pyarrow as pa
+
+        new = pa.concat_tables([old.append_column("run_id", pa.array([run_id] * old.num_rows)).select(new.schema.names).cast(new.schema), new])
+    tables["ingest_batches"] = new
+    db.replace_run(warehouse, run_id, tables)
+    return BatchSummary(
+        run_id=run_id, source_format=source_format, source=files[0]["path"] if files else "",
+        rows={k: v for k, v in counts.items() if k != "quarantine"}, quarantined=counts["quarantine"],
+        notes=notes, ingest_batch_id=batch_id,
+    )
+
+
+def _version() -> str:
+    from trialhouse import __version__
+
+    return __version__
+
+
+def _events_file(path: Path) -> Path | None:
+    if path.is_dir() and (path / "events.jsonl").is_file():
+        return path / "events.jsonl"
+    if path.is_file() and path.name.endswith("events.jsonl"):
+        return path
+    return None
+
+
+def ingest_run(warehouse: Path, events_path: Path, prices=None) -> BatchSummary:
+    """Ingest one of our ``events.jsonl`` files (caller holds the write lock)."""
+    files = _file_meta([events_path])
+    peek = peek_run_id(events_path)
+    if peek is not None and (same := _unchanged(warehouse, peek, files)) is not None:
+        return same
+    batch_id = new_batch_id()
+    src = str(events_path)
+    stats = ReadStats(events_path)
+    norm = RunNormalizer(src, prices)
+    cols: EventsColumns | None = None
+    stage = db.staging_file(warehouse, "events")
+    writer: pq.ParquetWriter | None = None
+    n_events = 0
+    try:
+        for re in read_events(events_path, stats):
+            if not norm.add(re):
+                continue
+            if cols is None:
+                cols = EventsColumns(norm.run_id, src, batch_id)
+                writer = pq.ParquetWriter(stage, cols.schema, compression="zstd")
+            n_events += 1
+            if (b := cols.add(re)) is not None:
+                writer.write_batch(b)
+        if cols is not None and (b := cols.flush()) is not None:
+            writer.write_batch(b)
+        if writer is not None:
+            writer.close()
+        run_id = norm.run_id or events_path.resolve().parent.name
+        staged = {"events": (stage, n_events)} if writer is not None else {}
+        files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
+        return _write(
+            warehouse, run_id, batch_id, "trialhouse", files, norm.rows(),
+            stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
+        )
+    finally:
+        stage.unlink(missing_ok=True)
+
+
+def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:
+    """Write one foreign-format batch (caller holds the write lock)."""
+    files = _file_meta([Path(p) for p in batch.source_files])
+    if (same := _unchanged(warehouse, batch.run_id, files)) is not None:
+        return same
+    rows = {k: [dict(r) for r in v] for k, v in batch.rows.items()}
+    return _write(
+        warehouse, batch.run_id, new_batch_id(), batch.source_format, files, rows,
+        list(batch.quarantine), batch.schema_version, list(batch.notes),
+    )
+
+
+def _detect(path: Path, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise IngestInputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if not path.exists():
+        raise IngestInputError(f"{path}: no such file or directory")
+    if fmt != "auto":
+        return fmt
+    if _events_file(path) is not None:
+        return "trialhouse"
+    try:
+        from ingest.formats.detect import detect_format
+    except ImportError:
+        detect_format = None
+    found = detect_format(path) if detect_format else None
+    if found is None:
+        raise IngestInputError(
+            f"{path}: cannot tell its format; pass --format "
+            f"({', '.join(f for f in FORMATS if f != 'auto')})"
+        )
+    return found
+
+
+def ingest_paths(
+    paths: list[Path],
+    warehouse: Path,
+    *,
+    format: str = "auto",  # noqa: A002
+    prices: Path | None = None,
+    allow_quarantine: bool = False,
+) -> IngestResult:
+    """Ingest every path into ``warehouse``; see the module docstring for the guarantees."""
+    warehouse = Path(warehouse)
+    price_table = None
+    if prices is not None:
+        from ingest.prices import PriceTable
+
+        price_table = PriceTable.load(Path(prices))
+    plan = [(Path(p), _detect(Path(p), format)) for p in paths]
+    result = IngestResult()
+    with db.write_lock(warehouse):
+        for path, fmt in plan:
+            if fmt == "trialhouse":
+                events = _events_file(path)
+                if events is None:
+                    raise IngestInputError(f"{path}: no events.jsonl here (expected a run directory)")
+                result.batches.append(ingest_run(warehouse, events, price_table))
+            else:
+                from ingest import formats
+
+                for batch in formats.load(path, fmt, prices=price_table):
+                    result.batches.append(ingest_batch(warehouse, batch))
+        db.open(warehouse).close()  # refresh the views, apply migrations
+    if result.quarantined and not allow_quarantine:
+        raise IngestQuarantined(result)
+    return result

@@ -1,0 +1,268 @@
+"""Stream an ``events.jsonl`` file line by line into validated events.
+
+Why streaming: a run's event file can be gigabytes; the reader holds one line at a
+time (lines above ``MAX_LINE_BYTES`` are skipped in chunks and quarantined with only
+their first ``RAW_TEXT_CAP`` bytes). Rules:
+
+- a last line without a newline is a write in progress (torn): it is left for the
+  next ingest, not quarantined, and reported in ``notes``;
+- v1 lines take the fast path (``validate_json`` on bytes); anything that fails it is
+  re-read with ``json.loads`` + ``runner.events.upgrade_event`` so older versions are
+  upgraded and every bad line gets a precise reason;
+- a repeated ``seq`` with identical bytes is dropped and counted; with different
+  content it is quarantined;
+- out-of-order events are accepted (consumers order by ``seq``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ingest.batch import QuarantineRow
+from runner.events import (
+    EVENT_ADAPTER,
+    SCHEMA_VERSION,
+    UnsupportedSchemaVersion,
+    upgrade_event,
+)
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""Longer lines are quarantined without being held in memory."""
+RAW_TEXT_CAP = 4096
+"""Bytes of a bad line kept in ``quarantine.raw_text``."""
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEvent:
+    """One accepted line: the validated event plus where it came from."""
+
+    event: object
+    line: int
+    raw: bytes
+    """The line's bytes (no newline); the ``events.payload_json`` of v1 lines."""
+    version: int
+    """Schema version as written (older versions were upgraded)."""
+
+
+@dataclass
+class ReadStats:
+    """What the reader saw besides accepted events; filled while iterating."""
+
+    path: Path
+    lines: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    upgraded: int = 0
+    out_of_order: int = 0
+    torn_bytes: int = 0
+    bytes_read: int = 0
+    sha256: str = ""
+    size: int = 0
+    quarantine: list[QuarantineRow] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        out = []
+        if self.torn_bytes:
+            out.append(
+                f"{self.path}: last line is incomplete ({self.torn_bytes} bytes without a newline); "
+                "left for the next ingest"
+            )
+        if self.duplicates:
+            out.append(f"{self.path}: {self.duplicates} duplicate event line(s) skipped")
+        if self.upgraded:
+            out.append(f"{self.path}: {self.upgraded} event(s) upgraded from an older schema version")
+        if self.out_of_order:
+            out.append(f"{self.path}: {self.out_of_order} event(s) out of seq order (ordered by seq)")
+        return out
+
+
+class _SeqIndex:
+    """seq → hash of the line, to tell identical duplicates from conflicting ones.
+
+    A growable bytearray of 8-byte digests keeps memory at 8 bytes per event (a dict
+    would cost ~100); seqs far beyond the file size fall back to a dict.
+    """
+
+    __slots__ = ("_arr", "_far")
+
+    def __init__(self) -> None:
+        self._arr = bytearray()
+        self._far: dict[int, bytes] = {}
+
+    def check_add(self, seq: int, digest: bytes) -> bytes | None:
+        """Record ``seq``; return the earlier digest when it was already seen."""
+        if seq >= 1 << 28:
+            old = self._far.get(seq)
+            if old is None:
+                self._far[seq] = digest
+            return old
+        pos = seq * 8
+        if pos + 8 > len(self._arr):
+            grow = max(pos + 8 - len(self._arr), len(self._arr), 8 * 1024)
+            self._arr.extend(bytes(grow))
+        old = bytes(self._arr[pos : pos + 8])
+        if old != b"\0" * 8:
+            return old
+        self._arr[pos : pos + 8] = digest
+        return None
+
+
+def _digest(raw: bytes) -> bytes:
+    d = hashlib.blake2b(raw, digest_size=8).digest()
+    return d if d != b"\0" * 8 else b"\0" * 7 + b"\1"
+
+
+def _raw_text(raw: bytes) -> str:
+    return raw[:RAW_TEXT_CAP].decode("utf-8", errors="replace")
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
+
+
+def _slow_parse(raw: bytes) -> tuple[object, int]:
+    """Full diagnosis of a line that failed the fast path: (event, original version)."""
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text (binary data?)") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"not a JSON object (got {type(obj).__name__})")
+    version = obj.get("schema_version", 0 if ("type" in obj and "event" not in obj) else None)
+    try:
+        upgraded = upgrade_event(obj)
+    except UnsupportedSchemaVersion as exc:
+        raise ValueError(str(exc)) from None
+    name = upgraded.get("event")
+    from runner.events import EVENT_TYPES
+
+    if name not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {name!r}")
+    try:
+        event = EVENT_ADAPTER.validate_python(upgraded)
+    except ValidationError as exc:
+        raise ValueError(f"{name}: {_first_error(exc)}") from None
+    return event, version if isinstance(version, int) else SCHEMA_VERSION
+
+
+def _lines(f, stats: ReadStats) -> Iterator[tuple[int, bytes]]:
+    """Yield (line number, bytes) of complete lines; over-long ones go straight to quarantine."""
+    h = hashlib.sha256()
+    n = 0
+    while True:
+        raw = f.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            break
+        h.update(raw)
+        n += 1
+        if raw.endswith(b"\n"):
+            stats.bytes_read += len(raw)
+            yield n, raw[:-1].rstrip(b"\r")
+            continue
+        if len(raw) <= MAX_LINE_BYTES:  # EOF without newline: torn, leave it
+            stats.torn_bytes = len(raw)
+            n -= 1
+            break
+        # Over-long line: keep its head, skip the rest in chunks.
+        head, total, ended = raw[:RAW_TEXT_CAP], len(raw), False
+        while True:
+            chunk = f.readline(_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+            total += len(chunk)
+            if chunk.endswith(b"\n"):
+                ended = True
+                break
+        if not ended:
+            stats.torn_bytes = total
+            n -= 1
+            break
+        stats.bytes_read += total
+        stats.quarantine.append(
+            QuarantineRow(str(stats.path), n, f"line is {total} bytes, over the {MAX_LINE_BYTES}-byte limit", _raw_text(head))
+        )
+    stats.sha256 = h.hexdigest()
+    stats.lines = n
+
+
+def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEvent]:
+    """Yield every valid event of ``path`` in file order; bad lines go to ``stats.quarantine``.
+
+    ``stats`` (created when not given) is complete once the iterator is exhausted,
+    including the file's sha256 and size.
+    """
+    path = Path(path)
+    stats = stats if stats is not None else ReadStats(path)
+    validate_json = EVENT_ADAPTER.validate_json
+    seen = _SeqIndex()
+    last_seq = -1
+    src = str(path)
+    with path.open("rb", buffering=_CHUNK) as f:
+        stats.size = path.stat().st_size
+        for n, raw in _lines(f, stats):
+            if not raw.strip():
+                continue
+            version = SCHEMA_VERSION
+            try:
+                event = validate_json(raw)
+            except ValueError:  # ValidationError is a ValueError
+                try:
+                    event, version = _slow_parse(raw)
+                except ValueError as exc:
+                    stats.quarantine.append(QuarantineRow(src, n, str(exc), _raw_text(raw)))
+                    continue
+            if version != SCHEMA_VERSION:
+                stats.upgraded += 1
+            seq = event.seq
+            old = seen.check_add(seq, _digest(raw))
+            if old is not None:
+                if old == _digest(raw):
+                    stats.duplicates += 1
+                else:
+                    stats.quarantine.append(
+                        QuarantineRow(src, n, f"seq {seq} already used by a different event", _raw_text(raw))
+                    )
+                continue
+            if seq < last_seq:
+                stats.out_of_order += 1
+            last_seq = max(last_seq, seq)
+            stats.accepted += 1
+            yield ReadEvent(event, n, raw, version)
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    """sha256 and size of a file, read in chunks."""
+    h = hashlib.sha256()
+    size = 0
+    with Path(path).open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+def peek_run_id(path: Path) -> str | None:
+    """run_id of the first line, when it is readable (for the unchanged-input check)."""
+    with Path(path).open("rb") as f:
+        first = f.readline(64 * 1024)
+    try:
+        obj = json.loads(first)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    rid = obj.get("run_id") if isinstance(obj, dict) else None
+    return rid if isinstance(rid, str) else None
