@@ -77,7 +77,7 @@ LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
 {"LEFT JOIN runs r ON r.run_id = t.run_id" if needs_r else ""}
 WHERE {where}
 """  # noqa: S608 -- only fixed fragments are formatted in; values are parameters
-    return con.execute(sql, params).pl()
+    return con.sql(sql, params=params).pl()
 
 
 def config_table(df: pl.DataFrame) -> pl.DataFrame:

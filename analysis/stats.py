@@ -125,14 +125,18 @@ def pass_at_k(counts: Iterable[tuple[int, int]], k: int) -> Fraction:
     return total / len(items)
 
 
-def pass_curves(counts: Sequence[tuple[int, int]]) -> tuple[list[float], list[float]]:
-    """pass^k and pass@k for k = 1..min n (tasks grouped by (n, c) for speed)."""
-    if not counts:
+def pass_curves(counts: Sequence[tuple[int, int]] | dict[tuple[int, int], int]
+                ) -> tuple[list[float], list[float]]:
+    """pass^k and pass@k for k = 1..min n, exactly; tasks as (n, c) pairs or {(n, c): tasks}."""
+    if isinstance(counts, dict):
+        grouped = {k: int(v) for k, v in counts.items() if v}
+    else:
+        grouped = {}
+        for n, c in counts:
+            grouped[(n, c)] = grouped.get((n, c), 0) + 1
+    if not grouped:
         return [], []
-    grouped: dict[tuple[int, int], int] = {}
-    for n, c in counts:
-        grouped[(n, c)] = grouped.get((n, c), 0) + 1
-    t = len(counts)
+    t = sum(grouped.values())
     kmax = min(n for n, _ in grouped)
     hat, at = [], []
     for k in range(1, kmax + 1):

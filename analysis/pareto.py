@@ -1,0 +1,71 @@
+"""Cost/quality Pareto front over configurations (full non-dominated set, optional convex)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from analysis import stats
+from analysis.data import CONFIG_KEYS
+from analysis.errors import AnalysisError
+from analysis.filters import Filters
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars as pl
+
+X_CHOICES = ("cost_per_accepted", "cost_per_trial")
+
+
+def front_rows(points: list[dict], convex: bool = False) -> list[dict]:
+    """Mark front membership on rows with ``x``/``rate``/``ci_low``/``ci_high`` (x None = unknown)."""
+    placed = [i for i, p in enumerate(points) if p["x"] is not None and p["rate"] is not None]
+    pts = [(points[i]["x"], points[i]["rate"]) for i in placed]
+    dom = stats.pareto_front(pts)
+    front = [j for j, d in enumerate(dom) if not d]
+    hull = stats.convex_front(pts, front) if convex else set()
+    out = [dict(p, on_front=None, dominated_by=[], overlap=None, convex=None) for p in points]
+    for j, i in enumerate(placed):
+        out[i]["on_front"] = not dom[j]
+        out[i]["dominated_by"] = [points[placed[k]]["config_id"] for k in dom[j]]
+        if convex:
+            out[i]["convex"] = j in hull
+    dominated = [j for j, d in enumerate(dom) if d]
+    for j, i in enumerate(placed):
+        me = (points[i]["ci_low"], points[i]["ci_high"])
+        others = dominated if not dom[j] else dom[j]
+        flags = [stats.intervals_overlap(me, (points[placed[k]]["ci_low"],
+                                              points[placed[k]]["ci_high"])) for k in others]
+        out[i]["overlap"] = any(f for f in flags if f is not None)
+    return out
+
+
+def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+           x: str = "cost_per_accepted", convex: bool = False) -> pl.DataFrame:
+    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks."""
+    import polars as pl
+
+    from analysis.summary import summarize
+
+    if x not in X_CHOICES:
+        raise AnalysisError(f"--x {x!r}: choose cost_per_accepted or cost_per_trial")
+    summary = summarize(con, filters)
+    points = []
+    for r in summary.rows:
+        if x == "cost_per_accepted":
+            xv = r["cost_per_solved"]
+        else:
+            xv = r["cost_usd"] / r["trials"] if r["cost_usd"] is not None and r["trials"] else None
+        points.append({**{k: r[k] for k in CONFIG_KEYS}, "x_name": x, "x": xv,
+                       "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                       "solved": r["solved"], "valid": r["valid"]})
+    rows = front_rows(points, convex)
+    schema = {**{k: pl.String for k in CONFIG_KEYS}, "x_name": pl.String, "x": pl.Float64,
+              "rate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+              "solved": pl.Int64, "valid": pl.Int64, "on_front": pl.Boolean,
+              "dominated_by": pl.List(pl.String), "overlap": pl.Boolean, "convex": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def is_finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
