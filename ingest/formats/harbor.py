@@ -1,0 +1,251 @@
+"""Harbor job directories (also Terminal-Bench 2.x): one trial per ``*/result.json``.
+
+Outcome follows the exception embedded in each trial result and its policy
+(FORMATS.md §3): a valid reward is graded (an agent timeout that still fails is
+``budget_exhausted``), a missing or invalid reward is ``infra_error``. Harbor's
+``n_input_tokens`` includes cache reads, so uncached input = input − cache.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ingest.batch import SourceBatch
+from ingest.errors import IngestError
+from ingest.formats._common import (
+    BatchBuilder,
+    finite_cost,
+    nonneg_int,
+    parse_ts,
+    seconds_between,
+)
+from ingest.formats.detect import is_harbor_job_result, is_harbor_trial_result, read_json
+from ingest.identity import path_key
+from ingest.prices import PriceTable
+
+FORMAT = "harbor"
+REWARD_KEY = "reward"
+TIME_LIMIT_ERRORS = {"AgentTimeoutError"}
+BUDGET_ERRORS = {"BudgetExceededError"}
+
+
+def _phase_s(block: Any) -> float | None:
+    if not isinstance(block, dict):
+        return None
+    a, _ = parse_ts(block.get("started_at"))
+    b, _ = parse_ts(block.get("finished_at"))
+    return seconds_between(a, b)
+
+
+def _sum(*xs: float | None) -> float | None:
+    known = [x for x in xs if x is not None]
+    return sum(known) if known else None
+
+
+def _rewards(result: dict, trial_dir: Path) -> dict | None:
+    vr = result.get("verifier_result")
+    if isinstance(vr, dict) and isinstance(vr.get("rewards"), dict):
+        return vr["rewards"]
+    txt = trial_dir / "verifier" / "reward.txt"
+    js = trial_dir / "verifier" / "reward.json"
+    if txt.is_file():
+        try:
+            return {"reward": float(txt.read_text().strip())}
+        except ValueError:
+            return None
+    if js.is_file():
+        obj = read_json(js)
+        return obj if isinstance(obj, dict) else None
+    return None
+
+
+def _reward_value(rewards: dict | None, key: str) -> float | None:
+    if not rewards:
+        return None
+    value = rewards.get(key)
+    if value is None and len(rewards) == 1:
+        value = next(iter(rewards.values()))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def outcome_for(result: dict, reward: float | None) -> tuple[str, str | None, dict]:
+    """(outcome, reason, labels) from a trial result and its chosen reward."""
+    labels: dict[str, Any] = {}
+    exc = result.get("exception_info") or None
+    etype = exc.get("exception_type") if isinstance(exc, dict) else None
+    policy = {}
+    if isinstance(exc, dict):
+        policy = exc.get("policy_override") or exc.get("policy") or {}
+        labels["exception"] = etype
+        if exc.get("exception_message"):
+            labels["error"] = str(exc["exception_message"])[:500]
+    if "reward_valid" in result:
+        valid = bool(result["reward_valid"]) and reward is not None
+    else:
+        valid = reward is not None and (exc is None or bool(policy.get("has_valid_reward")))
+    if reward is not None:
+        labels["reward"] = reward
+        if 0 < reward < 1:
+            labels["partial"] = True
+    passed = valid and reward == 1.0
+    if etype in BUDGET_ERRORS:
+        labels["limit_hit"] = "cost"
+        return ("accepted", None, labels) if passed else ("budget_exhausted", etype, labels)
+    if etype in TIME_LIMIT_ERRORS:
+        labels["limit_hit"] = "time"
+        if passed:
+            return "accepted", None, labels
+        if valid:
+            return "budget_exhausted", etype, labels
+        return "infra_error", f"{etype} without a valid reward", labels
+    if not valid:
+        return "infra_error", etype or "no valid reward", labels
+    return ("accepted", None, labels) if passed else ("target_failed", etype, labels)
+
+
+def _job_dirs(path: Path) -> list[Path]:
+    if path.is_file():
+        path = path.parent
+    if (path / "result.json").is_file():
+        return [path]  # a job, or a single trial directory
+    jobs = [p for p in sorted(path.iterdir()) if p.is_dir() and is_harbor_job_result(read_json(p / "result.json"))]
+    return jobs or [path]
+
+
+def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBatch:
+    job_result = read_json(job / "result.json") if (job / "result.json").is_file() else None
+    single = is_harbor_trial_result(job_result)
+    if single:
+        trial_files = [job / "result.json"]
+    else:
+        trial_files = sorted(p / "result.json" for p in job.iterdir() if p.is_dir())
+    b = BatchBuilder(f"harbor-{job.name}-{path_key(job)}", FORMAT, [])
+    config = read_json(job / "config.json") if not single else None
+    lock = read_json(job / "lock.json") if not single else None
+    harbor_version = ((lock or {}).get("harbor") or {}).get("version") if isinstance(lock, dict) else None
+    parsed: list[tuple[Path, dict]] = []
+    for f in trial_files:
+        if not f.is_file():
+            b.note(f"{f.parent.name}: no result.json (still running or killed); not a trial")
+            continue
+        b.batch.source_files.append(f)
+        obj = read_json(f)
+        if not is_harbor_trial_result(obj):
+            b.quarantine(f, None, f"{f}: not a Harbor trial result (unreadable JSON or missing trial_name/agent_info)",
+                         f.read_text(encoding="utf-8", errors="replace")[:2000])
+            continue
+        if not obj.get("task_name"):
+            b.quarantine(f, None, f"{f}: field task_name is missing", None)
+            continue
+        parsed.append((f, obj))
+    if not parsed and not b.batch.quarantine:
+        raise IngestError(f"{job}: no Harbor trial results (*/result.json) found")
+
+    def model_of(r: dict) -> tuple[str | None, str | None]:
+        info = (r.get("agent_info") or {}).get("model_info") or {}
+        if info.get("name"):
+            return info["name"], info.get("provider")
+        name = ((r.get("config") or {}).get("agent") or {}).get("model_name")
+        return name, None
+
+    # repetition: order by started_at within (task, agent, model)
+    groups: dict[tuple, list[tuple[Path, dict]]] = {}
+    for f, r in parsed:
+        model, _ = model_of(r)
+        groups.setdefault((r["task_name"], (r.get("agent_info") or {}).get("name"), model), []).append((f, r))
+    repetition: dict[Path, int] = {}
+    for items in groups.values():
+        items.sort(key=lambda fr: (str(fr[1].get("started_at") or ""), str(fr[1].get("id"))))
+        for k, (f, _) in enumerate(items, 1):
+            repetition[f] = k
+
+    for f, r in parsed:
+        model, provider = model_of(r)
+        agent = r.get("agent_info") or {}
+        cid, _ = b.config(model, agent.get("name"), agent.get("version"),
+                          {"provider": provider} if provider else None)
+        task = str(r["task_name"])
+        b.case(task, benchmark=r.get("source"),
+               labels={"task_checksum": r.get("task_checksum"), "task_path": (r.get("task_id") or {}).get("path")})
+        rewards = _rewards(r, f.parent)
+        outcome, reason, labels = outcome_for(r, _reward_value(rewards, reward_key))
+        if rewards and len(rewards) > 1:
+            labels["rewards"] = rewards
+        ar = r.get("agent_result") or {}
+        n_in, n_cache, n_out = (nonneg_int(ar.get(k)) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens"))
+        if n_in is not None and n_cache is not None and n_cache <= n_in:
+            uncached, cache_read = n_in - n_cache, n_cache
+        else:
+            uncached, cache_read = n_in, None
+            if n_in is not None:
+                labels["input_includes_unknown_cache"] = True
+        started, naive1 = parse_ts(r.get("started_at"))
+        finished, naive2 = parse_ts(r.get("finished_at"))
+        if naive1 or naive2:
+            labels["naive_timestamp"] = True
+        reported = finite_cost(ar.get("cost_usd"))
+        cost = source = None
+        if reported is not None and (reported > 0 or not (n_in or n_out)):
+            cost, source = reported, "reported"
+        elif reported == 0:
+            labels["cost_unpriced"] = True  # 0 next to tokens means "not priced"
+        if cost is None and prices is not None and "input_includes_unknown_cache" not in labels:
+            cost = prices.cost(model, uncached, n_out, cache_read, on=started)
+            source = "priced" if cost is not None else None
+        if cost is None:
+            labels["cost_unpriced"] = True
+        labels["harbor_version"] = harbor_version
+        b.trial(
+            trial_id=str(r.get("id") or f.parent.name),
+            config_id=cid,
+            case_id=task,
+            repetition=repetition[f],
+            outcome=outcome,
+            reason=reason,
+            source_key=str(r.get("id") or f.parent.name),
+            started_at=started,
+            finished_at=finished,
+            duration_s=seconds_between(started, finished),
+            setup_s=_sum(_phase_s(r.get("environment_setup")), _phase_s(r.get("agent_setup"))),
+            agent_s=_phase_s(r.get("agent_execution")),
+            verification_s=_phase_s(r.get("verifier")),
+            input_tokens=uncached,
+            output_tokens=n_out,
+            cache_read_tokens=cache_read,
+            cost_usd=cost,
+            cost_source=source,
+            failure_mode=(r.get("exception_info") or {}).get("exception_type"),
+            labels=labels,
+        )
+    stats = (job_result or {}).get("stats") if not single else None
+    stats = stats if isinstance(stats, dict) else {}
+    run_started, _ = parse_ts((job_result or {}).get("started_at")) if not single else (None, False)
+    run_finished, _ = parse_ts((job_result or {}).get("finished_at")) if not single else (None, False)
+    for extra in ("config.json", "lock.json", "result.json"):
+        if not single and (job / extra).is_file():
+            b.batch.source_files.append(job / extra)
+    if stats.get("n_retries"):
+        b.note(f"{job.name}: Harbor retried {stats['n_retries']} trial(s); their failed tries were deleted")
+    b.run(
+        job,
+        started_at=run_started,
+        finished_at=run_finished,
+        engine_version=harbor_version,
+        repetitions=(config or {}).get("n_attempts") if isinstance(config, dict) else None,
+        prices_as_of=prices.as_of if prices else None,
+        run_cost_usd=finite_cost(stats.get("cost_usd")),
+        details={"job_name": job.name, "n_retries": stats.get("n_retries"),
+                 "n_total_trials": (job_result or {}).get("n_total_trials") if not single else None,
+                 "reward_key": reward_key},
+    )
+    return b.finish()
+
+
+def load(path: Path, prices: PriceTable | None = None, reward_key: str = REWARD_KEY) -> list[SourceBatch]:
+    path = Path(path)
+    if path.is_file() and path.name != "result.json":
+        raise IngestError(f"{path}: expected a Harbor job directory or a result.json")
+    return [_load_job(j, prices, reward_key) for j in _job_dirs(path)]
