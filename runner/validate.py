@@ -133,6 +133,15 @@ def validate_manifest(path: Path) -> ValidationReport:
         for err in exc.errors():
             loc, msg = _message(err)
             report.problems.append(Problem(json_path(loc), msg))
+    if manifest is None:
+        # The model stops at the first failing level; duplicate ids are cheap to re-check.
+        for what, key in (("case", "cases"), ("variant", "variants")):
+            items = raw.get(key) if isinstance(raw.get(key), list) else []
+            ids = [i.get("id") for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            prob = Problem("(manifest)", f"duplicate {what} ids: {', '.join(dupes)}")
+            if dupes and prob not in report.problems:
+                report.problems.append(prob)
     base = path.resolve().parent
 
     # Input files, on the raw document (lenient), so they show next to shape errors.

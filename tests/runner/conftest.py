@@ -93,3 +93,11 @@ def corpus_root(tmp_path: Path) -> Path:
     root = tmp_path / "corpus with spaces"
     root.mkdir()
     return root
+
+
+@pytest.fixture
+def kit():
+    """The helpers above, as a fixture (test modules cannot import conftest)."""
+    import types
+
+    return types.SimpleNamespace(make_corpus=make_corpus, agent=agent, FAKE=FAKE, git=_git)

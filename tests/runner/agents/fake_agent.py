@@ -33,6 +33,8 @@ elif mode == "exit3":
 elif mode == "patch":
     if stage == "build":
         subprocess.run(["git", "apply", arg], cwd=ws, check=True)
+elif mode == "slow":
+    time.sleep(float(arg or 1))
 elif mode == "hang":
     time.sleep(600)
 elif mode == "fork":

@@ -1,0 +1,255 @@
+"""Trials end to end with real git repos, real subprocess agents and real graders."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from runner import events as ev
+from runner.eventlog import read_events
+from runner.run import run_trials, trial_order
+
+PY = sys.executable
+
+
+def run(manifest: Path, out: Path, **kw):
+    res = run_trials(manifest, out, progress=False, **kw)
+    return res, read_events(res.events_path), json.loads(res.report_path.read_text())
+
+
+def finished(events) -> dict[str, ev.TrialFinished]:
+    return {e.trial_id: e for e in events if isinstance(e, ev.TrialFinished)}
+
+
+def one(kit, root, out, mode_agent, **overrides):
+    m = kit.make_corpus(root, variants=[{"id": "v", "agent": mode_agent}], **overrides)
+    res, events, report = run(m, out)
+    (fin,) = finished(events).values()
+    return fin, events, report
+
+
+def test_null_and_fixer_two_reps(kit, corpus_root, tmp_path):
+    m = kit.make_corpus(corpus_root, repetitions=2)
+    src_head = kit.git(corpus_root / "repo", "rev-parse", "HEAD")
+    src_status = kit.git(corpus_root / "repo", "status", "--porcelain")
+    res, events, report = run(m, tmp_path / "out")
+    fins = finished(events)
+    assert {t: f.outcome for t, f in fins.items()} == {
+        "mul__noop__r1": "target_failed", "mul__fixer__r1": "accepted",
+        "mul__noop__r2": "target_failed", "mul__fixer__r2": "accepted"}
+    # Variant order alternates between repetitions.
+    started = [e.trial_id for e in events if isinstance(e, ev.TrialStarted)]
+    assert started == ["mul__noop__r1", "mul__fixer__r1", "mul__fixer__r2", "mul__noop__r2"]
+    # seq strictly increasing; run header first, run_finished last.
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert isinstance(events[0], ev.RunStarted) and isinstance(events[-1], ev.RunFinished)
+    head = events[0]
+    assert head.initial_tree and head.git_version and set(head.input_hashes) == {
+        "patches/mul.patch", "graders/target_mul.py", "graders/regress_add.py"}
+    # Baseline comes from the negative control and sits next to every final grading.
+    gradings = [e for e in events if isinstance(e, ev.Grading) and e.trial_id == "mul__fixer__r1"]
+    assert {(g.criterion_id, g.verdict, g.baseline) for g in gradings} == {
+        ("mul_works", "passed", "failed"), ("add_works", "passed", "passed")}
+    # Fresh repository: only the initial commit (+ checkpoint), no remote; source untouched.
+    ws = res.run_dir / "trials" / "mul__fixer__r1" / "workspace"
+    assert subprocess.run(["git", "remote"], cwd=ws, capture_output=True, text=True).stdout == ""
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.split("\n")
+    assert log[1] == "initial" and len([x for x in log if x]) == 2
+    patch = (res.run_dir / "trials" / "mul__fixer__r1" / "changes.patch").read_text()
+    assert "+def mul(a, b):" in patch
+    assert (res.run_dir / "trials" / "mul__noop__r1" / "changes.patch").read_text() == ""
+    assert kit.git(corpus_root / "repo", "rev-parse", "HEAD") == src_head
+    assert kit.git(corpus_root / "repo", "status", "--porcelain") == src_status
+    # report.json
+    assert report["outcomes"]["accepted"] == 2 and report["trials_finished"] == 4
+    assert [t["trial_id"] for t in report["trials"]] == started
+    t0 = report["trials"][1]
+    assert t0["attempts"][0]["stages"][0]["stage"] == "build" and t0["usage"]["cost_usd"] is None
+    comp = report["comparison"]
+    assert comp["baseline"] == "noop"
+    assert comp["candidates"][0] | {"holdout": None} == {
+        "variant": "fixer", "pairs": 2, "candidate_only": 2, "baseline_only": 0, "both": 0,
+        "neither": 0, "infra_excluded": 0, "holdout": None}
+    line = fins["mul__fixer__r1"].line
+    assert line.startswith("task=mul variant=fixer rep=1 outcome=accepted target=pass regression=pass")
+    assert "cost_usd=unknown" in line
+
+
+def test_trial_order_alternates(kit, corpus_root):
+    from runner.manifest import Manifest
+
+    m = Manifest.model_validate(json.loads(kit.make_corpus(corpus_root, repetitions=3).read_text()))
+    order = [(c.id, v.id, r) for c, v, r in trial_order(m)]
+    assert order == [("mul", "noop", 1), ("mul", "fixer", 1), ("mul", "fixer", 2),
+                     ("mul", "noop", 2), ("mul", "noop", 3), ("mul", "fixer", 3)]
+
+
+def test_agent_exits_nonzero(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("exit3"))
+    assert fin.outcome == "target_failed"
+    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    assert st.exit_code == 3
+    assert "boom" in (tmp_path / "o" / "trials" / fin.trial_id / st.stderr_path).read_text()
+
+
+def test_agent_hangs_past_budget(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("hang"), timeout_seconds=1.5)
+    assert fin.outcome == "budget_exhausted"
+    assert any(isinstance(e, ev.Budget) and e.type == "time" for e in events)
+    assert fin.duration_s < 30
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "State:\tZ" in state or "State:\tX" in state
+
+
+def test_forked_children_are_killed(kit, corpus_root, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    fin, _, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("fork", str(pidfile)))
+    pid = int(pidfile.read_text())
+    assert _gone(pid), f"child {pid} outlived its stage"
+    assert fin.outcome == "target_failed"
+
+
+def test_huge_output_is_bounded(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("huge"))
+    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    size = (tmp_path / "o" / "trials" / fin.trial_id / st.stdout_path).stat().st_size
+    assert st.stdout_truncated and size <= 1024 * 1024
+
+
+def test_agent_deletes_workspace_is_invalid(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("rmws"))
+    assert fin.outcome == "invalid" and "workspace" in fin.reason
+    assert not any(isinstance(e, ev.Grading) for e in events)
+
+
+def test_agent_edits_grader_snapshot_is_invalid(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("edit-inputs"))
+    assert fin.outcome == "invalid"
+    check = [e for e in events if isinstance(e, ev.IntegrityCheck)][0]
+    assert not check.ok and "inputs/graders/target_mul.py" in check.mismatches
+
+
+def test_fake_passed_verdict_is_not_a_grade(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("fake-verdict"))
+    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    assert st.verdict_status == "passed" and st.verdict_findings == ["all good, trust me"]
+    assert fin.outcome == "target_failed"
+
+
+def test_agent_that_cannot_start(kit, corpus_root, tmp_path):
+    bad = {"kind": "command", "argv": [str(tmp_path / "no such agent")]}
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", bad)
+    assert fin.outcome == "infra_error" and "could not start" in fin.reason
+
+
+@pytest.mark.parametrize("command, why", [
+    (["-c", "import sys; sys.exit(2)"], "exit 2"),
+    (["-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], "crash"),
+    (["-c", "import time; time.sleep(60)"], "hang"),
+])
+def test_inconclusive_grader_is_infra_error(kit, corpus_root, tmp_path, command, why):
+    m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": kit.agent("patch", str(corpus_root / "patches" / "mul.patch"))}])
+    data = json.loads(m.read_text())
+    data["cases"][0]["criteria"].append({"id": "flaky", "layer": "repository", "command": [PY, *command],
+                                         "timeout_seconds": 1})
+    m.write_text(json.dumps(data))
+    _, events, _ = run(m, tmp_path / "o")
+    (fin,) = finished(events).values()
+    assert fin.outcome == "infra_error", why
+    g = [e for e in events if isinstance(e, ev.Grading) and e.criterion_id == "flaky"][0]
+    assert g.verdict == "inconclusive"
+
+
+def test_prepare_command_fails(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("noop"),
+                         prepare_commands=[[PY, "-c", "import sys; sys.exit(4)"]])
+    assert fin.outcome == "infra_error" and "prepare" in fin.reason
+    assert [e.exit_code for e in events if isinstance(e, ev.PrepareFinished)] == [4]
+    assert not any(isinstance(e, ev.StageStarted) for e in events)
+
+
+def test_cost_budget_and_unknown_cost(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "a", kit.agent("usage", "2.5"), max_cost_usd=1.0)
+    assert fin.outcome == "budget_exhausted" and fin.cost_budget_status == "exceeded"
+    assert fin.usage.cost_usd == 2.5 and fin.usage.input_tokens == 1000
+    assert "cost_usd=2.50" in fin.line
+    fin, events, _ = one(kit, tmp_path / "b", tmp_path / "b-out", kit.agent("noop"), max_cost_usd=1.0)
+    assert fin.cost_budget_status == "unknown" and fin.usage.cost_usd is None
+    assert any(isinstance(e, ev.Budget) and e.status == "unknown" for e in events)
+
+
+def test_retry_gets_findings_and_keeps_work(kit, corpus_root, tmp_path):
+    patch = str(corpus_root / "patches" / "mul.patch")
+    fin, events, report = one(kit, corpus_root, tmp_path / "o", kit.agent("fix-on-retry", patch),
+                              max_attempts=2, stages=["build", "qa", "review"])
+    assert fin.outcome == "accepted" and fin.attempts == 2
+    att = [e for e in events if isinstance(e, ev.AttemptFinished)]
+    assert [a.outcome for a in att] == ["target_failed", "accepted"]
+    prompt2 = (tmp_path / "o" / "trials" / fin.trial_id / "prompt-2-build.md").read_text()
+    assert "mul is missing" in prompt2 and "calc.mul multiplies" in prompt2
+    assert "sys.exit" not in prompt2  # grader code is never revealed
+    cps = [e for e in events if isinstance(e, ev.Checkpoint)]
+    assert [(c.attempt, c.stage) for c in cps] == [(1, "build"), (1, "qa"), (2, "build"), (2, "qa")]
+    assert cps[2].files_changed == 1
+    finals = [e for e in events if isinstance(e, ev.Grading)]
+    assert [g.final for g in finals] == [False, False, True, True]
+    assert [a["outcome"] for a in report["trials"][0]["attempts"]] == ["target_failed", "accepted"]
+
+
+def test_secrets_redacted_and_env_allow_listed(kit, corpus_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_TOKEN", "tok-1234567890-secret")
+    monkeypatch.setenv("HOME_SECRET", "nope")
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o",
+                         kit.agent("secret", pass_env=["FAKE_TOKEN"], secret_env=["FAKE_TOKEN"]))
+    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    out = (tmp_path / "o" / "trials" / fin.trial_id / st.stdout_path).read_text()
+    assert "tok-1234567890-secret" not in out and "[REDACTED]" in out
+    assert "HOME_SECRET: False" in out and st.redactions >= 1
+
+
+def test_pre_existing_failure_is_not_a_regression(kit, corpus_root, tmp_path):
+    m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": kit.agent("patch", str(corpus_root / "patches" / "mul.patch"))}])
+    data = json.loads(m.read_text())
+    data["cases"][0]["criteria"].append({"id": "lint", "layer": "repository",
+                                         "command": [PY, "-c", "import sys; sys.exit(1)"]})
+    m.write_text(json.dumps(data))
+    _, events, _ = run(m, tmp_path / "o")
+    (fin,) = finished(events).values()
+    assert fin.outcome == "accepted" and "pre-existing" in fin.reason
+
+
+def test_regression_outcome(kit, corpus_root, tmp_path):
+    # An agent that implements mul but breaks add.
+    bad = corpus_root / "bad.patch"
+    m = kit.make_corpus(corpus_root)
+    ref = (corpus_root / "patches" / "mul.patch").read_text()
+    bad.write_text(ref.replace(" def add(a, b):\n     return a + b\n", "-def add(a, b):\n-    return a + b\n+def add(a, b):\n+    return a - b\n"))
+    data = json.loads(m.read_text())
+    data["variants"] = [{"id": "v", "agent": kit.agent("patch", str(bad))}]
+    m.write_text(json.dumps(data))
+    _, events, _ = run(m, tmp_path / "o")
+    (fin,) = finished(events).values()
+    assert fin.outcome == "regression", fin.reason
+    assert fin.layers == {"target": "pass", "regression": "fail", "repository": "none"}
+
+
+def test_parallel_jobs_keep_one_writer(kit, corpus_root, tmp_path):
+    m = kit.make_corpus(corpus_root, repetitions=3)
+    res, events, report = run(m, tmp_path / "o", jobs=4)
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert len(finished(events)) == 6 and res.outcomes == {"accepted": 3, "target_failed": 3}
+    # Each trial's events are complete and its own.
+    per = Counter(e.trial_id for e in events if isinstance(e, ev.TrialStarted))
+    assert set(per.values()) == {1}
