@@ -59,7 +59,13 @@ def with_labels(df: pl.DataFrame, configs: pl.DataFrame | None = None) -> pl.Dat
     labels = [
         config_label(v, m, h, hv, cid, bool(s))
         for v, m, h, hv, s, cid in zip(
-            get["variant"], get["model"], get["harness"], get["harness_version"], get["simulated"], ids, strict=True
+            get["variant"],
+            get["model"],
+            get["harness"],
+            get["harness_version"],
+            get["simulated"],
+            ids,
+            strict=True,
         )
     ]
     return df.with_columns(pl.Series(LABEL, labels, dtype=pl.String))
@@ -80,7 +86,9 @@ def _pct(n: int | None, d: int | None) -> str:
     return f"{n}/{d} ({100 * n / d:.0f}%)"
 
 
-def rate_chart(summary: pl.DataFrame, *, title: str = "Acceptance rate per configuration") -> alt.LayerChart:
+def rate_chart(
+    summary: pl.DataFrame, *, title: str = "Acceptance rate per configuration"
+) -> alt.LayerChart:
     """Rate per configuration with its Wilson 95% interval (per trial).
 
     Columns: label, rate, ci_low, ci_high, solved, valid.
@@ -94,14 +102,23 @@ def rate_chart(summary: pl.DataFrame, *, title: str = "Acceptance rate per confi
     y = alt.Y(f"{LABEL}:N", title=None, sort=alt.EncodingSortField("rate", order="descending"))
     rule = base.mark_rule(strokeWidth=2, color=theme.NEUTRAL).encode(
         y=y,
-        x=alt.X("ci_low:Q", title="accepted / valid trials", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+        x=alt.X(
+            "ci_low:Q",
+            title="accepted / valid trials",
+            scale=alt.Scale(domain=[0, 1]),
+            axis=alt.Axis(format="%"),
+        ),
         x2="ci_high:Q",
     )
     point = base.mark_point(color=theme.ACCENT).encode(
         y=y,
         x="rate:Q",
-        tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), alt.Tooltip("count:N", title="accepted"),
-                 alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f")],
+        tooltip=[
+            alt.Tooltip(f"{LABEL}:N", title="configuration"),
+            alt.Tooltip("count:N", title="accepted"),
+            alt.Tooltip("ci_low:Q", format=".3f"),
+            alt.Tooltip("ci_high:Q", format=".3f"),
+        ],
     )
     text = base.mark_text(align="left", dx=8, dy=-8, fontSize=10, color="#444").encode(
         y=y, x="rate:Q", text="count:N"
@@ -125,28 +142,44 @@ def outcomes_chart(counts: pl.DataFrame, *, title: str = "Trials by outcome") ->
         .encode(
             y=alt.Y(f"{LABEL}:N", title=None),
             x=alt.X("sum(n):Q", title="trials"),
-            color=alt.Color("outcome:N", scale=alt.Scale(domain=present, range=colors), sort=present),
+            color=alt.Color(
+                "outcome:N", scale=alt.Scale(domain=present, range=colors), sort=present
+            ),
             order=alt.Order("outcome_rank:Q"),
-            tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), "outcome:N", alt.Tooltip("n:Q", title="trials")],
+            tooltip=[
+                alt.Tooltip(f"{LABEL}:N", title="configuration"),
+                "outcome:N",
+                alt.Tooltip("n:Q", title="trials"),
+            ],
         )
         .transform_calculate(outcome_rank=f"indexof({present!r}, datum.outcome)")
     )
 
 
-def directions_chart(directions: pl.DataFrame, *, title: str = "Per-task directions against the baseline") -> alt.Chart:
+def directions_chart(
+    directions: pl.DataFrame, *, title: str = "Per-task directions against the baseline"
+) -> alt.Chart:
     """Unique tasks improved / regressed / tied per candidate.
 
     Columns: label (the candidate), direction (improvement|regression|tie), tasks.
     """
     domain = ["improvement", "tie", "regression"]
     return (
-        alt.Chart(directions, title=alt.Title(title, subtitle="one direction per unique task; repetitions never add to the sample"))
+        alt.Chart(
+            directions,
+            title=alt.Title(
+                title, subtitle="one direction per unique task; repetitions never add to the sample"
+            ),
+        )
         .mark_bar()
         .encode(
             y=alt.Y(f"{LABEL}:N", title=None),
             x=alt.X("tasks:Q", title="tasks"),
-            color=alt.Color("direction:N", scale=alt.Scale(domain=domain, range=[theme.GOOD, theme.NEUTRAL, theme.BAD]),
-                            sort=domain),
+            color=alt.Color(
+                "direction:N",
+                scale=alt.Scale(domain=domain, range=[theme.GOOD, theme.NEUTRAL, theme.BAD]),
+                sort=domain,
+            ),
             order=alt.Order("direction_rank:Q"),
             tooltip=[alt.Tooltip(f"{LABEL}:N", title="candidate"), "direction:N", "tasks:Q"],
         )
@@ -161,21 +194,38 @@ def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass^k and pass@k") -> al
     """
     df = _finite(passk, "value")
     return (
-        alt.Chart(df, title=alt.Title(title, subtitle="unbiased estimators over tasks; k up to the fewest repetitions"))
+        alt.Chart(
+            df,
+            title=alt.Title(
+                title, subtitle="unbiased estimators over tasks; k up to the fewest repetitions"
+            ),
+        )
         .mark_line(point=True)
         .encode(
             x=alt.X("k:O", title="k"),
-            y=alt.Y("value:Q", title="probability", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
+            y=alt.Y(
+                "value:Q",
+                title="probability",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%"),
+            ),
             color=alt.Color(f"{LABEL}:N", title="configuration"),
             strokeDash=alt.StrokeDash("metric:N", title="metric"),
-            tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), "metric:N", "k:O",
-                     alt.Tooltip("value:Q", format=".3f")],
+            tooltip=[
+                alt.Tooltip(f"{LABEL}:N", title="configuration"),
+                "metric:N",
+                "k:O",
+                alt.Tooltip("value:Q", format=".3f"),
+            ],
         )
     )
 
 
 def pareto_chart(
-    points: pl.DataFrame, *, x: str = "x", x_title: str = "cost per accepted result (USD)",
+    points: pl.DataFrame,
+    *,
+    x: str = "x",
+    x_title: str = "cost per accepted result (USD)",
     title: str = "Cost / quality Pareto front",
 ) -> alt.LayerChart:
     """Configurations on (cost, rate): the front highlighted and joined, dominated points labelled.
@@ -185,11 +235,24 @@ def pareto_chart(
     report lists them).
     """
     df = _finite(points, x, "rate").with_columns(
-        pl.when(pl.col("on_front")).then(pl.lit("on the front")).otherwise(pl.lit("dominated")).alias("status")
+        pl.when(pl.col("on_front"))
+        .then(pl.lit("on the front"))
+        .otherwise(pl.lit("dominated"))
+        .alias("status")
     )
-    base = alt.Chart(df, title=alt.Title(title, subtitle="lower cost and higher rate are better; dominated points are named"))
+    base = alt.Chart(
+        df,
+        title=alt.Title(
+            title, subtitle="lower cost and higher rate are better; dominated points are named"
+        ),
+    )
     xe = alt.X(f"{x}:Q", title=x_title, scale=alt.Scale(zero=False, nice=True))
-    ye = alt.Y("rate:Q", title="acceptance rate", axis=alt.Axis(format="%"), scale=alt.Scale(zero=False, nice=True))
+    ye = alt.Y(
+        "rate:Q",
+        title="acceptance rate",
+        axis=alt.Axis(format="%"),
+        scale=alt.Scale(zero=False, nice=True),
+    )
     layers: list[alt.Chart] = []
     if "ci_low" in df.columns and "ci_high" in df.columns:
         layers.append(base.mark_rule(color="#CCCCCC").encode(x=xe, y="ci_low:Q", y2="ci_high:Q"))
@@ -202,19 +265,38 @@ def pareto_chart(
         base.mark_point(size=90).encode(
             x=xe,
             y=ye,
-            color=alt.Color("status:N", scale=alt.Scale(domain=["on the front", "dominated"],
-                                                        range=[theme.GOOD, theme.NEUTRAL]), title=None),
-            shape=alt.Shape("status:N", scale=alt.Scale(domain=["on the front", "dominated"],
-                                                        range=["circle", "cross"]), title=None),
-            tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), alt.Tooltip(f"{x}:Q", format="$.4f"),
-                     alt.Tooltip("rate:Q", format=".3f"), "status:N"],
+            color=alt.Color(
+                "status:N",
+                scale=alt.Scale(
+                    domain=["on the front", "dominated"], range=[theme.GOOD, theme.NEUTRAL]
+                ),
+                title=None,
+            ),
+            shape=alt.Shape(
+                "status:N",
+                scale=alt.Scale(domain=["on the front", "dominated"], range=["circle", "cross"]),
+                title=None,
+            ),
+            tooltip=[
+                alt.Tooltip(f"{LABEL}:N", title="configuration"),
+                alt.Tooltip(f"{x}:Q", format="$.4f"),
+                alt.Tooltip("rate:Q", format=".3f"),
+                "status:N",
+            ],
         )
     )
     layers.append(
         base.mark_text(align="left", dx=7, dy=-6, fontSize=10).encode(
-            x=xe, y=ye, text=f"{LABEL}:N",
-            color=alt.Color("status:N", scale=alt.Scale(domain=["on the front", "dominated"],
-                                                        range=[theme.GOOD, "#666666"]), legend=None),
+            x=xe,
+            y=ye,
+            text=f"{LABEL}:N",
+            color=alt.Color(
+                "status:N",
+                scale=alt.Scale(
+                    domain=["on the front", "dominated"], range=[theme.GOOD, "#666666"]
+                ),
+                legend=None,
+            ),
         )
     )
     return alt.layer(*layers)
@@ -234,7 +316,12 @@ def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.
     rect = base.mark_rect().encode(
         x=alt.X("harness:N", title="harness"),
         y=alt.Y("model:N", title="model"),
-        color=alt.Color("rate:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="rate", legend=alt.Legend(format="%")),
+        color=alt.Color(
+            "rate:Q",
+            scale=alt.Scale(scheme="blues", domain=[0, 1]),
+            title="rate",
+            legend=alt.Legend(format="%"),
+        ),
         tooltip=["model:N", "harness:N", alt.Tooltip("count:N", title="accepted")],
     )
     text = base.mark_text(fontSize=11).encode(
@@ -251,7 +338,11 @@ def failures_chart(failures: pl.DataFrame, *, title: str = "Failure categories")
 
     Columns: label, category, count; optional share, lost_spend_usd.
     """
-    tooltip: list = [alt.Tooltip(f"{LABEL}:N", title="configuration"), "category:N", alt.Tooltip("count:Q", title="trials")]
+    tooltip: list = [
+        alt.Tooltip(f"{LABEL}:N", title="configuration"),
+        "category:N",
+        alt.Tooltip("count:Q", title="trials"),
+    ]
     if "share" in failures.columns:
         tooltip.append(alt.Tooltip("share:Q", format=".1%"))
     if "lost_spend_usd" in failures.columns:
@@ -270,7 +361,10 @@ def failures_chart(failures: pl.DataFrame, *, title: str = "Failure categories")
 
 
 def gap_chart(
-    gaps: pl.DataFrame, *, value: str = "gap", title: str = "Known minus unknown repositories",
+    gaps: pl.DataFrame,
+    *,
+    value: str = "gap",
+    title: str = "Known minus unknown repositories",
     x_title: str = "pass-rate gap (known − unknown)",
 ) -> alt.LayerChart:
     """A difference per configuration with its interval and a zero line.
@@ -280,14 +374,23 @@ def gap_chart(
     df = _finite(gaps, value, "ci_low", "ci_high")
     base = alt.Chart(df, title=alt.Title(title, subtitle="interval clustered by repository"))
     y = alt.Y(f"{LABEL}:N", title=None)
-    zero = alt.Chart(pl.DataFrame({"zero": [0.0]})).mark_rule(color="#999999", strokeDash=[3, 3]).encode(x="zero:Q")
+    zero = (
+        alt.Chart(pl.DataFrame({"zero": [0.0]}))
+        .mark_rule(color="#999999", strokeDash=[3, 3])
+        .encode(x="zero:Q")
+    )
     rule = base.mark_rule(strokeWidth=2, color=theme.NEUTRAL).encode(
         y=y, x=alt.X("ci_low:Q", title=x_title, axis=alt.Axis(format="%")), x2="ci_high:Q"
     )
     point = base.mark_point(color=theme.ACCENT).encode(
-        y=y, x=f"{value}:Q",
-        tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), alt.Tooltip(f"{value}:Q", format=".3f"),
-                 alt.Tooltip("ci_low:Q", format=".3f"), alt.Tooltip("ci_high:Q", format=".3f")],
+        y=y,
+        x=f"{value}:Q",
+        tooltip=[
+            alt.Tooltip(f"{LABEL}:N", title="configuration"),
+            alt.Tooltip(f"{value}:Q", format=".3f"),
+            alt.Tooltip("ci_low:Q", format=".3f"),
+            alt.Tooltip("ci_high:Q", format=".3f"),
+        ],
     )
     return alt.layer(zero, rule, point)
 
@@ -304,7 +407,12 @@ def distribution_chart(
         df = df.filter(pl.col(value) > 0)
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     return (
-        alt.Chart(df, title=alt.Title(title, subtitle="box = p25–p75, whiskers = 1.5 IQR; unknown values left out"))
+        alt.Chart(
+            df,
+            title=alt.Title(
+                title, subtitle="box = p25–p75, whiskers = 1.5 IQR; unknown values left out"
+            ),
+        )
         .mark_boxplot(extent=1.5, size=14)
         .encode(
             y=alt.Y(f"{LABEL}:N", title=None),
@@ -314,28 +422,49 @@ def distribution_chart(
     )
 
 
-def period_chart(changes: pl.DataFrame, *, title: str = "This period against the previous one") -> alt.LayerChart:
+def period_chart(
+    changes: pl.DataFrame, *, title: str = "This period against the previous one"
+) -> alt.LayerChart:
     """Rate in the previous and the current period per configuration, joined by an arrow-like rule.
 
     Columns: label, previous_rate, current_rate.
     """
     df = _finite(changes, "previous_rate", "current_rate")
-    long = df.select([LABEL, "previous_rate", "current_rate"]).unpivot(
-        index=LABEL, variable_name="period", value_name="rate"
-    ).with_columns(pl.col("period").str.replace("_rate", ""))
+    long = (
+        df.select([LABEL, "previous_rate", "current_rate"])
+        .unpivot(index=LABEL, variable_name="period", value_name="rate")
+        .with_columns(pl.col("period").str.replace("_rate", ""))
+    )
     base = alt.Chart(long, title=alt.Title(title, subtitle="acceptance rate per trial"))
     y = alt.Y(f"{LABEL}:N", title=None)
     line = base.mark_line(color="#BBBBBB").encode(y=y, x="rate:Q", detail=f"{LABEL}:N")
     pts = base.mark_point(filled=True, size=70).encode(
         y=y,
         x=alt.X("rate:Q", title="acceptance rate", axis=alt.Axis(format="%")),
-        color=alt.Color("period:N", scale=alt.Scale(domain=["previous", "current"], range=[theme.NEUTRAL, theme.ACCENT])),
-        tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), "period:N", alt.Tooltip("rate:Q", format=".3f")],
+        color=alt.Color(
+            "period:N",
+            scale=alt.Scale(domain=["previous", "current"], range=[theme.NEUTRAL, theme.ACCENT]),
+        ),
+        tooltip=[
+            alt.Tooltip(f"{LABEL}:N", title="configuration"),
+            "period:N",
+            alt.Tooltip("rate:Q", format=".3f"),
+        ],
     )
     return alt.layer(line, pts)
 
 
 __all__: Sequence[str] = [
-    "config_label", "with_labels", "rate_chart", "outcomes_chart", "directions_chart", "pass_k_chart",
-    "pareto_chart", "matrix_chart", "failures_chart", "gap_chart", "distribution_chart", "period_chart",
+    "config_label",
+    "with_labels",
+    "rate_chart",
+    "outcomes_chart",
+    "directions_chart",
+    "pass_k_chart",
+    "pareto_chart",
+    "matrix_chart",
+    "failures_chart",
+    "gap_chart",
+    "distribution_chart",
+    "period_chart",
 ]

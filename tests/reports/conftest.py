@@ -50,26 +50,45 @@ def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Ra
     for order, (model, harness) in enumerate((m, h) for m in MODELS for h in HARNESSES):
         simulated = model == "model-b" and harness == "harness-y"
         cid = f"cfg-{model}-{harness}"
-        configs.append({
-            **common, "config_id": cid, "variant": f"{model}+{harness}", "model": model,
-            "harness": harness, "harness_version": "1.0", "simulated": simulated,
-            "source_format": "trialhouse", "variant_order": order, "agent_kind": "command",
-        })
+        configs.append(
+            {
+                **common,
+                "config_id": cid,
+                "variant": f"{model}+{harness}",
+                "model": model,
+                "harness": harness,
+                "harness_version": "1.0",
+                "simulated": simulated,
+                "source_format": "trialhouse",
+                "variant_order": order,
+                "agent_kind": "command",
+            }
+        )
     for i, case in enumerate(CASES):
         repo = list(REPOS)[i % len(REPOS)]
-        cases.append({
-            **common, "case_id": case, "holdout": i == 11, "repository": repo,
-            "familiarity": REPOS[repo], "task_class": ["bugfix", "feature"][i % 2],
-            "difficulty": ["easy", "medium", "hard"][i % 3], "language": "python",
-            "initial_commit": "a" * 40, "validated": True,
-        })
+        cases.append(
+            {
+                **common,
+                "case_id": case,
+                "holdout": i == 11,
+                "repository": repo,
+                "familiarity": REPOS[repo],
+                "task_class": ["bugfix", "feature"][i % 2],
+                "difficulty": ["easy", "medium", "hard"][i % 3],
+                "language": "python",
+                "initial_commit": "a" * 40,
+                "validated": True,
+            }
+        )
     n = 0
     for cfg in configs:
         for i, case in enumerate(CASES):
             repo = list(REPOS)[i % len(REPOS)]
             for rep in range(1, REPS + 1):
                 n += 1
-                p = _skill(cfg["model"], cfg["harness"], week) - (0.2 if REPOS[repo] == "unknown" else 0)
+                p = _skill(cfg["model"], cfg["harness"], week) - (
+                    0.2 if REPOS[repo] == "unknown" else 0
+                )
                 p -= 0.1 * (i % 3)
                 u = rng.random()
                 if u < 0.04:
@@ -77,7 +96,9 @@ def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Ra
                 elif rng.random() < p:
                     outcome = "accepted"
                 else:
-                    outcome = rng.choice(["target_failed", "target_failed", "regression", "budget_exhausted"])
+                    outcome = rng.choice(
+                        ["target_failed", "target_failed", "regression", "budget_exhausted"]
+                    )
                 if run_id == "run-week2" and n == 7:
                     outcome = "invalid"
                 started = start + timedelta(minutes=n)
@@ -86,34 +107,73 @@ def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Ra
                 tokens_out = rng.randint(200, 4_000)
                 cost = None if (n % 29 == 0) else round((tokens_in * 3 + tokens_out * 15) / 1e6, 6)
                 tid = f"{run_id}-{cfg['config_id']}-{case}-{rep}"
-                trials.append({
-                    **common, "trial_id": tid, "source_format": "trialhouse", "source_key": tid,
-                    "config_id": cfg["config_id"], "variant": cfg["variant"], "model": cfg["model"],
-                    "harness": cfg["harness"], "harness_version": "1.0", "case_id": case,
-                    "repetition": rep, "outcome": outcome, "complete": True, "attempts": 1,
-                    "started_at": started, "finished_at": started + timedelta(seconds=duration),
-                    "duration_s": duration, "setup_s": round(duration * 0.1, 3),
-                    "agent_s": round(duration * 0.7, 3), "verification_s": round(duration * 0.2, 3),
-                    "time_to_first_edit_s": round(duration * 0.3, 3),
-                    "input_tokens": tokens_in, "output_tokens": tokens_out, "steps": rng.randint(3, 40),
-                    "cost_usd": cost, "cost_source": None if cost is None else "reported",
-                    "simulated": cfg["simulated"],
-                })
+                trials.append(
+                    {
+                        **common,
+                        "trial_id": tid,
+                        "source_format": "trialhouse",
+                        "source_key": tid,
+                        "config_id": cfg["config_id"],
+                        "variant": cfg["variant"],
+                        "model": cfg["model"],
+                        "harness": cfg["harness"],
+                        "harness_version": "1.0",
+                        "case_id": case,
+                        "repetition": rep,
+                        "outcome": outcome,
+                        "complete": True,
+                        "attempts": 1,
+                        "started_at": started,
+                        "finished_at": started + timedelta(seconds=duration),
+                        "duration_s": duration,
+                        "setup_s": round(duration * 0.1, 3),
+                        "agent_s": round(duration * 0.7, 3),
+                        "verification_s": round(duration * 0.2, 3),
+                        "time_to_first_edit_s": round(duration * 0.3, 3),
+                        "input_tokens": tokens_in,
+                        "output_tokens": tokens_out,
+                        "steps": rng.randint(3, 40),
+                        "cost_usd": cost,
+                        "cost_source": None if cost is None else "reported",
+                        "simulated": cfg["simulated"],
+                    }
+                )
                 if outcome in ("target_failed", "regression"):
-                    judgments.append({
-                        **common, "trial_id": tid, "kind": "failure_category",
-                        "category": rng.choice(CATEGORIES), "annotator": "reviewer@example.com",
-                        "ts": started + timedelta(hours=1),
-                    })
-    runs = [{
-        **common, "source_format": "trialhouse", "source_path": f"runs/{run_id}",
-        "manifest_id": "example-bench", "manifest_sha256": "f" * 64, "started_at": start,
-        "finished_at": start + timedelta(hours=2), "status": "completed", "engine_version": "0.1.0",
-        "os": "Linux-6.1-x86_64", "python": "3.11.9", "git_version": "2.39.5",
-        "repository": "example-service", "initial_commit": "a" * 40, "repetitions": REPS,
-        "max_attempts": 1, "timeout_seconds": 300.0, "validation_only": False, "simulated": True,
-        "prices_as_of": "2026-11-01", "details_json": json.dumps({"note": "test fixture"}),
-    }]
+                    judgments.append(
+                        {
+                            **common,
+                            "trial_id": tid,
+                            "kind": "failure_category",
+                            "category": rng.choice(CATEGORIES),
+                            "annotator": "reviewer@example.com",
+                            "ts": started + timedelta(hours=1),
+                        }
+                    )
+    runs = [
+        {
+            **common,
+            "source_format": "trialhouse",
+            "source_path": f"runs/{run_id}",
+            "manifest_id": "example-bench",
+            "manifest_sha256": "f" * 64,
+            "started_at": start,
+            "finished_at": start + timedelta(hours=2),
+            "status": "completed",
+            "engine_version": "0.1.0",
+            "os": "Linux-6.1-x86_64",
+            "python": "3.11.9",
+            "git_version": "2.39.5",
+            "repository": "example-service",
+            "initial_commit": "a" * 40,
+            "repetitions": REPS,
+            "max_attempts": 1,
+            "timeout_seconds": 300.0,
+            "validation_only": False,
+            "simulated": True,
+            "prices_as_of": "2026-11-01",
+            "details_json": json.dumps({"note": "test fixture"}),
+        }
+    ]
     tables = {
         "runs": table_from_rows("runs", runs),
         "configs": table_from_rows("configs", configs),
@@ -151,4 +211,6 @@ def built_report(small_warehouse: Path, tmp_path_factory: pytest.TempPathFactory
     from analysis.report import build_report
 
     out = tmp_path_factory.mktemp("report")
-    return build_report(small_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True)
+    return build_report(
+        small_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True
+    )
