@@ -1,0 +1,138 @@
+"""Validation-only controls, the committed schemas, resume after SIGKILL, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from runner import events as ev
+from runner.eventlog import read_events, repair_tail
+from runner.events import events_json_schema
+from runner.manifest import manifest_json_schema
+
+PY = sys.executable
+SCHEMAS = Path(__file__).resolve().parents[2] / "runner" / "schemas"
+
+
+def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "trialhouse", *args], capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}, **kw)
+
+
+def test_committed_schemas_match_the_models():
+    assert json.loads((SCHEMAS / "events.v1.json").read_text()) == events_json_schema()
+    assert json.loads((SCHEMAS / "manifest.v1.json").read_text()) == manifest_json_schema()
+    proc = cli("schema", "events")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == events_json_schema()
+
+
+def test_validation_only_passes_and_writes_report(kit, corpus_root, tmp_path):
+    m = kit.make_corpus(corpus_root)
+    out = tmp_path / "ctl"
+    proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "mul" in proc.stdout and "1/1 cases ok" in proc.stdout
+    events = read_events(out / "events.jsonl")
+    assert events[0].validation_only
+    results = [e for e in events if isinstance(e, ev.ControlResult)]
+    # 2 criteria × 2 controls × 2 repeats, and no agent ever ran.
+    assert len(results) == 8 and all(r.ok for r in results)
+    assert not any(isinstance(e, (ev.StageStarted, ev.TrialStarted)) for e in events)
+    report = json.loads((out / "report.json").read_text())
+    assert report["controls"]["ok"] is True and report["trials"] == []
+    assert report["controls"]["cases"][0]["baseline"] == {"mul_works": "failed", "add_works": "passed"}
+
+
+def test_failing_and_flaky_controls_exit_nonzero(kit, corpus_root, tmp_path):
+    m = kit.make_corpus(corpus_root)
+    data = json.loads(m.read_text())
+    counter = tmp_path / "count"
+    flip = ("import sys, pathlib; p = pathlib.Path(sys.argv[1]); n = int(p.read_text()) if p.exists() else 0; "
+            "p.write_text(str(n + 1)); sys.exit(n % 2)")
+    data["cases"][0]["criteria"] += [
+        {"id": "always_fails", "layer": "regression", "command": [PY, "-c", "import sys; sys.exit(1)"]},
+        {"id": "flips", "layer": "regression", "command": [PY, "-c", flip, str(counter)]},
+    ]
+    m.write_text(json.dumps(data))
+    out = tmp_path / "ctl"
+    proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only", "--no-progress")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (cv,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, ev.CaseValidated)]
+    assert not cv.ok and cv.flaky_criteria == ["flips"]
+    assert any("always_fails (regression) failed, expected passed" in p for p in cv.problems)
+    assert json.loads((out / "report.json").read_text())["status"] == "failed_controls"
+
+
+def _wait_for(path: Path, predicate, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and predicate(path.read_text(errors="replace")):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting on {path}")
+
+
+def test_sigkill_then_resume_loses_and_duplicates_nothing(kit, corpus_root, tmp_path):
+    variants = [{"id": "a", "agent": kit.agent("slow", "0.4")},
+                {"id": "b", "agent": kit.agent("slow", "0.4")}]
+    m = kit.make_corpus(corpus_root, variants=variants, repetitions=2)
+    out = tmp_path / "run dir"
+    events_path = out / "events.jsonl"
+    proc = subprocess.Popen([PY, "-m", "trialhouse", "run", "--manifest", str(m), "--output", str(out),
+                             "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for(events_path, lambda t: t.count('"trial_finished"') >= 1 and t.count('"trial_started"') >= 2)
+    proc.kill()
+    proc.wait()
+    with events_path.open("ab") as f:  # simulate a torn last line
+        f.write(b'{"event": "trial_fin')
+    res = cli("run", "--manifest", str(m), "--output", str(out), "--resume", "--no-progress")
+    assert res.returncode == 0, res.stdout + res.stderr
+    events = read_events(events_path)
+    fins = Counter(e.trial_id for e in events if isinstance(e, ev.TrialFinished))
+    assert sorted(fins) == sorted(f"mul__{v}__r{r}" for v in "ab" for r in (1, 2))
+    assert set(fins.values()) == {1}
+    assert [e.seq for e in events] == list(range(len(events)))
+    starts = [e for e in events if isinstance(e, ev.RunStarted)]
+    assert len(starts) == 2 and starts[1].resumed and starts[0].run_id == starts[1].run_id
+    report = json.loads((out / "report.json").read_text())
+    assert report["trials_finished"] == 4 and report["status"] == "completed"
+    # Resuming a finished run redoes nothing.
+    again = cli("run", "--manifest", str(m), "--output", str(out), "--resume", "--json")
+    assert json.loads(again.stdout)["skipped"] == 4
+    assert Counter(e.event for e in read_events(events_path))["trial_finished"] == 4
+
+
+def test_ctrl_c_stops_cleanly_with_partial_report(kit, corpus_root, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    variants = [{"id": "a", "agent": kit.agent("fork", str(pidfile))},
+                {"id": "b", "agent": kit.agent("hang")}]
+    m = kit.make_corpus(corpus_root, variants=variants, repetitions=1, timeout_seconds=120)
+    out = tmp_path / "o"
+    proc = subprocess.Popen([PY, "-m", "trialhouse", "run", "--manifest", str(m), "--output", str(out),
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(out / "events.jsonl", lambda t: '"stage_started"' in t and t.count('"trial_started"') >= 2)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "--resume" in err
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "interrupted" and report["trials_finished"] == 1
+    assert [t["variant"] for t in report["trials"]] == ["a"]
+
+
+def test_repair_tail_truncates_only_the_torn_line(tmp_path):
+    p = tmp_path / "e.jsonl"
+    good = ev.dump_event(ev.RunFinished(run_id="r", seq=0, ts=ev.utc_now(), status="completed",
+                                        trials_total=0, trials_finished=0, duration_s=0))
+    p.write_text(good + "\n" + '{"event": "run_fin')
+    assert repair_tail(p) == len('{"event": "run_fin')
+    assert p.read_text() == good + "\n" and repair_tail(p) == 0
+    p.write_text(good + "\n" + "{not json}\n")
+    assert repair_tail(p) == len("{not json}\n") and p.read_text() == good + "\n"
