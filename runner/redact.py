@@ -20,20 +20,23 @@ MIN_SECRET_LEN = 4
 """Shorter secret values are ignored: redacting "1" or "abc" would shred the text."""
 
 TOKEN_PATTERNS: tuple[str, ...] = (
-    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----[\s\S]{0,16384}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----",
-    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",  # Anthropic / OpenAI API keys
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY-----[\s\S]{0,MAX}?-----END[A-Z0-9 ]{0,40}PRIVATE KEY-----",
+    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,MAX}",  # Anthropic / OpenAI API keys
+    r"\bgh[pousr]_[A-Za-z0-9]{30,MAX}",  # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{22,MAX}",
     r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bxox[baprs]-[A-Za-z0-9-]{10,}",  # Slack
+    r"\bxox[baprs]-[A-Za-z0-9-]{10,MAX}",  # Slack
     r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-    r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
+    r"\bglpat-[A-Za-z0-9_\-]{20,MAX}",  # GitLab
+    r"(?P<bearer>\bBearer\s{1,8})[A-Za-z0-9\-._~+/]{12,MAX}={0,3}",
 )
-_BEARER = r"(?P<bearer>\bBearer\s+)[A-Za-z0-9\-._~+/]{12,}=*"
+"""``MAX`` is replaced by ``_MAX_TOKEN_CHARS``: every match has a bounded length, so
+streaming with an overlap longer than any match finds exactly what one pass would."""
+_MAX_TOKEN_CHARS = 16384
 
 _CHUNK_CHARS = 1 << 20
 _OVERLAP_CHARS = 64 * 1024
-"""Text kept back between chunks so a match is never split (> longest pattern)."""
+"""Text kept back between chunks so a match is never split (> the longest match)."""
 _LINE_SEARCH_BYTES = 64 * 1024
 """How far a truncation cut may move to land on a line break (tokens never span lines)."""
 
@@ -46,7 +49,11 @@ quickly over ordinary text (about 5x faster than trying each branch everywhere).
 def compile_redactor(secrets: Sequence[str]) -> re.Pattern[str]:
     """One alternation: literal secret values (longest first), then token patterns."""
     values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN}, key=len, reverse=True)
-    parts = [re.escape(v) for v in values] + [f"(?:{p})" for p in TOKEN_PATTERNS] + [_BEARER]
+    bound = str(_MAX_TOKEN_CHARS)
+    parts = [re.escape(v) for v in values] + [
+        p.replace("MAX", bound) if p.startswith("(?P") else f"(?:{p.replace('MAX', bound)})"
+        for p in TOKEN_PATTERNS
+    ]
     first = "".join(sorted(set(_PATTERN_FIRST_CHARS) | {v[0] for v in values}))
     return re.compile(f"(?=[{re.escape(first)}])(?:{'|'.join(parts)})")
 
@@ -75,6 +82,7 @@ def redact_file(path: Path, secrets: Sequence[str], limit_bytes: int) -> tuple[b
     except FileNotFoundError:
         return False, 0
     pattern = compile_redactor(secrets)
+    overlap = max([_OVERLAP_CHARS, 2 * _MAX_TOKEN_CHARS + 256] + [2 * len(s) for s in secrets])
     truncated = size > limit_bytes
     with open(path, "rb") as src:
         if truncated:
@@ -94,7 +102,7 @@ def redact_file(path: Path, secrets: Sequence[str], limit_bytes: int) -> tuple[b
                 for i, (start, end) in enumerate(ranges):
                     if i:
                         dst.write(marker)
-                    count += _redact_stream(_read_text(src, start, end), pattern, dst.write)
+                    count += _redact_stream(_read_text(src, start, end), pattern, dst.write, overlap)
             os.replace(tmp_name, path)
         except BaseException:
             Path(tmp_name).unlink(missing_ok=True)
@@ -102,16 +110,16 @@ def redact_file(path: Path, secrets: Sequence[str], limit_bytes: int) -> tuple[b
     return truncated, count
 
 
-def _redact_stream(chunks: Iterator[str], pattern: re.Pattern[str], write) -> int:
+def _redact_stream(chunks: Iterator[str], pattern: re.Pattern[str], write, overlap: int) -> int:
     """Redact a stream of text chunks, holding back an overlap so no match is split."""
     count = 0
     pending = ""
     context = ""  # last emitted character, so \b at a chunk start sees its neighbour
     for chunk in chunks:
         pending += chunk
-        if len(pending) < _CHUNK_CHARS + _OVERLAP_CHARS:
+        if len(pending) < _CHUNK_CHARS + overlap:
             continue
-        safe = len(pending) - _OVERLAP_CHARS
+        safe = len(pending) - overlap
         text = context + pending
         cut = safe + len(context)
         out: list[str] = []

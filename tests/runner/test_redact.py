@@ -154,8 +154,9 @@ def test_chunked_streaming_matches_whole_text(tmp_path_factory, parts):
     path.write_text(text, encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(redact_mod, "_CHUNK_CHARS", 7)
-        mp.setattr(redact_mod, "_OVERLAP_CHARS", 160)
+        mp.setattr(redact_mod, "_OVERLAP_CHARS", 100)
+        mp.setattr(redact_mod, "_MAX_TOKEN_CHARS", 40)
         truncated, count = redact_file(path, ["hunter22"], limit_bytes=10**9)
-    expected, expected_count = redact(text, ["hunter22"])
+        expected, expected_count = redact(text, ["hunter22"])
     assert not truncated
     assert (path.read_text(encoding="utf-8"), count) == (expected, expected_count)
