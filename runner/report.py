@@ -173,7 +173,7 @@ def build_report(events: list[Any]) -> dict[str, Any]:
         "simulated": last.simulated,
         "controls": {"ok": all(c.get("ok", False) for c in controls.values()) if controls else None,
                      "cases": [controls[k] for k in sorted(controls)]},
-        "variants": [v.model_dump() for v in last.variants],
+        "variants": [{"name": v.variant, **v.model_dump()} for v in last.variants],
         "trials_total": 0 if last.validation_only else total,
         "trials_finished": len(trials),
         "outcomes": {o: outcomes.get(o, 0) for o in ev.OUTCOMES},
