@@ -1,0 +1,271 @@
+"""SWE-bench results: harness reports and SWE-bench/experiments submissions.
+
+Three shapes (FORMATS.md §5–6): per-instance ``report.json`` (has test layers, so a
+patch that fixes the target but breaks PASS_TO_PASS is a ``regression``), the run
+report with ``resolved_ids``/``unresolved_ids``/``error_ids`` (no layers), and an
+experiments folder with ``metadata.yaml`` + ``results/results.json`` whose unresolved
+instances are the submitted predictions minus the listed ones. SWE-bench carries no
+tokens or durations; cost only in ``per_instance_details.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ingest.batch import SourceBatch
+from ingest.errors import IngestError
+from ingest.formats._common import BatchBuilder, finite_cost, nonneg_int
+from ingest.formats.detect import (
+    is_swebench_instance_report,
+    is_swebench_results,
+    is_swebench_run_report,
+    read_json,
+)
+from ingest.identity import path_key
+from ingest.prices import PriceTable
+
+FORMAT = "swebench"
+_IID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*?)__(?P<repo>.+)-(?P<num>\d+)$")
+
+
+def repository_of(instance_id: str) -> str | None:
+    """``owner__repo-NNNN`` → ``owner/repo`` (None when the id has another shape)."""
+    m = _IID.match(instance_id)
+    return f"{m['owner']}/{m['repo']}" if m else None
+
+
+def outcome_from_report(rep: dict) -> tuple[str, str | None, dict]:
+    labels: dict[str, Any] = {}
+    if rep.get("resolved") is True:
+        return "accepted", None, labels
+    if rep.get("patch_is_None") or rep.get("patch_exists") is False:
+        labels["empty_patch"] = True
+        return "target_failed", "empty patch", labels
+    if rep.get("patch_successfully_applied") is False:
+        labels["patch_apply_failed"] = True
+        return "target_failed", "patch does not apply", labels
+    ts = rep.get("tests_status") or {}
+    f2p = ts.get("FAIL_TO_PASS") or {}
+    p2p = ts.get("PASS_TO_PASS") or {}
+    if rep.get("infra_failure"):
+        labels["infra_suspect"] = rep.get("infra_failure_reason") or True
+    if f2p.get("failure"):
+        labels["fail_to_pass_failed"] = len(f2p["failure"])
+        return "target_failed", None, labels
+    if p2p.get("failure") and (f2p.get("success") or not f2p):
+        labels["pass_to_pass_failed"] = len(p2p["failure"])
+        return "regression", "PASS_TO_PASS broke", labels
+    return "target_failed", None, labels
+
+
+def _system_config(b: BatchBuilder, model_dir: str) -> tuple[str, str]:
+    """The harness side only knows ``model_name_or_path`` (free text, often a system name)."""
+    return b.config(None, model_dir.replace("__", "/"), None, None)
+
+
+def _case(b: BatchBuilder, iid: str, benchmark: str | None) -> None:
+    b.case(iid, repository=repository_of(iid), benchmark=benchmark)
+
+
+# ------------------------------------------------------------------ harness logs
+
+
+def _report_groups(root: Path) -> dict[tuple[str, str], list[Path]]:
+    """(run_id, model_name_or_path) → report files, from logs/run_evaluation/<run>/<model>/<iid>/."""
+    groups: dict[tuple[str, str], list[Path]] = {}
+    for f in sorted(root.rglob("report.json")):
+        parts = f.relative_to(root).parts
+        if len(parts) >= 4:
+            run_id, model = parts[-4], parts[-3]
+        else:
+            run_id, model = root.name, "unknown"
+        groups.setdefault((run_id, model), []).append(f)
+    return groups
+
+
+def _load_harness(root: Path, run_reports: list[Path]) -> list[SourceBatch]:
+    batches = []
+    used: set[Path] = set()
+    for (run_id, model), files in _report_groups(root).items():
+        b = BatchBuilder(f"swebench-{run_id}-{model}-{path_key(root)}", FORMAT, [])
+        run_json = read_json(files[0].parents[2] / "run.json") if len(files[0].relative_to(root).parts) >= 4 else None
+        dataset = (run_json or {}).get("dataset") if isinstance(run_json, dict) else None
+        cid, _ = _system_config(b, model)
+        seen: set[str] = set()
+        for f in files:
+            obj = read_json(f)
+            if not is_swebench_instance_report(obj):
+                b.quarantine(f, None, f"{f}: not a SWE-bench per-instance report", None)
+                continue
+            b.batch.source_files.append(f)
+            for iid, rep in obj.items():
+                if iid in seen:
+                    b.quarantine(f, None, f"{f}: duplicate instance {iid}", None)
+                    continue
+                seen.add(iid)
+                outcome, reason, labels = outcome_from_report(rep)
+                _trial(b, cid, run_id, model, iid, outcome, reason, labels, dataset)
+        report = next((p for p in run_reports if p.name == f"{model}.{run_id}.json"), None)
+        if report is not None:
+            used.add(report)
+            _from_run_report(b, cid, run_id, model, read_json(report) or {}, dataset, skip=seen)
+            b.batch.source_files.append(report)
+        b.run(root, details={"swebench_run_id": run_id, "model_name_or_path": model, "dataset": dataset})
+        batches.append(b.finish())
+    for report in run_reports:
+        if report not in used:
+            batches.append(_load_run_report(report))
+    return batches
+
+
+def _trial(b, cid, run_id, model, iid, outcome, reason, labels, benchmark, **extra) -> None:
+    _case(b, iid, benchmark)
+    labels = {**labels, "cost_unpriced": True} if extra.get("cost_usd") is None else labels
+    b.trial(trial_id=f"{run_id}:{model}:{iid}", config_id=cid, case_id=iid, repetition=1,
+            outcome=outcome, reason=reason, source_key=f"{run_id}:{model}:{iid}", labels=labels, **extra)
+
+
+def _from_run_report(b, cid, run_id, model, rep: dict, dataset, skip: set[str]) -> None:
+    suspects = set(rep.get("infra_failure_ids") or []) | set(rep.get("ambiguous_failure_ids") or [])
+    reasons = rep.get("failure_reasons") or {}
+    lists = [
+        ("resolved_ids", "accepted", None, {}),
+        ("empty_patch_ids", "target_failed", "empty patch", {"empty_patch": True}),
+        ("error_ids", "infra_error", "evaluation error (no report)", {}),
+        ("unresolved_ids", "target_failed", None, {}),
+    ]
+    for key, outcome, reason, labels in lists:
+        for iid in rep.get(key) or []:
+            if iid in skip:
+                continue
+            skip.add(iid)
+            lab = dict(labels)
+            if iid in suspects:
+                lab["infra_suspect"] = reasons.get(iid) or True
+            _trial(b, cid, run_id, model, iid, outcome, reason, lab, dataset)
+    if rep.get("incomplete_ids"):
+        b.note(f"{len(rep['incomplete_ids'])} instance(s) never evaluated (incomplete_ids); not trials")
+
+
+def _load_run_report(path: Path) -> SourceBatch:
+    rep = read_json(path)
+    if not is_swebench_run_report(rep):
+        raise IngestError(f"{path}: not a SWE-bench run report (needs resolved_ids, unresolved_ids, error_ids)")
+    stem = path.stem
+    model, _, run_id = stem.partition(".")
+    run_id = run_id or stem
+    b = BatchBuilder(f"swebench-{stem}-{path_key(path)}", FORMAT, [path])
+    cid, _ = _system_config(b, model)
+    _from_run_report(b, cid, run_id, model, rep, None, skip=set())
+    b.note(f"{path.name}: run report only — regression cannot be told from target failure without report.json files")
+    b.run(path, details={"swebench_run_id": run_id, "model_name_or_path": model,
+                         "schema_version": rep.get("schema_version"), "total_instances": rep.get("total_instances")})
+    return b.finish()
+
+
+# ------------------------------------------------------------------ experiments submission
+
+
+def _predicted_ids(folder: Path) -> list[str] | None:
+    for name in ("all_preds.jsonl", "preds.jsonl"):
+        f = folder / name
+        if f.is_file():
+            ids = []
+            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and obj.get("instance_id"):
+                    ids.append(str(obj["instance_id"]))
+            return ids
+    obj = read_json(folder / "preds.json") if (folder / "preds.json").is_file() else None
+    if isinstance(obj, dict):
+        return [str(k) for k in obj]
+    if isinstance(obj, list):
+        return [str(o["instance_id"]) for o in obj if isinstance(o, dict) and o.get("instance_id")]
+    return None
+
+
+def _load_submission(folder: Path) -> SourceBatch:
+    import yaml
+
+    meta_file = folder / "metadata.yaml" if (folder / "metadata.yaml").is_file() else folder / "metadata.yml"
+    try:
+        meta = yaml.safe_load(meta_file.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise IngestError(f"{meta_file}: unreadable metadata ({e})") from e
+    results = read_json(folder / "results" / "results.json")
+    if not is_swebench_results(results):
+        raise IngestError(f"{folder / 'results' / 'results.json'}: expected resolved/no_generation/no_logs lists")
+    info = meta.get("info") or {}
+    tags = meta.get("tags") or {}
+    models = tags.get("model") or meta.get("model") or []
+    models = [models] if isinstance(models, str) else [str(m) for m in models]
+    model = "+".join(sorted(models)) or None
+    name = str(info.get("name") or meta.get("name") or folder.name)
+    harness = name
+    for m in models:  # "AgentX + Model-A" → "AgentX"
+        harness = re.sub(re.escape(m), "", harness, flags=re.IGNORECASE)
+    harness = re.sub(r"[\s+(),/-]+$", "", re.sub(r"^[\s+(),/-]+", "", harness)).strip() or name
+    attempts = (tags.get("system") or {}).get("attempts") if isinstance(tags.get("system"), dict) else None
+    b = BatchBuilder(f"swebench-{folder.name}-{path_key(folder)}", FORMAT, [meta_file, folder / "results" / "results.json"])
+    cid, _ = b.config(model, harness, folder.name, None)
+    benchmark = f"swe-bench-{folder.parent.name}" if folder.parent.name in {"lite", "verified", "test", "multimodal", "bash-only"} else "swe-bench"
+    base_labels: dict[str, Any] = {"harness_version_surrogate": "folder name"}
+    if len(models) > 1:
+        base_labels["multi_model"] = True
+    if attempts is not None and str(attempts).strip() not in {"1", ""}:
+        base_labels["best_of_n"] = str(attempts)
+    details = read_json(folder / "per_instance_details.json")
+    details = details if isinstance(details, dict) else {}
+    resolved, no_gen, no_logs = (set(results.get(k) or []) for k in ("resolved", "no_generation", "no_logs"))
+    predicted = _predicted_ids(folder)
+    universe = list(dict.fromkeys([*(predicted or []), *sorted(resolved | no_gen | no_logs), *details]))
+    if predicted is None and not details:
+        b.note(f"{folder.name}: no predictions file; unresolved instances cannot be listed, so only "
+               "resolved/no_generation/no_logs instances are trials (rates will be too high)")
+    for iid in universe:
+        labels = dict(base_labels)
+        if iid in resolved:
+            outcome, reason = "accepted", None
+        elif iid in no_logs:
+            outcome, reason = "infra_error", "no logs"
+        elif iid in no_gen:
+            outcome, reason = "target_failed", "empty patch"
+            labels["empty_patch"] = True
+        else:
+            outcome, reason = "target_failed", None
+        d = details.get(iid) or {}
+        cost = finite_cost(d.get("cost"))
+        calls = nonneg_int(d.get("api_calls"))
+        if cost == 0 and calls:
+            cost = None
+            labels["cost_unpriced"] = True
+        _trial(b, cid, folder.name, "submission", iid, outcome, reason, labels, benchmark,
+               cost_usd=cost, cost_source="reported" if cost is not None else None, steps=calls)
+    b.run(folder, details={"name": name, "models": models, "tags": tags, "site": info.get("site")})
+    return b.finish()
+
+
+def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:  # noqa: ARG001 - no tokens to price
+    path = Path(path)
+    if path.is_dir():
+        if any((path / n).is_file() for n in ("metadata.yaml", "metadata.yml")) and (path / "results" / "results.json").is_file():
+            return [_load_submission(path)]
+        run_reports = [p for p in sorted(path.glob("*.json")) if is_swebench_run_report(read_json(p))]
+        batches = _load_harness(path, run_reports)
+        if not batches:
+            raise IngestError(f"{path}: no SWE-bench report.json, run report or submission found")
+        return batches
+    obj = read_json(path)
+    if is_swebench_run_report(obj):
+        return [_load_run_report(path)]
+    if is_swebench_instance_report(obj):
+        return _load_harness(path.parent, [])
+    if is_swebench_results(obj) and path.parent.name == "results":
+        return [_load_submission(path.parent.parent)]
+    raise IngestError(f"{path}: not a SWE-bench report.json, run report or results/results.json")
