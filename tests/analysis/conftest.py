@@ -1,0 +1,92 @@
+"""Small warehouses built from explicit rows (real Parquet + DuckDB), shared by analysis tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from warehouse import db
+from warehouse.schema import table_from_rows
+
+T0 = datetime(2026, 2, 1, tzinfo=UTC)
+
+
+def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=None,
+                   judgments=None, started=T0) -> Path:
+    """Write one run: trials are dicts with at least config/case/rep/outcome."""
+    batch = "b1"
+    cfgs, case_rows = {}, {}
+    rows = []
+    for i, t in enumerate(trials):
+        cid = t.get("config_id", t.get("variant", "cfg"))
+        cfgs.setdefault(cid, {"run_id": run_id, "config_id": cid,
+                              "variant": t.get("variant", cid), "model": t.get("model", "m"),
+                              "harness": t.get("harness", "h"),
+                              "harness_version": t.get("harness_version", "1"),
+                              "simulated": False, "source_format": "test",
+                              "variant_order": len(cfgs), "ingest_batch_id": batch})
+        case_rows.setdefault(t["case_id"], {"run_id": run_id, "case_id": t["case_id"],
+                                            "holdout": False, "ingest_batch_id": batch})
+        outcome = t.get("outcome", "accepted")
+        rows.append({
+            "run_id": run_id, "trial_id": t.get("trial_id", f"{run_id}-t{i}"),
+            "source_format": "test", "config_id": cid, "variant": t.get("variant", cid),
+            "model": t.get("model", "m"), "harness": t.get("harness", "h"),
+            "harness_version": t.get("harness_version", "1"), "case_id": t["case_id"],
+            "repetition": t.get("rep", 1), "outcome": outcome,
+            "complete": t.get("complete", outcome is not None),
+            "duration_s": t.get("duration_s", 10.0), "setup_s": t.get("setup_s"),
+            "agent_s": t.get("agent_s"), "verification_s": t.get("verification_s"),
+            "time_to_first_edit_s": t.get("ttfe"),
+            "input_tokens": t.get("input_tokens", 100), "output_tokens": t.get("output_tokens", 10),
+            "steps": t.get("steps", 3), "cost_usd": t.get("cost_usd", 0.01),
+            "simulated": False, "started_at": t.get("started_at", started),
+            "ingest_batch_id": batch,
+        })
+    for c in cases or []:
+        case_rows[c["case_id"]] = {"run_id": run_id, "holdout": False, "ingest_batch_id": batch,
+                                   **c}
+    tables = {
+        "runs": table_from_rows("runs", [{"run_id": run_id, "source_format": "test",
+                                          "started_at": started, "ingest_batch_id": batch}]),
+        "configs": table_from_rows("configs", list(cfgs.values())),
+        "cases": table_from_rows("cases", list(case_rows.values())),
+        "trials": table_from_rows("trials", rows),
+    }
+    if judgments is not None:
+        tables["judgments"] = table_from_rows(
+            "judgments", [{"run_id": run_id, "ingest_batch_id": batch, **j} for j in judgments])
+    with db.write_lock(path):
+        db.replace_run(path, run_id, tables)
+        db.open(path).close()
+    return path
+
+
+@pytest.fixture
+def wh(tmp_path):
+    """Factory: wh(trials, **kw) -> read-only connection to a fresh warehouse."""
+    opened = []
+
+    def build(trials, **kw):
+        path = tmp_path / f"w{len(opened)}" / "t.duckdb"
+        make_warehouse(path, trials, **kw)
+        con = db.open(path, read_only=True)
+        opened.append(con)
+        return con
+
+    yield build
+    for con in opened:
+        con.close()
+
+
+def grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
+    """{config: {case: [outcome per rep]}} -> trial dicts."""
+    out = []
+    for cfg, cases in spec.items():
+        for case, outcomes in cases.items():
+            for rep, o in enumerate(outcomes, 1):
+                out.append({"config_id": cfg, "case_id": case, "rep": rep, "outcome": o,
+                            **extra})
+    return out
