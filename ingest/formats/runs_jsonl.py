@@ -48,15 +48,6 @@ class RunLine(BaseModel):
     started_at: datetime | None = None
 
 
-def looks_like(first_line: str) -> bool:
-    """True when a JSON line has the runs-jsonl keys (used by detection)."""
-    try:
-        obj = json.loads(first_line)
-    except ValueError:
-        return False
-    return isinstance(obj, dict) and {"model", "harness", "task_id", "trial", "status"} <= obj.keys()
-
-
 def _reason(e: ValidationError) -> str:
     parts = []
     for err in e.errors()[:3]:
