@@ -10,6 +10,7 @@ path prefixes matched on whole components (``shop`` allows ``shop/x.py``, not
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -131,6 +132,8 @@ def _strip(name: str | None) -> str | None:
     """Drop git's a/ b/ prefixes; /dev/null (added/removed side) becomes None."""
     if name is None or name == "/dev/null":
         return None
+    if len(name) >= 2 and name[0] == name[-1] == '"':  # git's C-quoting of unusual paths
+        name = codecs.escape_decode(name[1:-1].encode("utf-8"))[0].decode("utf-8", "replace")
     return name[2:] if name[:2] in ("a/", "b/") else name
 
 
