@@ -87,5 +87,7 @@ def build_invocation(variant: Variant, ctx: StageContext, manifest_dir: Path,
         "reasoning_effort": ctx.reasoning_effort or "",
         "events_file": ctx.events_file,
         "verdict_file": ctx.verdict_file,
+        # Last, so placeholders inside the prompt text are left alone.
+        "prompt": Path(ctx.prompt_file).read_text(encoding="utf-8"),
     }
     return substitute(list(agent.argv), values), ordinary_env(env_extra, pass_env=agent.pass_env)
