@@ -54,7 +54,7 @@ def main() -> None:
                     }
                     if status == "failed":
                         row["failure_mode"] = rng.choice(FAILURE_MODES)
-                    if rng.random() < 0.05:
+                    if model == "model-b" and rng.random() < 0.08:  # an exporter that sometimes lost usage
                         row["input_tokens"] = None
                         row["output_tokens"] = None
                     if rng.random() < 0.04:
