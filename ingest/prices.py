@@ -82,7 +82,9 @@ class PriceTable:
             parsed = _PricesFile.model_validate(raw)
         except ValidationError as e:
             err = e.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"])
+            loc = ".".join(
+                str(p) for p in err["loc"] if not str(p).startswith(("PriceEntry", "list["))
+            )
             raise IngestError(
                 f"{where}: field {loc}: {err['msg']} "
                 "(expected input_per_mtok, output_per_mtok, optional cached_input_per_mtok, effective_from)"

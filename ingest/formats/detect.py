@@ -169,8 +169,10 @@ def _detect_dir(path: Path) -> str | None:
     if any(p.suffix == ".json" and p.is_file() and _inspect_json_prefix(_head(p)) for p in children):
         return "inspect"
     for sub in children:
-        if sub.is_dir() and is_harbor_trial_result(read_json(sub / "result.json")):
-            return "harbor"
+        if sub.is_dir() and (sub / "result.json").is_file():
+            obj = read_json(sub / "result.json")
+            if is_harbor_trial_result(obj) or is_harbor_job_result(obj):
+                return "harbor"  # a job still without its result.json, or a jobs/ directory
     for report in path.rglob("report.json"):
         if is_swebench_instance_report(read_json(report)):
             return "swebench"

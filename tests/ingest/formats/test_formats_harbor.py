@@ -111,3 +111,12 @@ def test_outcome_rules(result, reward, outcome):
 def test_example_job_matches_fixture():
     [b] = load(EXAMPLES / "harbor-job", "harbor")
     assert len(b.rows["trials"]) == 8
+
+
+def test_jobs_directory_gives_one_batch_per_job(tmp_path):
+    for name in ("job-a", "job-b"):
+        shutil.copytree(JOB, tmp_path / name)
+    assert detect_format(tmp_path) == "harbor"
+    batches = load(tmp_path, "harbor")
+    assert [len(b.rows["trials"]) for b in batches] == [8, 8]
+    assert len({b.run_id for b in batches}) == 2

@@ -65,7 +65,7 @@ def test_yaml_prices(tmp_path):
 @pytest.mark.parametrize(
     ("obj", "needle"),
     [
-        ({"m": {"input_per_mtok": -1, "output_per_mtok": 1}}, "models.m"),
+        ({"m": {"input_per_mtok": -1, "output_per_mtok": 1}}, "field models.m.input_per_mtok:"),
         ({"m": {"input_per_mtok": "cheap", "output_per_mtok": 1}}, "input_per_mtok"),
         ({"m": {"input_usd": 1}}, "input_usd"),
         ({"m": [{"input_per_mtok": 1, "output_per_mtok": 1}, {"input_per_mtok": 2, "output_per_mtok": 2}]}, "effective_from"),
