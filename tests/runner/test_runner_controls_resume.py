@@ -79,8 +79,8 @@ def _wait_for(path: Path, predicate, timeout: float = 60) -> None:
 
 
 def test_sigkill_then_resume_loses_and_duplicates_nothing(kit, corpus_root, tmp_path):
-    variants = [{"id": "a", "agent": kit.agent("slow", "0.4")},
-                {"id": "b", "agent": kit.agent("slow", "0.4")}]
+    variants = [{"id": "a", "agent": kit.agent("slow", "0.2")},
+                {"id": "b", "agent": kit.agent("slow", "0.2")}]
     m = kit.make_corpus(corpus_root, variants=variants, repetitions=2)
     out = tmp_path / "run dir"
     events_path = out / "events.jsonl"
