@@ -190,8 +190,8 @@ def outcome_for(header: dict, sample: dict, scorer: str | None) -> tuple[str, st
     if score is None:
         return "infra_error", "no score and no error", labels
     if passed is None:
-        labels["unreadable_score"] = True
-        return "target_failed", "score value not pass/fail", labels
+        labels["unreadable_score"] = True  # NaN, dict or list: no trustworthy grade
+        return "infra_error", "score value not pass/fail", labels
     return ("accepted", None, labels) if passed else ("target_failed", None, labels)
 
 

@@ -158,3 +158,18 @@ def test_not_inspect_json(tmp_path):
     p.write_text('{"version": 2}')
     with pytest.raises(IngestError, match="not an Inspect log"):
         load(p, "inspect")
+
+
+def test_json_log_with_nan_and_a_broken_sample(tmp_path):
+    log = json.loads((INSPECT / "mixed.json").read_text())
+    log["samples"][0].pop("epoch")
+    log["samples"][1]["scores"]["includes"]["value"] = float("nan")
+    p = tmp_path / "edited.json"
+    p.write_text(json.dumps(log))  # json.dumps writes bare NaN, as Inspect does
+    assert "NaN" in p.read_text()
+    [b] = load(p, "inspect")
+    assert len(b.rows["trials"]) == 7
+    [q] = b.quarantine
+    assert "missing id or epoch" in q.reason and q.source_file == str(p)
+    nan_trial = next(r for r in b.rows["trials"] if labels(r).get("unreadable_score"))
+    assert nan_trial["outcome"] == "infra_error"
