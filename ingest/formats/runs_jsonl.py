@@ -147,8 +147,11 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
             )
     if n_lines == 0:
         raise IngestError(f"{path}: runs-jsonl file is empty")
+    starts = [t["started_at"] for t in b.rows["trials"] if t.get("started_at")]
     b.run(
         path,
+        started_at=min(starts) if starts else None,
+        finished_at=max(starts) if starts else None,
         prices_as_of=prices.as_of if prices else None,
         details={"lines": n_lines, "prices_file": prices.source if prices else None},
     )
