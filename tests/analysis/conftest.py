@@ -81,7 +81,7 @@ def wh(tmp_path):
         con.close()
 
 
-def grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
+def _grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
     """{config: {case: [outcome per rep]}} -> trial dicts."""
     out = []
     for cfg, cases in spec.items():
@@ -90,3 +90,9 @@ def grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
                 out.append({"config_id": cfg, "case_id": case, "rep": rep, "outcome": o,
                             **extra})
     return out
+
+
+@pytest.fixture
+def grid():
+    """The ``_grid`` helper as a fixture (conftest is not importable in importlib mode)."""
+    return _grid
