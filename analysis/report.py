@@ -147,7 +147,7 @@ FROM runs
 WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
 ORDER BY started_at NULLS LAST, run_id
 """
-    return con.execute(sql, [run_ids]).pl().to_dicts()
+    return con.sql(sql, params=[run_ids]).pl().to_dicts()
 
 
 def _config_rows(con: Any, run_ids: list[str]) -> list[dict]:
@@ -161,7 +161,7 @@ WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
 GROUP BY config_id
 ORDER BY min(variant_order) NULLS LAST, config_id
 """
-    return con.execute(sql, [run_ids]).pl().to_dicts()
+    return con.sql(sql, params=[run_ids]).pl().to_dicts()
 
 
 def _period_changes(con: Any, current: Any, previous: Any, simulated: set[str]) -> dict:
@@ -625,8 +625,8 @@ def _consistency_section(g: dict, simulated: set[str]) -> Section:
                     interval(r["ci_low"], r["ci_high"]),
                     f"{r['min_n']}–{r['max_n']}",
                 ]
-                + [rate(_at(r.get("pass_hat_k"), k)) for k in range(kmax)]
-                + [rate(_at(r.get("pass_at_k"), k)) for k in range(kmax)]
+                + [_prob(_at(r.get("pass_hat_k"), k)) for k in range(kmax)]
+                + [_prob(_at(r.get("pass_at_k"), k)) for k in range(kmax)]
                 for r in rows
             ],
             [False] + [True] * (3 + 2 * kmax),
@@ -638,6 +638,11 @@ def _consistency_section(g: dict, simulated: set[str]) -> Section:
             "not the consistency counts."
         )
     return s
+
+
+def _prob(v: Any) -> str:
+    """An estimated probability (not a count ratio), so written as a number, not a percentage."""
+    return "—" if v is None else f"{float(v):.3f}"
 
 
 def _at(xs: list | None, i: int) -> Any:

@@ -12,6 +12,7 @@ Set ``TRIALHOUSE_TEST_WAREHOUSE`` to run these tests against another warehouse
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -40,16 +41,18 @@ def _skill(model: str, harness: str, week: int) -> float:
     return min(0.95, base + (0.1 if week == 2 and model == "model-a" else 0.0))
 
 
-def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Random) -> None:
+def _write_run(
+    db: Path, run_id: str, start: datetime, week: int, rng: random.Random, models=MODELS, harnesses=HARNESSES
+) -> None:
     from warehouse.db import replace_run, write_lock
     from warehouse.schema import table_from_rows
 
     batch = f"batch-{run_id}"
     common = {"run_id": run_id, "ingest_batch_id": batch}
     configs, trials, cases, judgments = [], [], [], []
-    for order, (model, harness) in enumerate((m, h) for m in MODELS for h in HARNESSES):
+    for order, (model, harness) in enumerate((m, h) for m in models for h in harnesses):
         simulated = model == "model-b" and harness == "harness-y"
-        cid = f"cfg-{model}-{harness}"
+        cid = hashlib.sha256(f"{model}|{harness}|1.0".encode()).hexdigest()[:32]
         configs.append(
             {
                 **common,
@@ -105,7 +108,7 @@ def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Ra
                 duration = round(60 + 240 * rng.random(), 3)
                 tokens_in = rng.randint(2_000, 40_000)
                 tokens_out = rng.randint(200, 4_000)
-                cost = None if (n % 29 == 0) else round((tokens_in * 3 + tokens_out * 15) / 1e6, 6)
+                cost = None if (cfg["simulated"] and n % 29 == 0) else round((tokens_in * 3 + tokens_out * 15) / 1e6, 6)
                 tid = f"{run_id}-{cfg['config_id']}-{case}-{rep}"
                 trials.append(
                     {
@@ -185,32 +188,51 @@ def _write_run(db: Path, run_id: str, start: datetime, week: int, rng: random.Ra
         replace_run(db, run_id, tables)
 
 
-def build_small_warehouse(db: Path) -> Path:
+def build_small_warehouse(db: Path, models=MODELS, harnesses=HARNESSES) -> Path:
     """Write the two-run fixture warehouse at ``db`` and return its path."""
     from warehouse import db as wdb
 
     rng = random.Random(20261130)
-    _write_run(db, "run-week1", WEEK1, 1, rng)
-    _write_run(db, "run-week2", WEEK2, 2, rng)
+    _write_run(db, "run-week1", WEEK1, 1, rng, models, harnesses)
+    _write_run(db, "run-week2", WEEK2, 2, rng, models, harnesses)
     con = wdb.open(db)
     con.close()
     return db
 
 
 @pytest.fixture(scope="session")
-def small_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    override = os.environ.get("TRIALHOUSE_TEST_WAREHOUSE")
-    if override:
-        return Path(override)
+def make_warehouse():
+    """The builder itself, for tests that need a differently shaped warehouse."""
+    return build_small_warehouse
+
+
+@pytest.fixture(scope="session")
+def fixture_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Always the fixture above (tests that check its planted facts use this one)."""
     return build_small_warehouse(tmp_path_factory.mktemp("wh") / "trialhouse.duckdb")
 
 
 @pytest.fixture(scope="session")
-def built_report(small_warehouse: Path, tmp_path_factory: pytest.TempPathFactory):
-    """The report of the current week against the previous one (built once)."""
+def small_warehouse(fixture_warehouse: Path) -> Path:
+    """The warehouse notebooks and the browser check run on (env override, else the fixture)."""
+    override = os.environ.get("TRIALHOUSE_TEST_WAREHOUSE")
+    return Path(override) if override else fixture_warehouse
+
+
+@pytest.fixture(scope="session")
+def fixture_report(fixture_warehouse: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The fixture's current week against the previous one (built once)."""
     from analysis.report import build_report
 
     out = tmp_path_factory.mktemp("report")
-    return build_report(
-        small_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True
-    )
+    return build_report(fixture_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True)
+
+
+@pytest.fixture(scope="session")
+def built_report(small_warehouse: Path, fixture_warehouse: Path, fixture_report, tmp_path_factory):
+    """The report the browser opens: the fixture's, or the whole override warehouse's."""
+    from analysis.report import build_report
+
+    if small_warehouse == fixture_warehouse:
+        return fixture_report
+    return build_report(small_warehouse, tmp_path_factory.mktemp("report-override"))

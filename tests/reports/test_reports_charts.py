@@ -1,0 +1,130 @@
+"""Chart functions: valid Vega-Lite (altair validates on to_dict), the one theme, honest data."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+import pytest
+
+from analysis import charts, theme
+
+SUMMARY = pl.DataFrame({
+    "label": ["base", "cand SIMULATED"], "rate": [0.5, 0.8], "ci_low": [0.3, 0.6], "ci_high": [0.7, 0.9],
+    "solved": [5, 8], "valid": [10, 10],
+})
+PARETO = pl.DataFrame({
+    "label": ["cheap", "good", "worse", "never", "unknown"],
+    "x": [1.0, 2.0, 3.0, float("inf"), None],
+    "rate": [0.5, 0.8, 0.4, 0.0, 0.6],
+    "on_front": [True, True, False, False, None],
+    "ci_low": [0.3, 0.6, 0.2, 0.0, 0.4], "ci_high": [0.7, 0.9, 0.6, 0.2, 0.8],
+})
+
+
+def _rows(spec: dict) -> list[dict]:
+    rows: list[dict] = []
+    for data in spec.get("datasets", {}).values():
+        rows += data
+    return rows
+
+
+def all_charts() -> dict[str, alt.TopLevelMixin]:
+    return {
+        "rate": charts.rate_chart(SUMMARY),
+        "outcomes": charts.outcomes_chart(pl.DataFrame({"label": ["a", "a", "b"], "outcome": ["accepted", None, "regression"],
+                                                        "n": [3, 1, 2]})),
+        "directions": charts.directions_chart(pl.DataFrame({"label": ["b"] * 3, "direction": ["improvement", "tie", "regression"],
+                                                            "tasks": [3, 4, 1]})),
+        "passk": charts.pass_k_chart(pl.DataFrame({"label": ["a", "a"], "k": [1, 2], "metric": ["pass^k", "pass@k"],
+                                                   "value": [0.5, 0.7]})),
+        "pareto": charts.pareto_chart(PARETO),
+        "matrix": charts.matrix_chart(pl.DataFrame({"model": ["m1", "m1", "m2", "m2"], "harness": ["h1", "h2", "h1", "h2"],
+                                                    "rate": [0.1, 0.5, 0.6, 0.9], "solved": [1, 5, 6, 9], "valid": [10] * 4})),
+        "failures": charts.failures_chart(pl.DataFrame({"label": ["a", "b"], "category": ["implementation", "verification"],
+                                                        "count": [2, 3], "share": [0.2, 0.3], "lost_spend_usd": [0.1, None]})),
+        "gap": charts.gap_chart(pl.DataFrame({"label": ["a"], "gap": [0.1], "ci_low": [-0.2], "ci_high": [0.4]})),
+        "cost": charts.distribution_chart(pl.DataFrame({"label": ["a", "a", "b"], "cost_usd": [0.1, None, 0.3]}),
+                                          value="cost_usd", title="Cost", x_title="USD"),
+        "period": charts.period_chart(pl.DataFrame({"label": ["a"], "previous_rate": [0.3], "current_rate": [0.5]})),
+    }
+
+
+@pytest.fixture(scope="module")
+def specs() -> dict[str, dict]:
+    return {name: chart.to_dict() for name, chart in all_charts().items()}  # to_dict validates the schema
+
+
+def test_every_chart_is_valid_vega_lite_with_the_theme(specs: dict[str, dict]) -> None:
+    assert len(specs) == 10
+    for name, spec in specs.items():
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v"), name
+        assert spec["config"]["font"] == theme.FONT, name
+        assert spec["config"]["range"]["category"] == theme.PALETTE, name
+        assert _rows(spec), f"{name}: the chart carries its data inline"
+
+
+def test_an_invalid_encoding_is_rejected() -> None:
+    with pytest.raises(Exception, match="mark_nonsense|not valid|Additional properties|invalid"):
+        alt.Chart(SUMMARY).mark_point().encode(x="rate:Q").properties(mark_nonsense=1).to_dict()
+
+
+def test_theme_is_registered_once_and_active() -> None:
+    theme.enable()
+    theme.enable()
+    assert alt.theme.active == theme.NAME
+    assert theme.NAME in alt.theme.names()
+
+
+def test_pareto_leaves_out_points_it_cannot_place() -> None:
+    rows = _rows(charts.pareto_chart(PARETO).to_dict())
+    labels = {r["label"] for r in rows}
+    assert labels == {"cheap", "good", "worse"}, "inf and unknown cost are not plotted"
+    status = {r["label"]: r["status"] for r in rows}
+    assert status == {"cheap": "on the front", "good": "on the front", "worse": "dominated"}
+
+
+def test_pareto_labels_points_and_joins_only_the_front() -> None:
+    spec = charts.pareto_chart(PARETO).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert "text" in marks and "line" in marks
+    line = next(layer for layer in spec["layer"] if (layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) == "line")
+    assert line["transform"] == [{"filter": "datum.status == 'on the front'"}]
+
+
+def test_rate_chart_writes_counts_beside_rates() -> None:
+    rows = _rows(charts.rate_chart(SUMMARY).to_dict())
+    assert {r["count"] for r in rows} == {"5/10 (50%)", "8/10 (80%)"}
+
+
+def test_outcomes_chart_names_incomplete_trials() -> None:
+    rows = _rows(charts.outcomes_chart(
+        pl.DataFrame({"label": ["a", "a"], "outcome": ["accepted", None], "n": [3, 1]})).to_dict())
+    assert {r["outcome"] for r in rows} == {"accepted", "incomplete"}
+
+
+def test_distribution_drops_unknown_values_instead_of_zeroing_them() -> None:
+    df = pl.DataFrame({"label": ["a", "a", "b"], "cost_usd": [0.1, None, 0.3]})
+    rows = _rows(charts.distribution_chart(df, value="cost_usd", title="t", x_title="x").to_dict())
+    assert sorted(r["cost_usd"] for r in rows) == [0.1, 0.3]
+
+
+def test_config_label_and_with_labels() -> None:
+    assert charts.config_label("fast", "m", "h", "1", "abc") == "fast"
+    assert charts.config_label(None, "m", "h", "1.2", "abc") == "m / h@1.2"
+    assert charts.config_label(None, None, None, None, "abcdef0123456789") == "abcdef012345"
+    assert charts.config_label("sim", "m", "h", "1", "x", simulated=True) == "sim SIMULATED"
+    frame = pl.DataFrame({"config_id": ["c1", "c2"], "rate": [0.1, 0.2]})
+    configs = pl.DataFrame({"config_id": ["c1", "c2"], "variant": [None, "v2"], "model": ["m1", "m2"],
+                            "harness": ["h", "h"], "harness_version": ["1", "1"], "simulated": [False, True]})
+    assert charts.with_labels(frame, configs)["label"].to_list() == ["m1 / h@1", "v2 SIMULATED"]
+
+
+@pytest.mark.slow
+def test_every_chart_renders_to_png_and_svg(specs: dict[str, dict]) -> None:
+    import vl_convert as vlc
+
+    for name, spec in specs.items():
+        png = vlc.vegalite_to_png(spec)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000, name
+        svg = vlc.vegalite_to_svg(spec)
+        assert svg.lstrip().startswith("<svg") and "<path" in svg, name
