@@ -44,10 +44,13 @@ def build_prompt(
     attempt: int,
     findings: list[str],
     texts: dict[str, str],
+    initial_commit: str | None = None,
 ) -> str:
     parts = [f"# Stage: {stage} (attempt {attempt} of {manifest.max_attempts})", ""]
     parts += ["## Policy", manifest.benchmark_policy or DEFAULT_POLICY, ""]
     parts += ["## Goal", STAGE_GOALS[stage], "", "## Task", case.prompt.strip(), ""]
+    if stage == "review" and initial_commit:
+        parts += ["## Changes under review", f"Everything since the initial commit: `git diff {initial_commit}`", ""]
     if case.allowed_paths:
         parts += ["## Allowed paths", *[f"- {p}" for p in case.allowed_paths], ""]
     for rel in variant.stage_instructions.get(stage, []):  # type: ignore[call-overload]

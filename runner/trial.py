@@ -215,7 +215,7 @@ class _Trial:
         for sub in ("prompts", "logs", "agent-events", "verdicts", "ctx"):
             (d / sub).mkdir(exist_ok=True)
         prompt = build_prompt(self.m, spec.case, spec.variant, stage, attempt, findings,
-                              spec.instruction_texts)
+                              spec.instruction_texts, spec.initial_commit)
         prompt_file = d / "prompts" / f"{tag}.md"
         prompt_file.write_text(prompt, encoding="utf-8")
         events_file = d / "agent-events" / f"{tag}.jsonl"
