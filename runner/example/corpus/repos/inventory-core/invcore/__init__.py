@@ -1,0 +1,1 @@
+"""Warehouse stock keeping: SKUs, bins, transfers, ids and snapshots."""

@@ -1,0 +1,1 @@
+"""A double-entry-ish ledger: amounts, accounts and an append-only journal."""

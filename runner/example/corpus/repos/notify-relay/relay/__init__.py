@@ -1,0 +1,1 @@
+"""A notification relay: messages, signed inbound requests, fan-out, rate limits."""

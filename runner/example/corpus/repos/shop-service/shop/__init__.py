@@ -1,0 +1,1 @@
+"""A small order, inventory and billing service (standard library only)."""
