@@ -55,6 +55,8 @@ def _open_report(html: Path, screenshot: Path | None = None) -> dict:
             if screenshot is not None:
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(screenshot), full_page=False)
+                for section in ("summary", "pareto", "period"):  # close-ups with charts
+                    page.locator(f"#{section}").screenshot(path=str(screenshot.with_name(f"report-{section}.png")))
         finally:
             browser.close()
     return {"blocked": blocked, "errors": errors, "containers": n, "drawn": drawn, "rendered": rendered}
@@ -75,7 +77,8 @@ def test_report_renders_offline_in_headless_chromium(built_report) -> None:
 def test_a_broken_chart_is_caught(built_report, tmp_path: Path) -> None:
     """The harness is not vacuous: a spec Vega cannot draw shows up as a console error."""
     html = built_report.html.read_text(encoding="utf-8")
-    broken = html.replace('"mark":', '"mark_broken":', 1)
+    head, sep, specs = html.partition("const specs = ")
+    broken = head + sep + specs.replace('"mark": {"type": "', '"mark": {"type": "no-such-mark-', 1)
     assert broken != html
     page = tmp_path / "broken.html"
     page.write_text(broken, encoding="utf-8")
