@@ -227,9 +227,20 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             baseline: str | None = None, candidates: list[str] | None = None
             ) -> list[Comparison]:
     """Candidates against a baseline over the warehouse (default: first variant of the run)."""
+    from analysis.data import configs as list_configs
+
     filters = filters or Filters()
-    df = load_trials(con, filters, columns=_COLS, with_rep=True)
-    return compare_frame(df, baseline, candidates, filters.holdout)
+    cfg_rows = list_configs(con, filters)
+    if cfg_rows.height == 0:
+        raise AnalysisError(f"no trials match the filters {filters.as_dict()}")
+    table = config_table(cfg_rows)
+    base = (resolve_config(table, baseline) if baseline
+            else _default_baseline(cfg_rows, table))
+    cands = [resolve_config(table, c) for c in candidates] if candidates else None
+    ids = None if cands is None else [base["config_id"], *[c["config_id"] for c in cands]]
+    df = load_trials(con, filters, columns=_COLS, with_rep=True, config_ids=ids)
+    return compare_frame(df, base["config_id"],
+                         [c["config_id"] for c in cands] if cands else None, filters.holdout)
 
 
 def compare_report(report_json_path: str | Path, baseline: str | None = None,

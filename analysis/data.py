@@ -49,7 +49,8 @@ _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_orde
 
 
 def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-                columns: list[str] | None = None, with_rep: bool = False) -> pl.DataFrame:
+                columns: list[str] | None = None, with_rep: bool = False,
+                config_ids: list[str] | None = None) -> pl.DataFrame:
     """One row per selected trial (incomplete ones included: callers count them).
 
     ``with_rep`` adds ``rep``: 1..n per (config, case) in (run start, run_id, repetition)
@@ -62,6 +63,9 @@ def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             raise AnalysisError(f"unknown trial column {col!r}")
     joins_cf = any(c in _NEEDS["cf"] for c in cols)
     where, params = filters.where()
+    if config_ids is not None:
+        where += "\n  AND t.config_id IN (SELECT unnest(?::VARCHAR[]))"
+        params = [*params, list(config_ids)]
     needs_r = (any(c in _NEEDS["r"] for c in cols) or with_rep
                or filters.since is not None or filters.until is not None)
     select = ",\n  ".join(f"{_COLUMNS[c]} AS {c}" for c in cols)  # fixed column map
@@ -77,6 +81,24 @@ LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
 {"LEFT JOIN runs r ON r.run_id = t.run_id" if needs_r else ""}
 WHERE {where}
 """  # noqa: S608 -- only fixed fragments are formatted in; values are parameters
+    return con.sql(sql, params=params).pl()
+
+
+def configs(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> pl.DataFrame:
+    """Distinct configurations among the selected trials, with variant order and run start
+    (one row per config and run; cheap: no trial rows leave DuckDB)."""
+    filters = filters or Filters()
+    where, params = filters.where()
+    sql = f"""
+SELECT DISTINCT t.config_id, {_COLUMNS['variant']} AS variant, {_COLUMNS['model']} AS model,
+  {_COLUMNS['harness']} AS harness, {_COLUMNS['harness_version']} AS harness_version,
+  cf.variant_order, r.started_at AS run_started_at, t.run_id
+FROM trials t
+LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
+LEFT JOIN runs r ON r.run_id = t.run_id
+WHERE {where}
+"""  # noqa: S608 -- fixed fragments only
     return con.sql(sql, params=params).pl()
 
 

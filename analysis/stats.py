@@ -68,8 +68,12 @@ def t_crit(df: int, level: float = 0.95) -> float:
 
 
 def _binom_cdf_half(m: int, n: int) -> Fraction:
-    """P(X ≤ m) for X ~ Bin(n, ½), exactly."""
-    return Fraction(sum(comb(n, i) for i in range(m + 1)), 2**n)
+    """P(X ≤ m) for X ~ Bin(n, ½), exactly (binomial coefficients built incrementally)."""
+    term, total = 1, 1  # C(n, 0)
+    for i in range(m):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return Fraction(total, 2**n)
 
 
 def sign_test(improvements: int, regressions: int) -> dict:
