@@ -23,7 +23,7 @@ def small_example(tmp_path_factory):
     data = json.loads(manifest.read_text())
     data["cases"] = [c for c in data["cases"] if "thread" not in c["id"]][:2]
     data["variants"] = [v for v in data["variants"] if v["agent"]["kind"] in ("null", "reference")]
-    data["repetitions"] = 2
+    data["repetitions"] = 1
     small = manifest.parent / "small.json"
     small.write_text(json.dumps(data))
     return small
@@ -32,14 +32,14 @@ def small_example(tmp_path_factory):
 def test_example_validates_controls_and_runs(small_example, tmp_path):
     report = validate_manifest(small_example)
     assert report.ok, report.problems
-    ctl = run_controls(small_example, tmp_path / "ctl", jobs=2, progress=False)
+    ctl = run_controls(small_example, tmp_path / "ctl", jobs=2, repeats=1, progress=False)
     assert ctl.ok, ctl.cases
     res = run_trials(small_example, tmp_path / "run", jobs=2, progress=False)
     events = read_events(res.events_path)
     fins = [e for e in events if isinstance(e, ev.TrialFinished)]
-    assert len(fins) == 2 * 2 * 2
+    assert len(fins) == 2 * 2
     by_variant = {(f.variant, f.outcome) for f in fins}
     assert by_variant == {("reference", "accepted"), ("null", "target_failed")}, [f.reason for f in fins]
     data = json.loads(res.report_path.read_text())
     comp = data["comparison"]["candidates"][0]
-    assert comp["variant"] == "reference" and comp["candidate_only"] + comp["holdout"]["candidate_only"] == 4
+    assert comp["variant"] == "reference" and comp["candidate_only"] + comp["holdout"]["candidate_only"] == 2
