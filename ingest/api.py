@@ -22,11 +22,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
-from ingest.normalize import EventsColumns, RunNormalizer
+from ingest.normalize import TRIAL_TABLES, EventsColumns, NeedsBufferedPass, RunNormalizer
 from ingest.read import ReadStats, file_sha256, peek_run_id, read_events
 from runner.events import SCHEMA_VERSION
 from warehouse import db
@@ -171,8 +172,6 @@ def _write(
     }])
     old = db.read_partition(warehouse, "ingest_batches", run_id)
     if old is not None:
-        import pyarrow as pa
-
         new = pa.concat_tables([old.append_column("run_id", pa.array([run_id] * old.num_rows)).select(new.schema.names).cast(new.schema), new])
     tables["ingest_batches"] = new
     db.replace_run(warehouse, run_id, tables)
@@ -197,43 +196,98 @@ def _events_file(path: Path) -> Path | None:
     return None
 
 
+class _Stager:
+    """Streams one table's rows of one run into a staged Parquet file in chunks."""
+
+    def __init__(self, warehouse: Path, name: str, run_id: str, batch_id: str, chunk: int = 50_000) -> None:
+        self.name, self.run_id, self.batch_id, self.chunk = name, run_id, batch_id, chunk
+        self.path = db.staging_file(warehouse, name)
+        self.schema = pa.schema([f for f in TABLES[name] if f.name != "run_id"])
+        self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
+        self.buf: list[dict] = []
+        self.n = 0
+
+    def add(self, rows: list[dict]) -> None:
+        self.buf.extend(rows)
+        if len(self.buf) >= self.chunk:
+            self.flush()
+
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+        self.n += batch.num_rows
+
+    def flush(self) -> None:
+        if self.buf:
+            for r in self.buf:
+                r["run_id"], r["ingest_batch_id"] = self.run_id, self.batch_id
+            self.writer.write_table(table_from_rows(self.name, self.buf).drop_columns(["run_id"]))
+            self.n += len(self.buf)
+            self.buf = []
+
+    def close(self) -> tuple[Path, int]:
+        self.flush()
+        self.writer.close()
+        return self.path, self.n
+
+
 def ingest_run(warehouse: Path, events_path: Path, prices=None) -> BatchSummary:
-    """Ingest one of our ``events.jsonl`` files (caller holds the write lock)."""
+    """Ingest one of our ``events.jsonl`` files (caller holds the write lock).
+
+    Streams: trials are resolved as they finish and every large table is written to
+    staged Parquet in chunks. A file that needs global ordering (a finished trial
+    resumed, or a late out-of-order line of a finished trial) is read a second time
+    in buffered mode.
+    """
     files = _file_meta([events_path])
     peek = peek_run_id(events_path)
     if peek is not None and (same := _unchanged(warehouse, peek, files)) is not None:
         return same
+    try:
+        return _ingest_run(warehouse, events_path, files, prices, streaming=True)
+    except NeedsBufferedPass:
+        return _ingest_run(warehouse, events_path, files, prices, streaming=False)
+
+
+def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices, *, streaming: bool) -> BatchSummary:
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
-    norm = RunNormalizer(src, prices)
+    norm = RunNormalizer(src, prices, streaming=streaming)
     cols: EventsColumns | None = None
-    stage = db.staging_file(warehouse, "events")
-    writer: pq.ParquetWriter | None = None
-    n_events = 0
+    stagers: dict[str, _Stager] = {}
     try:
         for re in read_events(events_path, stats):
             if not norm.add(re):
                 continue
             if cols is None:
                 cols = EventsColumns(norm.run_id, src, batch_id)
-                writer = pq.ParquetWriter(stage, cols.schema, compression="zstd")
-            n_events += 1
+                for name in ("events", *TRIAL_TABLES):
+                    stagers[name] = _Stager(warehouse, name, norm.run_id, batch_id)
             if (b := cols.add(re)) is not None:
-                writer.write_batch(b)
-        if cols is not None and (b := cols.flush()) is not None:
-            writer.write_batch(b)
-        if writer is not None:
-            writer.close()
+                stagers["events"].write_batch(b)
+            if norm.n_ready >= 1000:
+                for name, rows in norm.drain().items():
+                    stagers[name].add(rows)
         run_id = norm.run_id or events_path.resolve().parent.name
-        staged = {"events": (stage, n_events)} if writer is not None else {}
+        rows = norm.rows()
+        if cols is not None and (b := cols.flush()) is not None:
+            stagers["events"].write_batch(b)
+        for name in TRIAL_TABLES:
+            if name in stagers:
+                stagers[name].add(rows.pop(name))
+        staged = {name: st.close() for name, st in stagers.items()}
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return _write(
-            warehouse, run_id, batch_id, "trialhouse", files, norm.rows(),
+            warehouse, run_id, batch_id, "trialhouse", files, rows,
             stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
         )
     finally:
-        stage.unlink(missing_ok=True)
+        for st in stagers.values():
+            try:
+                st.writer.close()
+            except Exception:  # already closed
+                pass
+            st.path.unlink(missing_ok=True)
 
 
 def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:

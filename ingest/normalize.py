@@ -75,12 +75,31 @@ class EventsColumns:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
-class RunNormalizer:
-    """Feed it events (any order); ``rows()`` returns the rows per table."""
+class NeedsBufferedPass(Exception):
+    """Streaming mode met an event for a trial it already wrote out: re-read buffered."""
 
-    def __init__(self, source_file: str, prices: Prices | None = None) -> None:
+
+TRIAL_TABLES = ("trials", "attempts", "stages", "gradings", "judgments", "flags")
+
+
+class RunNormalizer:
+    """Feed it events (any order); ``rows()`` returns the rows per table.
+
+    With ``streaming=True`` a trial is resolved as soon as its ``trial_finished``
+    arrives and its rows are put in ``ready`` (the caller drains it), so memory holds
+    only trials in flight. An event for an already resolved trial (a resumed finished
+    trial, or a late out-of-order line) raises ``NeedsBufferedPass``: the caller reads
+    the file again with ``streaming=False``, which resolves everything at the end.
+    """
+
+    def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False) -> None:
         self.source_file = source_file
         self.prices = prices
+        self.streaming = streaming
+        self.ready: dict[str, list[dict]] = {t: [] for t in TRIAL_TABLES}
+        self.n_ready = 0
+        self._resolved: set[str] = set()
+        self._incomplete = 0
         self.run_id: str | None = None
         self.quarantine: list[QuarantineRow] = []
         self.notes: list[str] = []
@@ -116,10 +135,29 @@ class RunNormalizer:
         elif kind == "control_result":
             self._controls.append(e)
         elif e.trial_id is not None:
-            self._trials[e.trial_id].append(e)
+            if self.streaming:
+                if e.trial_id in self._resolved:
+                    raise NeedsBufferedPass(e.trial_id)
+                self._trials[e.trial_id].append(e)
+                if kind == "trial_finished" and self._started:
+                    self._resolve(e.trial_id)
+            else:
+                self._trials[e.trial_id].append(e)
         else:
             self._run_level_other += 1
         return True
+
+    def _resolve(self, trial_id: str) -> None:
+        variants = {v.variant: v for v in max(self._started, key=lambda e: e.seq).variants}
+        if not self._trial(trial_id, self._trials.pop(trial_id), variants, self.ready):
+            self._incomplete += 1
+        self._resolved.add(trial_id)
+        self.n_ready += 1
+
+    def drain(self) -> dict[str, list[dict]]:
+        """Take the rows of trials resolved so far (streaming mode)."""
+        out, self.ready, self.n_ready = self.ready, {t: [] for t in TRIAL_TABLES}, 0
+        return out
 
     # ------------------------------------------------------------ run level
 
@@ -289,8 +327,8 @@ class RunNormalizer:
     def rows(self) -> dict[str, list[dict]]:
         """Rows per table (without run_id / ingest_batch_id, which the writer stamps)."""
         runs, configs, cases, variants = self._run_rows()
-        out: dict[str, list[dict]] = {t: [] for t in ("trials", "attempts", "stages", "gradings", "judgments", "flags")}
-        incomplete = 0
+        out = self.drain() if self.streaming else {t: [] for t in TRIAL_TABLES}
+        incomplete = self._incomplete
         for trial_id in sorted(self._trials):
             if not self._trial(trial_id, self._trials[trial_id], variants, out):
                 incomplete += 1

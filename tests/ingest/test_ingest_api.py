@@ -176,3 +176,22 @@ def test_cli_ingest_exit_codes_and_lock(tmp_path, gen, wh):
     missing = subprocess.run(cmd[:4] + [str(tmp_path / "nope"), "--warehouse", str(wh)],
                              capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_late_line_for_a_finished_trial_gives_the_ordered_result(tmp_path, gen, wh):
+    """A file needing global order (late line of a finished trial) ends like the ordered file."""
+    evs = gen.run_events("run-o")
+    ordered = tmp_path / "ordered" / "events.jsonl"
+    gen.write_jsonl(ordered, evs)
+    late = next(i for i, e in enumerate(evs) if e.event == "grading")
+    shuffled = evs[:late] + evs[late + 1 :] + [evs[late]]
+    messy = tmp_path / "messy" / "events.jsonl"
+    gen.write_jsonl(messy, shuffled)
+    other = tmp_path / "o2" / "w.duckdb"
+    ingest_paths([ordered], wh)
+    ingest_paths([messy], other)
+    a, b = _frames(wh), _frames(other)
+    for name in a:
+        drop = [c for c in ("line", "source_file", "source_path") if c in a[name].columns]
+        x, y = a[name].drop(drop), b[name].drop(drop)
+        assert_frame_equal(x.sort(x.columns, nulls_last=True), y.sort(y.columns, nulls_last=True))
