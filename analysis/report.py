@@ -1226,6 +1226,8 @@ def build_report(
         )
     if since_t is not None and until_t is None and previous_period:
         until_t = datetime.now(UTC)
+    if since_t is not None and until_t is not None:
+        previous_window(since_t, until_t)  # rejects an empty or inverted window early
     filters = Filters(runs=tuple(runs or ()), since=since_t, until=until_t)
     window: dict[str, Any] = {
         "since": since_t.isoformat() if since_t else None,

@@ -154,11 +154,17 @@ def test_cli_single_configuration_says_why_sections_are_absent(tmp_path: Path, m
     assert "No model × harness grid:" in md and "No paired comparison:" in md
 
 
-def test_cli_errors_are_one_line(tmp_path: Path, fixture_warehouse: Path) -> None:
+@pytest.mark.parametrize(("args", "message"), [
+    (["--previous-period"], "trialhouse: --previous-period needs --since"),
+    (["--since", "2026-11-30", "--until", "2026-11-23", "--previous-period"], "trialhouse: --until 2026-11-23 is not after"),
+    (["--run", "run-week1", "--baseline", "no-such-config"], "trialhouse: configuration 'no-such-config' not found"),
+    (["--run", "no-such-run"], "trialhouse: no trials match the filters"),
+])
+def test_cli_errors_are_one_line(tmp_path: Path, fixture_warehouse: Path, args: list[str], message: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "trialhouse", "report", "--warehouse", str(fixture_warehouse),
-                           "--output", str(tmp_path / "x"), "--previous-period"],
+                           "--output", str(tmp_path / "x"), *args],
                           capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("trialhouse: --previous-period needs --since")
+    assert proc.stderr.startswith(message), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
