@@ -9,6 +9,7 @@ cannot fill the disk; the cap is recorded as ``truncated``.
 from __future__ import annotations
 
 import os
+import sys
 import signal
 import subprocess
 import threading
@@ -141,6 +142,10 @@ def _copy(src: IO[bytes], dest: Path | None, limit: int, flag: list[bool]) -> No
 def ordinary_env(extra: dict[str, str] | None = None, pass_env: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
     """The allow-listed environment: basic variables, named pass-throughs, ``extra``."""
     env = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
+    # The interpreter running trialhouse comes first on PATH, so `python3` in a grader
+    # or agent argv is that interpreter (and skips slow version-manager shims).
+    interpreter_dir = os.path.dirname(sys.executable)
+    env["PATH"] = os.pathsep.join([interpreter_dir, env.get("PATH", os.defpath)])
     env.update({k: os.environ[k] for k in pass_env if k in os.environ})
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra or {})

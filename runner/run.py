@@ -121,7 +121,8 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
     manifest_path = Path(manifest_path)
     manifest = load_valid_manifest(manifest_path)
     base = manifest_path.resolve().parent
-    run_dir = Path(output_dir)
+    # Absolute: agents and graders run with other working directories.
+    run_dir = Path(output_dir).resolve()
     events_path = run_dir / "events.jsonl"
     manifest_sha = sha256_file(manifest_path)
     prior: list[Any] = []

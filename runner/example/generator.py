@@ -208,7 +208,7 @@ def build_manifest(commits: dict[str, str]) -> dict:
 
 def write_example(dest: Path) -> Path:
     """Write the example corpus into ``dest`` (new or empty); return the manifest path."""
-    dest = Path(dest)
+    dest = Path(dest).resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise RunnerError(f"{dest}: already exists and is not empty; choose a new or empty directory")
     dest.mkdir(parents=True, exist_ok=True)
