@@ -519,8 +519,7 @@ def _comparison_section(g: dict, simulated: set[str]) -> Section:
                 pval(st["p"]) + reach,
                 pval(st["mid_p"]),
                 pval(st.get("p_holm")),
-                _signed(pdiff.get("mean_diff"))
-                + f" ({interval(pdiff.get('ci_low'), pdiff.get('ci_high'))})",
+                diff_ci(pdiff.get("mean_diff"), pdiff.get("ci_low"), pdiff.get("ci_high")),
             ]
         )
         cost = d["cost"]
@@ -542,8 +541,11 @@ def _comparison_section(g: dict, simulated: set[str]) -> Section:
         if d.get("holdout"):
             h = d["holdout"]
             hs = h["sign_test"]
+            tasks = h["tasks"]["common"] if isinstance(h["tasks"], dict) else h["tasks"]
+            pairs = h["pairs"]["pairs"] if isinstance(h["pairs"], dict) else h["pairs"]
             s.paragraphs.append(
-                f"Holdout block for {lab}: {h['tasks']} task(s), {h['pairs']} pair(s); "
+                f"Holdout block for {lab} (reported apart, not in the sign test above): {tasks} task(s), "
+                f"{pairs} pair(s); "
                 f"{hs['improvements']} improved, {hs['regressions']} regressed, p = {pval(hs['p'])}."
             )
     s.tables.append(
@@ -589,6 +591,15 @@ def _comparison_section(g: dict, simulated: set[str]) -> Section:
         )
     )
     return s
+
+
+def diff_ci(v: Any, lo: Any, hi: Any) -> str:
+    """A difference of rates in percentage points with its interval: '+3.0 pp (-20.4 to +26.4)'."""
+    if v is None:
+        return "—"
+    if lo is None or hi is None:
+        return _signed(v)
+    return f"{_signed(v)} ({100 * float(lo):+.1f} to {100 * float(hi):+.1f})"
 
 
 def _signed(v: Any, *, unit: str = "", money: bool = False) -> str:
@@ -723,7 +734,7 @@ def _matrix_section(g: dict, simulated: set[str]) -> Section:
                     e["harness"],
                     e["model_a"],
                     e["model_b"],
-                    f"{_signed(e['mean_diff'])} ({interval(e['ci_low'], e['ci_high'])})",
+                    diff_ci(e["mean_diff"], e["ci_low"], e["ci_high"]),
                     f"{e['sign_test']['improvements']}/{e['sign_test']['regressions']}, p = {pval(e['sign_test']['p'])}",
                 ]
                 for e in d["model_effects"]
@@ -745,7 +756,7 @@ def _matrix_section(g: dict, simulated: set[str]) -> Section:
                     e["model"],
                     e["harness_a"],
                     e["harness_b"],
-                    f"{_signed(e['mean_diff'])} ({interval(e['ci_low'], e['ci_high'])})",
+                    diff_ci(e["mean_diff"], e["ci_low"], e["ci_high"]),
                     f"{e['sign_test']['improvements']}/{e['sign_test']['regressions']}, p = {pval(e['sign_test']['p'])}",
                 ]
                 for e in d["harness_effects"]
@@ -831,7 +842,7 @@ def _familiarity_section(g: dict, simulated: set[str]) -> Section:
                     label_of(r, simulated),
                     pct(r["known_solved"], r["known_valid"]),
                     pct(r["unknown_solved"], r["unknown_valid"]),
-                    f"{_signed(r['gap'])} ({interval(r['ci_low'], r['ci_high'])})",
+                    diff_ci(r["gap"], r["ci_low"], r["ci_high"]),
                     f"{r['g_known']} known, {r['g_unknown']} unknown",
                 ]
                 for r in rows
@@ -957,6 +968,13 @@ def _blockers(g: dict, simulated: set[str], period: dict | None) -> tuple[Sectio
     return s, found
 
 
+def _when(iso: str | None) -> str:
+    """'2026-11-23' for a UTC midnight, else the full time."""
+    if not iso:
+        return "—"
+    return iso[:10] if iso[10:19] in ("T00:00:00", "") and iso.endswith("+00:00") else iso
+
+
 def _period_section(period: dict | None, window: dict, simulated: set[str]) -> Section:
     s = Section("period", "What changed since the previous period")
     if period is None:
@@ -966,11 +984,11 @@ def _period_section(period: dict | None, window: dict, simulated: set[str]) -> S
         )
         return s
     s.paragraphs.append(
-        f"This period: {window['since']} to {window['until']}; previous: {window['previous_since']} to "
-        f"{window['previous_until']}. Each configuration is compared with itself, task by task where both "
+        f"This period: {_when(window['since'])} to {_when(window['until'])} (exclusive); previous: "
+        f"{_when(window['previous_since'])} to {_when(window['previous_until'])}. Each configuration is compared with itself, task by task where both "
         "periods ran the same task (one direction per task, exact sign test)."
     )
-    rows = period["rows"]
+    rows = sorted(period["rows"], key=lambda r: r["label"])
     sentences = []
     for r in rows:
         st = r["sign_test"]
