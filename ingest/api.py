@@ -188,10 +188,12 @@ def _version() -> str:
     return __version__
 
 
-def _events_file(path: Path) -> Path | None:
+def _events_file(path: Path, explicit: bool = False) -> Path | None:
+    """The events file of a run directory, an ``events.jsonl`` file, or (with an
+    explicit ``--format trialhouse``) any ``.jsonl`` file."""
     if path.is_dir() and (path / "events.jsonl").is_file():
         return path / "events.jsonl"
-    if path.is_file() and path.name.endswith("events.jsonl"):
+    if path.is_file() and (path.name.endswith("events.jsonl") or (explicit and path.suffix == ".jsonl")):
         return path
     return None
 
@@ -344,7 +346,7 @@ def ingest_paths(
     with db.write_lock(warehouse):
         for path, fmt in plan:
             if fmt == "trialhouse":
-                events = _events_file(path)
+                events = _events_file(path, explicit=format == "trialhouse")
                 if events is None:
                     raise IngestInputError(f"{path}: no events.jsonl here (expected a run directory)")
                 result.batches.append(ingest_run(warehouse, events, price_table))

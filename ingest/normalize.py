@@ -30,6 +30,8 @@ class Prices(Protocol):
 
 
 def _j(obj: Any) -> str:
+    if not obj and isinstance(obj, list | dict):
+        return "[]" if isinstance(obj, list) else "{}"
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 

@@ -216,7 +216,7 @@ def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEven
     with path.open("rb", buffering=_CHUNK) as f:
         stats.size = path.stat().st_size
         for n, raw in _lines(f, stats):
-            if not raw.strip():
+            if not raw or (raw[0] in b" \t\r" and not raw.strip()):
                 continue
             version = SCHEMA_VERSION
             try:
@@ -230,9 +230,10 @@ def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEven
             if version != SCHEMA_VERSION:
                 stats.upgraded += 1
             seq = event.seq
-            old = seen.check_add(seq, _digest(raw))
+            digest = _digest(raw)
+            old = seen.check_add(seq, digest)
             if old is not None:
-                if old == _digest(raw):
+                if old == digest:
                     stats.duplicates += 1
                 else:
                     stats.quarantine.append(

@@ -195,3 +195,25 @@ def test_late_line_for_a_finished_trial_gives_the_ordered_result(tmp_path, gen, 
         drop = [c for c in ("line", "source_file", "source_path") if c in a[name].columns]
         x, y = a[name].drop(drop), b[name].drop(drop)
         assert_frame_equal(x.sort(x.columns, nulls_last=True), y.sort(y.columns, nulls_last=True))
+
+
+def test_foreign_format_lands_beside_our_run_and_is_idempotent(tmp_path, gen, wh):
+    """Dispatch to ingest.formats (runs-jsonl) + our run in one warehouse; re-ingest changes nothing."""
+    runs = tmp_path / "export.jsonl"
+    lines = [
+        {"model": "m1", "harness": "h1", "harness_version": "1", "task_id": f"t{i}", "trial": 0,
+         "status": "solved" if i % 2 else "failed", "input_tokens": 100, "output_tokens": 10, "steps": 3}
+        for i in range(4)
+    ]
+    runs.write_text("\n".join(json.dumps(x) for x in lines) + "\n" + "{broken\n")
+    gen.write_jsonl(tmp_path / "run-1" / "events.jsonl", gen.run_events())
+    res = ingest_paths([tmp_path / "run-1", runs], wh, allow_quarantine=True)
+    fmts = sorted(b.source_format for b in res.batches)
+    assert fmts == ["runs-jsonl", "trialhouse"]
+    assert res.quarantined == 1
+    assert _count(wh, "SELECT source_format, count(*) FROM trial_facts GROUP BY 1 ORDER BY 1") == [
+        ("runs-jsonl", 4), ("trialhouse", 8)]
+    n_batches = _count(wh, "SELECT count(*) FROM ingest_batches")
+    again = ingest_paths([tmp_path / "run-1", runs], wh, allow_quarantine=True)
+    assert all(b.unchanged for b in again.batches)
+    assert _count(wh, "SELECT count(*) FROM ingest_batches") == n_batches
