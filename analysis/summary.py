@@ -65,6 +65,7 @@ WITH f AS (
     {_COLUMNS['model']} AS model,
     {_COLUMNS['harness']} AS harness,
     {_COLUMNS['harness_version']} AS harness_version,
+    coalesce(c.benchmark, r.manifest_id, t.run_id) AS universe,
     t.case_id, t.outcome, t.complete, t.steps, t.duration_s, t.cost_usd, t.simulated,
     t.input_tokens + t.output_tokens AS tokens,
     t.outcome NOT IN ('infra_error', 'invalid') AS is_valid,
@@ -76,13 +77,14 @@ WITH f AS (
   WHERE {where}
 ),
 comp AS (SELECT * FROM f WHERE complete),
-common AS (
-  SELECT case_id FROM comp GROUP BY case_id
-  HAVING count(DISTINCT config_id) = (SELECT count(DISTINCT config_id) FROM comp)
+ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM comp GROUP BY universe),
+cnt AS (
+  SELECT universe, case_id, count(DISTINCT config_id) AS k FROM comp GROUP BY universe, case_id
 ),
-x AS (SELECT * FROM comp SEMI JOIN common USING (case_id)),
+common AS (SELECT cnt.universe, cnt.case_id FROM cnt JOIN ucfg USING (universe) WHERE cnt.k = ucfg.n),
+x AS (SELECT * FROM comp SEMI JOIN common USING (universe, case_id)),
 task AS (
-  SELECT config_id{by_cols}, case_id,
+  SELECT config_id{by_cols}, universe, case_id,
          count(*) FILTER (WHERE is_solved) / count(*) FILTER (WHERE is_valid) AS p
   FROM x GROUP BY ALL HAVING count(*) FILTER (WHERE is_valid) > 0
 ),
@@ -124,7 +126,7 @@ ORDER BY model NULLS LAST, harness NULLS LAST, harness_version NULLS LAST, confi
 
 _EXCLUDED_SQL = """
 WITH f AS (
-  SELECT t.config_id, t.case_id,
+  SELECT t.config_id, t.case_id, coalesce(c.benchmark, r.manifest_id, t.run_id) AS universe,
     {variant} AS variant, {model} AS model, {harness} AS harness,
     {harness_version} AS harness_version
   FROM trials t
@@ -133,13 +135,12 @@ WITH f AS (
   LEFT JOIN runs r ON r.run_id = t.run_id
   WHERE t.complete AND {where}
 ),
-common AS (
-  SELECT case_id FROM f GROUP BY case_id
-  HAVING count(DISTINCT config_id) = (SELECT count(DISTINCT config_id) FROM f)
-)
+ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM f GROUP BY universe),
+cnt AS (SELECT universe, case_id, count(DISTINCT config_id) AS k FROM f GROUP BY universe, case_id),
+common AS (SELECT cnt.universe, cnt.case_id FROM cnt JOIN ucfg USING (universe) WHERE cnt.k = ucfg.n)
 SELECT config_id, min(variant), min(model), min(harness), min(harness_version),
        list(DISTINCT case_id ORDER BY case_id)
-FROM f ANTI JOIN common USING (case_id)
+FROM f ANTI JOIN common USING (universe, case_id)
 GROUP BY config_id ORDER BY config_id
 """
 
@@ -177,7 +178,13 @@ def _row(rec: dict) -> dict:
 
 def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
               by: list[str] | str | None = None) -> Summary:
-    """Per-configuration summary on the tasks every configuration has (see docs/analysis.md)."""
+    """Per-configuration summary on common tasks (see docs/analysis.md).
+
+    Tasks are common within a *task universe* — the case's benchmark label, else the
+    run's manifest id, else the run — so configurations from different sources (our
+    runs, a runs-jsonl export, an Inspect log) sit side by side, each on the tasks it
+    shares with the configurations of its own benchmark.
+    """
     filters = filters or Filters()
     by_cols = check_by(by)
     where, params = filters.where()
