@@ -71,16 +71,20 @@ def generate(path: Path, n_events: int) -> None:
             trial += 1
 
 
-def _child(code: str) -> tuple[float, int, int]:
-    """Run Python ``code`` in a child; (wall seconds, peak RSS bytes, exit code)."""
+def _child(code: str) -> tuple[float, float, int, int]:
+    """Run Python ``code`` in a child; (wall s, CPU s, peak RSS bytes, exit code).
+
+    CPU seconds (user + system, all threads) are the steadier number on a shared machine.
+    """
     t0 = time.perf_counter()
     p = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    return wall, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status)
 
 
-def run_ingest(events: Path, work: Path) -> tuple[float, int]:
+def run_ingest(events: Path, work: Path) -> tuple[float, float, int]:
     wh = work / "wh" / "bench.duckdb"
     shutil.rmtree(wh.parent, ignore_errors=True)
     code = (
@@ -88,13 +92,13 @@ def run_ingest(events: Path, work: Path) -> tuple[float, int]:
         f"r = ingest_paths([Path({str(events)!r})], Path({str(wh)!r}), allow_quarantine=True)\n"
         "assert r.quarantined == 0, r.quarantined\nprint('  ingest rows:', r.rows)\n"
     )
-    wall, rss, rc = _child(code)
+    wall, cpu, rss, rc = _child(code)
     if rc != 0:
         raise SystemExit(f"ingest child failed with {rc}")
-    return wall, rss
+    return wall, cpu, rss
 
 
-def run_duckdb(events: Path, work: Path) -> tuple[float, int]:
+def run_duckdb(events: Path, work: Path) -> tuple[float, float, int]:
     out = work / "duckdb.parquet"
     out.unlink(missing_ok=True)
     src, dst = str(events).replace("'", "''"), str(out).replace("'", "''")
@@ -103,10 +107,10 @@ def run_duckdb(events: Path, work: Path) -> tuple[float, int]:
         f"TO '{dst}' (FORMAT parquet, COMPRESSION zstd)"
     )
     code = f"import duckdb\nduckdb.connect().execute({sql!r})\n"
-    wall, rss, rc = _child(code)
+    wall, cpu, rss, rc = _child(code)
     if rc != 0:
         raise SystemExit(f"duckdb child failed with {rc}")
-    return wall, rss
+    return wall, cpu, rss
 
 
 def bench(n: int, work: Path) -> dict:
@@ -117,13 +121,15 @@ def bench(n: int, work: Path) -> dict:
         generate(events, n)
         print(f"generated {n:,} events ({events.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.0f}s")
     size = events.stat().st_size
-    iw, irss = run_ingest(events, work)
-    dw, drss = run_duckdb(events, work)
+    iw, icpu, irss = run_ingest(events, work)
+    dw, dcpu, drss = run_duckdb(events, work)
     return {
         "events": n, "mb": size / 1e6,
-        "ingest_s": iw, "ingest_eps": n / iw, "ingest_mbps": size / 1e6 / iw, "ingest_rss_mb": irss / 1e6,
-        "duckdb_s": dw, "duckdb_eps": n / dw, "duckdb_mbps": size / 1e6 / dw, "duckdb_rss_mb": drss / 1e6,
-        "ratio": dw / iw,
+        "ingest_s": iw, "ingest_cpu_s": icpu, "ingest_eps": n / iw, "ingest_mbps": size / 1e6 / iw,
+        "ingest_rss_mb": irss / 1e6,
+        "duckdb_s": dw, "duckdb_cpu_s": dcpu, "duckdb_eps": n / dw, "duckdb_mbps": size / 1e6 / dw,
+        "duckdb_rss_mb": drss / 1e6,
+        "ratio": dw / iw, "ratio_cpu": dcpu / icpu,
     }
 
 
@@ -143,12 +149,15 @@ def main() -> None:
         rows.append(r)
         print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()}))
     print()
-    print("| events | file MB | ingest s | ingest ev/s | ingest MB/s | ingest peak RSS MB | duckdb s | duckdb ev/s | duckdb MB/s | duckdb peak RSS MB | ingest/duckdb throughput |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| events | file MB | ingest wall s (CPU s) | ingest ev/s | ingest MB/s | ingest peak RSS MB "
+          "| duckdb wall s (CPU s) | duckdb ev/s | duckdb MB/s | duckdb peak RSS MB "
+          "| ingest/duckdb throughput (wall) | (CPU) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['events']:,} | {r['mb']:,.0f} | {r['ingest_s']:.1f} | {r['ingest_eps']:,.0f} | {r['ingest_mbps']:.1f} | "
-              f"{r['ingest_rss_mb']:,.0f} | {r['duckdb_s']:.1f} | {r['duckdb_eps']:,.0f} | {r['duckdb_mbps']:.1f} | "
-              f"{r['duckdb_rss_mb']:,.0f} | {r['ratio']:.2f}x |")
+        print(f"| {r['events']:,} | {r['mb']:,.0f} | {r['ingest_s']:.1f} ({r['ingest_cpu_s']:.1f}) | "
+              f"{r['ingest_eps']:,.0f} | {r['ingest_mbps']:.1f} | {r['ingest_rss_mb']:,.0f} | "
+              f"{r['duckdb_s']:.1f} ({r['duckdb_cpu_s']:.1f}) | {r['duckdb_eps']:,.0f} | {r['duckdb_mbps']:.1f} | "
+              f"{r['duckdb_rss_mb']:,.0f} | {r['ratio']:.2f}x | {r['ratio_cpu']:.2f}x |")
     if not args.keep:
         shutil.rmtree(args.workdir, ignore_errors=True)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,39 +85,40 @@ class ReadStats:
 
 
 class _SeqIndex:
-    """seq → hash of the line, to tell identical duplicates from conflicting ones.
+    """seq → byte offset of its first line, to tell identical duplicates from conflicting ones.
 
-    A growable bytearray of 8-byte digests keeps memory at 8 bytes per event (a dict
-    would cost ~100); seqs far beyond the file size fall back to a dict.
+    An ``array('q')`` keeps memory at 8 bytes per event (a dict would cost ~100) and
+    nothing is hashed per line: on a repeated seq the first line is re-read from the
+    file and compared. Seqs far beyond any file size fall back to a dict.
     """
 
     __slots__ = ("_arr", "_far")
 
     def __init__(self) -> None:
-        self._arr = bytearray()
-        self._far: dict[int, bytes] = {}
+        self._arr = array("q")
+        self._far: dict[int, int] = {}
 
-    def check_add(self, seq: int, digest: bytes) -> bytes | None:
-        """Record ``seq``; return the earlier digest when it was already seen."""
+    def check_add(self, seq: int, offset: int) -> int | None:
+        """Record ``seq`` at ``offset``; return the earlier offset when it was already seen."""
         if seq >= 1 << 28:
             old = self._far.get(seq)
             if old is None:
-                self._far[seq] = digest
+                self._far[seq] = offset
             return old
-        pos = seq * 8
-        if pos + 8 > len(self._arr):
-            grow = max(pos + 8 - len(self._arr), len(self._arr), 8 * 1024)
-            self._arr.extend(bytes(grow))
-        old = bytes(self._arr[pos : pos + 8])
-        if old != b"\0" * 8:
-            return old
-        self._arr[pos : pos + 8] = digest
+        arr = self._arr
+        if seq >= len(arr):
+            arr.frombytes(bytes(8 * max(seq + 1 - len(arr), len(arr), 1024)))
+        old = arr[seq]
+        if old:
+            return old - 1
+        arr[seq] = offset + 1
         return None
 
 
-def _digest(raw: bytes) -> bytes:
-    d = hashlib.blake2b(raw, digest_size=8).digest()
-    return d if d != b"\0" * 8 else b"\0" * 7 + b"\1"
+def _line_at(path: Path, offset: int) -> bytes:
+    with path.open("rb") as g:
+        g.seek(offset)
+        return g.readline(MAX_LINE_BYTES + 1).rstrip(b"\n").rstrip(b"\r")
 
 
 def _raw_text(raw: bytes) -> str:
@@ -160,19 +162,20 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
     return event, version if isinstance(version, int) else SCHEMA_VERSION
 
 
-def _lines(f, stats: ReadStats) -> Iterator[tuple[int, bytes]]:
-    """Yield (line number, bytes) of complete lines; over-long ones go straight to quarantine."""
+def _lines(f, stats: ReadStats) -> Iterator[tuple[int, bytes, int]]:
+    """Yield (line number, bytes, offset) of complete lines; over-long ones go to quarantine."""
     h = hashlib.sha256()
     n = 0
+    pos = 0
     while True:
         raw = f.readline(MAX_LINE_BYTES + 1)
         if not raw:
             break
         h.update(raw)
         n += 1
-        if raw.endswith(b"\n"):
-            stats.bytes_read += len(raw)
-            yield n, raw[:-1].rstrip(b"\r")
+        if raw[-1:] == b"\n":
+            yield n, raw[:-1].rstrip(b"\r"), pos
+            pos += len(raw)
             continue
         if len(raw) <= MAX_LINE_BYTES:  # EOF without newline: torn, leave it
             stats.torn_bytes = len(raw)
@@ -193,12 +196,13 @@ def _lines(f, stats: ReadStats) -> Iterator[tuple[int, bytes]]:
             stats.torn_bytes = total
             n -= 1
             break
-        stats.bytes_read += total
+        pos += total
         stats.quarantine.append(
             QuarantineRow(str(stats.path), n, f"line is {total} bytes, over the {MAX_LINE_BYTES}-byte limit", _raw_text(head))
         )
     stats.sha256 = h.hexdigest()
     stats.lines = n
+    stats.bytes_read = pos
 
 
 def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEvent]:
@@ -215,7 +219,7 @@ def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEven
     src = str(path)
     with path.open("rb", buffering=_CHUNK) as f:
         stats.size = path.stat().st_size
-        for n, raw in _lines(f, stats):
+        for n, raw, offset in _lines(f, stats):
             if not raw or (raw[0] in b" \t\r" and not raw.strip()):
                 continue
             version = SCHEMA_VERSION
@@ -230,10 +234,9 @@ def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEven
             if version != SCHEMA_VERSION:
                 stats.upgraded += 1
             seq = event.seq
-            digest = _digest(raw)
-            old = seen.check_add(seq, digest)
+            old = seen.check_add(seq, offset)
             if old is not None:
-                if old == digest:
+                if _line_at(path, old) == raw:
                     stats.duplicates += 1
                 else:
                     stats.quarantine.append(
