@@ -1232,8 +1232,11 @@ def build_report(
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``."""
     from analysis.filters import Filters
     from analysis.jsonout import clean, frame_records
-    from trialhouse import __version__
+    from importlib.metadata import version
+
     from warehouse import db as wdb
+
+    __version__ = version("trialhouse")
 
     warehouse, output = Path(warehouse), Path(output)
     since_t, until_t = _as_time(since, "since"), _as_time(until, "until")

@@ -1,0 +1,114 @@
+"""The whole data flow through the real CLI, as a user would type it.
+
+example corpus → validate → run (real subprocess agents, real git) → ingest (with
+foreign results beside it) → summarize / compare → report. One small run, shared by
+every test in this module.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FOREIGN = ROOT / "examples" / "foreign"
+CASES = ["order-quantity-validation", "transfer-atomic", "ledger-thread-safe-deposits"]
+
+
+def th(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "trialhouse", *args],
+        capture_output=True, text=True, timeout=600,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"trialhouse {' '.join(args)} exited {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("pipeline with spaces")
+    corpus = base / "corpus"
+    th("example", str(corpus))
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    known = {c["id"] for c in manifest["cases"]}
+    chosen = [c for c in CASES if c in known] or [c["id"] for c in manifest["cases"][:3]]
+    manifest["cases"] = [c for c in manifest["cases"] if c["id"] in chosen]
+    manifest["repetitions"] = 1
+    small = corpus / "small.json"
+    small.write_text(json.dumps(manifest, indent=1))
+    run_dir = base / "run"
+    th("run", "--manifest", str(small), "--output", str(run_dir), "--jobs", "2", "--no-progress")
+    wh = base / "wh" / "trialhouse.duckdb"
+    th(
+        "ingest", str(run_dir), str(FOREIGN / "runs.jsonl"), str(FOREIGN / "inspect-arith.eval"),
+        str(FOREIGN / "harbor-job"), "--warehouse", str(wh), "--prices", str(FOREIGN / "prices.json"),
+    )
+    return {"manifest": small, "run": run_dir, "wh": wh, "base": base, "cases": chosen}
+
+
+def test_validate_accepts_the_example(pipeline: dict[str, Path]) -> None:
+    proc = th("validate", "--manifest", str(pipeline["manifest"]))
+    assert proc.returncode == 0
+
+
+def test_reference_accepted_and_null_never(pipeline: dict[str, Path]) -> None:
+    report = json.loads((pipeline["run"] / "report.json").read_text())
+    by_variant: dict[str, set[str]] = {}
+    for trial in report["trials"]:
+        by_variant.setdefault(trial["variant"], set()).add(trial["outcome"])
+    assert by_variant["reference"] == {"accepted"}
+    assert "accepted" not in by_variant["null"]
+
+
+def test_summarize_shows_every_source_side_by_side(pipeline: dict[str, Path]) -> None:
+    out = json.loads(th("summarize", "--warehouse", str(pipeline["wh"]), "--json").stdout)
+    wh_sources = json.loads(th(
+        "sql", "--warehouse", str(pipeline["wh"]), "--json",
+        "SELECT DISTINCT source_format FROM trials ORDER BY 1",
+    ).stdout)
+    formats = {row["source_format"] for row in wh_sources}
+    assert {"trialhouse", "runs-jsonl", "inspect", "harbor"} <= formats
+    variants = {row["variant"] for row in out["rows"]}
+    assert {"null", "reference"} <= variants
+    models = {row["model"] for row in out["rows"]}
+    assert len(models) >= 5  # our simulated models plus the foreign ones
+    ours = [r for r in out["rows"] if r["variant"] == "reference"]
+    assert ours and ours[0]["solved"] == ours[0]["valid"] == len(pipeline["cases"])
+    for row in out["rows"]:
+        assert row["config_id"] and "harness_version" in row
+
+
+def test_reingest_changes_nothing(pipeline: dict[str, Path]) -> None:
+    count = "SELECT (SELECT count(*) FROM trials) AS t, (SELECT count(*) FROM ingest_batches) AS b"
+    before = json.loads(th("sql", "--warehouse", str(pipeline["wh"]), "--json", count).stdout)
+    th("ingest", str(pipeline["run"]), "--warehouse", str(pipeline["wh"]))
+    after = json.loads(th("sql", "--warehouse", str(pipeline["wh"]), "--json", count).stdout)
+    assert before == after
+
+
+def test_compare_null_against_reference(pipeline: dict[str, Path]) -> None:
+    run_id = json.loads((pipeline["run"] / "report.json").read_text())["run_id"]
+    out = json.loads(th(
+        "compare", "--warehouse", str(pipeline["wh"]), "--run", run_id,
+        "--baseline", "null", "--candidate", "reference", "--json",
+    ).stdout)
+    comparison = out["comparisons"][0] if "comparisons" in out else out[0]
+    sign = comparison["sign_test"]
+    n_cases = len(pipeline["cases"])
+    assert sign["improvements"] == n_cases and sign["regressions"] == 0
+    assert sign["p"] == pytest.approx(min(1.0, 2 * 0.5**n_cases))
+
+
+def test_report_is_written(pipeline: dict[str, Path]) -> None:
+    out = pipeline["base"] / "report"
+    th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out))
+    html = (out / "report.html").read_text()
+    assert "SIMULATED" in html
+    assert "<script src=\"http" not in html
+    assert json.loads((out / "report.json").read_text())
+    assert (out / "report.md").read_text().strip()
