@@ -43,36 +43,34 @@ class EventsColumns:
         self.schema = pa.schema([f for f in TABLES["events"] if f.name != "run_id"])
         self._reset()
 
+    _COLS = ("seq", "event", "schema_version", "trial_id", "ts", "line", "payload_json")
+
     def _reset(self) -> None:
-        self.cols: dict[str, list] = {k: [] for k in ("seq", "event", "schema_version", "trial_id", "ts", "line", "payload_json")}
+        self.rows: list[tuple] = []
 
     def add(self, re: ReadEvent) -> pa.RecordBatch | None:
         e = re.event
-        c = self.cols
-        c["seq"].append(e.seq)
-        c["event"].append(e.event)
-        c["schema_version"].append(re.version)
-        c["trial_id"].append(e.trial_id)
-        c["ts"].append(e.ts)
-        c["line"].append(re.line)
-        c["payload_json"].append(
-            re.raw.decode("utf-8") if re.version == ev.SCHEMA_VERSION else e.model_dump_json()
-        )
-        return self.flush() if len(c["seq"]) >= self.chunk else None
+        # v1 lines are stored as read (bytes, UTF-8 checked by Arrow); upgraded ones re-dumped.
+        payload = re.raw if re.version == ev.SCHEMA_VERSION else e.model_dump_json().encode()
+        self.rows.append((e.seq, e.event, re.version, e.trial_id, e.ts, re.line, payload))
+        return self.flush() if len(self.rows) >= self.chunk else None
 
     def flush(self) -> pa.RecordBatch | None:
         """The buffered rows as one batch (without the run_id partition column)."""
-        n = len(self.cols["seq"])
+        n = len(self.rows)
         if not n:
             return None
+        cols = dict(zip(self._COLS, zip(*self.rows, strict=True), strict=True))
         arrays = []
         for f in self.schema:
             if f.name == "ingest_batch_id":
                 arrays.append(pa.array([self.batch_id] * n, f.type))
             elif f.name == "source_file":
                 arrays.append(pa.array([self.source_file] * n, f.type))
+            elif f.name == "payload_json":
+                arrays.append(pa.array(cols[f.name], pa.binary()).cast(f.type))
             else:
-                arrays.append(pa.array(self.cols[f.name], f.type))
+                arrays.append(pa.array(cols[f.name], f.type))
         self._reset()
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
