@@ -18,25 +18,29 @@ def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                 by: list[str] | str | None = None) -> pl.DataFrame:
     """Per configuration [× slice]: consistent tasks with a Wilson interval, pass^k, pass@k.
 
-    Uses the tasks on which every configuration has ≥ 1 valid trial (``excluded_tasks``
-    counts the rest), so counts line up side by side.
+    Uses the tasks on which every configuration of the same task universe (benchmark)
+    has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
     """
     import polars as pl
 
     filters = filters or Filters()
     by_cols = check_by(by)
-    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "case_id", "outcome", "complete",
-                                            *by_cols])
+    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "universe", "case_id", "outcome",
+                                            "complete", *by_cols])
     require_trials(df, filters)
     valid = df.filter(pl.col("complete")
                       & ~pl.col("outcome").is_in(["infra_error", "invalid"]))
     keys = ["config_id", *by_cols]
-    n_cfg = valid["config_id"].n_unique()
-    common = (valid.group_by("case_id").agg(pl.col("config_id").n_unique().alias("k"))
-              .filter(pl.col("k") == n_cfg)["case_id"])
-    all_tasks = df.group_by("config_id").agg(pl.col("case_id").n_unique().alias("all_tasks"))
-    per_task = (valid.filter(pl.col("case_id").is_in(common.implode()))
-                .group_by([*keys, "case_id"])
+    # Common tasks per task universe (benchmark), as in summary.summarize.
+    n_cfg = valid.group_by("universe").agg(pl.col("config_id").n_unique().alias("n_cfg"))
+    common = (valid.group_by(["universe", "case_id"])
+              .agg(pl.col("config_id").n_unique().alias("k"))
+              .join(n_cfg, on="universe").filter(pl.col("k") == pl.col("n_cfg"))
+              .select("universe", "case_id"))
+    all_tasks = df.group_by("config_id").agg(
+        pl.struct("universe", "case_id").n_unique().alias("all_tasks"))
+    per_task = (valid.join(common, on=["universe", "case_id"], how="semi")
+                .group_by([*keys, "universe", "case_id"])
                 .agg(n=pl.len(), c=(pl.col("outcome") == "accepted").sum().cast(pl.Int64)))
     grouped = per_task.group_by([*keys, "n", "c"]).agg(w=pl.len())
     names = valid.group_by("config_id").agg([pl.col(k).drop_nulls().first()

@@ -42,10 +42,12 @@ _COLUMNS = {
     "simulated": "t.simulated",
     "holdout": "coalesce(c.holdout, FALSE)",
     "run_started_at": "r.started_at",
+    # Task universe: tasks are common within one benchmark (see summary.summarize).
+    "universe": "coalesce(c.benchmark, r.manifest_id, t.run_id)",
     **{col: f"c.{col}" for col in CASE_COLUMNS},
 }
 _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
-          "r": ("run_started_at",)}
+          "r": ("run_started_at", "universe")}
 
 
 def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,

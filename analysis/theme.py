@@ -66,13 +66,35 @@ def _config() -> alt.theme.ThemeConfig:
 _registered = False
 
 
+def _finite_data(data, **kwargs):
+    """Altair data transformer: non-finite floats become null before embedding.
+
+    JSON (and so Vega-Lite) cannot carry inf/NaN; +∞ cost per accepted and unknown
+    values are shown in tables, and a chart leaves them out instead of failing.
+    """
+    import polars as pl
+
+    if isinstance(data, pl.DataFrame):
+        floats = [c for c, t in data.schema.items() if t.is_float()]
+        if floats:
+            data = data.with_columns(
+                pl.when(pl.col(c).is_finite()).then(pl.col(c)).otherwise(None).alias(c)
+                for c in floats
+            )
+    from altair.vegalite.data import default_data_transformer
+
+    return default_data_transformer(data, **kwargs)
+
+
 def enable() -> None:
-    """Register (once) and enable the trialhouse theme for the current process."""
+    """Register (once) and enable the trialhouse theme and data transformer."""
     global _registered
     if not _registered:
         alt.theme.register(NAME, enable=False)(_config)
+        alt.data_transformers.register(NAME, _finite_data)
         _registered = True
     alt.theme.enable(NAME)
+    alt.data_transformers.enable(NAME, max_rows=None)
 
 
 enable()

@@ -98,10 +98,14 @@ def test_compare_null_against_reference(pipeline: dict[str, Path]) -> None:
         "--baseline", "null", "--candidate", "reference", "--json",
     ).stdout)
     comparison = out["comparisons"][0] if "comparisons" in out else out[0]
+    manifest = json.loads(pipeline["manifest"].read_text())
+    holdout = {c["id"] for c in manifest["cases"] if c.get("holdout")}
+    assert holdout, "the chosen cases include a holdout, reported in its own block"
+    n_main = len(pipeline["cases"]) - len(holdout)
     sign = comparison["sign_test"]
-    n_cases = len(pipeline["cases"])
-    assert sign["improvements"] == n_cases and sign["regressions"] == 0
-    assert sign["p"] == pytest.approx(min(1.0, 2 * 0.5**n_cases))
+    assert sign["improvements"] == n_main and sign["regressions"] == 0
+    assert sign["p"] == pytest.approx(min(1.0, 2 * 0.5**n_main))
+    assert comparison["holdout"]["sign_test"]["improvements"] == len(holdout)
 
 
 def test_report_is_written(pipeline: dict[str, Path]) -> None:

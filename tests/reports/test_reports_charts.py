@@ -128,3 +128,23 @@ def test_every_chart_renders_to_png_and_svg(specs: dict[str, dict]) -> None:
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000, name
         svg = vlc.vegalite_to_svg(spec)
         assert svg.lstrip().startswith("<svg") and "<path" in svg, name
+
+
+def test_non_finite_values_never_reach_the_spec() -> None:
+    """+∞ cost per accepted (nothing accepted) and NaN must not break a chart's JSON."""
+    import json
+
+    import polars as pl
+
+    from analysis import charts
+
+    df = pl.DataFrame({
+        "label": ["a", "b"], "rate": [0.5, 0.0], "ci_low": [0.2, 0.0], "ci_high": [0.8, 0.3],
+        "solved": [1, 0], "valid": [2, 3], "cost_per_solved": [1.0, float("inf")],
+        "cost_p50": [float("nan"), 2.0],
+    })
+    spec = charts.rate_chart(df).to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert [r["cost_per_solved"] for r in rows] == [1.0, None]
+    assert [r["cost_p50"] for r in rows] == [None, 2.0]
+    json.dumps(spec, allow_nan=False)
