@@ -111,6 +111,17 @@ def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Ma
     df = load_trials(con, filters, columns=[*CONFIG_KEYS, "case_id", "outcome", "complete"])
     require_trials(df, filters)
     df = df.filter(pl.col("complete") & ~pl.col("outcome").is_in(["infra_error", "invalid"]))
+    # Configurations without a model or harness (the no-agent and oracle baselines, some
+    # foreign sources) have no place in a model × harness grid: leave them out, say so.
+    outside = df.filter(pl.col("model").is_null() | pl.col("harness").is_null())
+    notes = [
+        f"{r['variant'] or r['config_id'][:12]}: no model or harness recorded; not part of the grid"
+        for r in outside.select("config_id", "variant").unique().sort("config_id").iter_rows(named=True)
+    ]
+    df = df.filter(pl.col("model").is_not_null() & pl.col("harness").is_not_null())
+    if df.height == 0:
+        raise AnalysisError("no configuration records both a model and a harness; "
+                            "a model × harness matrix needs them")
     versions = df.group_by("harness").agg(pl.col("harness_version").n_unique().alias("v"))
     multi = set(versions.filter(pl.col("v") > 1)["harness"].to_list())
     df = df.with_columns(
@@ -165,7 +176,7 @@ def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Ma
     rankings = {h: sorted(models, key=lambda m, h=h: (-rate[(m, h)], m)) for h in harnesses}
     changes = len({tuple(v) for v in rankings.values()}) > 1
     inter = _interaction(per_task)
-    warnings = []
+    warnings = list(notes)
     if common.len() < 10:
         warnings.append(f"{common.len()} common task(s): descriptive sample")
     order = "; ".join(f"{h}: {' > '.join(v)}" for h, v in rankings.items())

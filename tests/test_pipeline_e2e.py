@@ -116,3 +116,12 @@ def test_report_is_written(pipeline: dict[str, Path]) -> None:
     assert "<script src=\"http" not in html
     assert json.loads((out / "report.json").read_text())
     assert (out / "report.md").read_text().strip()
+
+
+def test_matrix_leaves_model_less_baselines_out_of_the_grid(pipeline: dict[str, Path]) -> None:
+    run_id = json.loads((pipeline["run"] / "report.json").read_text())["run_id"]
+    out = json.loads(th("matrix", "--warehouse", str(pipeline["wh"]), "--run", run_id,
+                        "--json").stdout)
+    assert len(out["grid"]) == 4  # 2 simulated models × 2 simulated harnesses
+    notes = " ".join(out["warnings"])
+    assert "null" in notes and "reference" in notes
