@@ -5,6 +5,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := demo
 JOBS   ?= 4
+TH     := $(BIN)/trialhouse
+WH     := $(DEMO)/warehouse/trialhouse.duckdb
+FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examples/foreign/harbor-job examples/foreign/swebench-submission
+RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
 
 .DEFAULT_GOAL := help
 .PHONY: help venv demo test lint lab bench schema chromium clean
@@ -21,7 +25,20 @@ $(STAMP): pyproject.toml
 venv: $(STAMP) ## create .venv and install trialhouse with test and notebook extras
 
 demo: $(STAMP) ## run the main job: example corpus → validate → controls → trials → warehouse → summary → report
-	$(BIN)/python -m trialhouse demo --dir $(DEMO) --jobs $(JOBS)
+	@rm -rf $(DEMO)
+	$(TH) example $(DEMO)/corpus
+	$(TH) validate --manifest $(DEMO)/corpus/manifest.json
+	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/controls --validation-only --jobs $(JOBS)
+	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/main --jobs $(JOBS)
+	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
+	$(TH) summarize --warehouse $(WH)
+	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline null --candidate reference --candidate sim-alpha-planner --candidate sim-beta-minimal
+	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --output $(DEMO)/reports/latest
+	@echo
+	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
+	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
+	@echo "report:     $(DEMO)/reports/latest/report.html"
+	@echo "notebooks:  make lab"
 
 test: $(STAMP) chromium ## install everything and run the whole test suite
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -30,7 +47,7 @@ lint: $(STAMP) ## ruff
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
-	$(BIN)/jupyter lab notebooks/
+	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/
 
 bench: $(STAMP) ## reproducible benchmarks (see bench/README.md)
 	$(BIN)/python bench/run_all.py
