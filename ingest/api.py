@@ -183,9 +183,9 @@ def _write(
 
 
 def _version() -> str:
-    from trialhouse import __version__
+    from runner.run import engine_version
 
-    return __version__
+    return engine_version()
 
 
 def _events_file(path: Path, explicit: bool = False) -> Path | None:
