@@ -49,7 +49,7 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
 
     if x not in X_CHOICES:
         raise AnalysisError(f"--x {x!r}: choose cost_per_accepted or cost_per_trial")
-    summary = summarize(con, filters)
+    summary = summarize(con, filters, full=False)  # counts and cost only
     points = []
     for r in summary.rows:
         if x == "cost_per_accepted":

@@ -6,10 +6,12 @@ for t quantiles.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import comb
+from statistics import NormalDist
 
 Z95 = 1.959963984540054
 
@@ -44,15 +46,36 @@ def _t_central(t: float, df: int) -> float:
     return 2 / math.pi * (theta + s * total)
 
 
+@functools.lru_cache(maxsize=256)
 def t_crit(df: int, level: float = 0.95) -> float:
-    """Two-sided critical value of Student's t (integer df) by bisection on the exact CDF.
+    """Two-sided critical value of Student's t (integer df): Newton steps on the exact CDF.
 
     Own code instead of scipy on purpose: importing scipy.stats costs ~0.5 s of start-up
-    on every command; tests check this against ``scipy.stats.t.ppf`` to 1e-9.
+    on every command; tests check this against ``scipy.stats.t.ppf`` to 1e-10. The start
+    is the Cornish–Fisher expansion around the normal quantile, so a few CDF evaluations
+    suffice even at df in the hundreds of thousands (each costs O(df)); bisection is the
+    fallback should Newton ever fail to settle.
     """
     df = int(df)
     if df < 1:
         raise ValueError("t_crit needs df ≥ 1")
+    z = NormalDist().inv_cdf((1 + level) / 2)
+    x = z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    log_c = (math.lgamma((df + 1) / 2) - math.lgamma(df / 2)
+             - 0.5 * math.log(df * math.pi))
+    last = math.inf
+    for _ in range(100):
+        density = 2 * math.exp(log_c - (df + 1) / 2 * math.log1p(x * x / df))
+        step = (_t_central(x, df) - level) / density
+        if not (x - step > 0 and math.isfinite(step)):
+            break
+        if abs(step) <= 1e-14 * x or (abs(step) >= last and abs(step) < 1e-9 * x):
+            return x - step  # converged, or at the CDF's rounding floor
+        x, last = x - step, abs(step)
+    return _t_crit_bisect(df, level)
+
+
+def _t_crit_bisect(df: int, level: float) -> float:
     lo, hi = 0.0, 1.0
     while _t_central(hi, df) < level:
         hi *= 2

@@ -54,18 +54,35 @@ class Summary:
                       "warnings": self.warnings})
 
 
-def _sql(by: list[str], where: str) -> str:
+def _sql(by: list[str], where: str, full: bool = True) -> str:
+    """One statement: scan and join once, aggregate per task, then per configuration.
+
+    ``f`` (the selected trials, joined once) is materialised; ``task`` holds one row per
+    (configuration, [slice,] universe, case) with its counts, so the common-task set, the
+    task-level mean and the incomplete counts come from ~tasks × configs rows instead of
+    re-scanning trials. Only the per-configuration aggregate (medians, quantiles, cost)
+    reads trial rows again, minus the (usually few) tasks outside the common set.
+    Configurations with excluded tasks come back through the FULL JOIN with ``excl``
+    (``x_*`` columns), so no second query is needed. ``full=False`` skips medians and
+    quantiles (Pareto needs only counts and cost).
+    """
     by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
     by_cols = "".join(f", {b}" for b in by)
+    holistic = """
+    median(steps) FILTER (WHERE is_valid) AS med_steps,
+    median(tokens) FILTER (WHERE is_valid) AS med_tokens,
+    median(duration_s) FILTER (WHERE is_valid) AS med_duration_s,
+    quantile_cont(cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
+    quantile_cont(duration_s, [0.5, 0.9, 0.95]) AS lat_q,""" if full else ""
     return f"""
-WITH f AS (
+WITH f AS MATERIALIZED (
   SELECT
     t.config_id,
     {_COLUMNS['variant']} AS variant,
     {_COLUMNS['model']} AS model,
     {_COLUMNS['harness']} AS harness,
     {_COLUMNS['harness_version']} AS harness_version,
-    coalesce(c.benchmark, r.manifest_id, t.run_id) AS universe,
+    {_COLUMNS['universe']} AS universe,
     t.case_id, t.outcome, t.complete, t.steps, t.duration_s, t.cost_usd, t.simulated,
     t.input_tokens + t.output_tokens AS tokens,
     t.outcome NOT IN ('infra_error', 'invalid') AS is_valid,
@@ -76,24 +93,34 @@ WITH f AS (
   LEFT JOIN runs r ON r.run_id = t.run_id
   WHERE {where}
 ),
-comp AS (SELECT * FROM f WHERE complete),
-ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM comp GROUP BY universe),
-cnt AS (
-  SELECT universe, case_id, count(DISTINCT config_id) AS k FROM comp GROUP BY universe, case_id
-),
-common AS (SELECT cnt.universe, cnt.case_id FROM cnt JOIN ucfg USING (universe) WHERE cnt.k = ucfg.n),
-x AS (SELECT * FROM comp SEMI JOIN common USING (universe, case_id)),
-task AS (
+task AS MATERIALIZED (
   SELECT config_id{by_cols}, universe, case_id,
-         count(*) FILTER (WHERE is_solved) / count(*) FILTER (WHERE is_valid) AS p
-  FROM x GROUP BY ALL HAVING count(*) FILTER (WHERE is_valid) > 0
+         count(*) FILTER (WHERE complete) AS n_complete,
+         count(*) FILTER (WHERE NOT complete) AS n_incomplete,
+         count(*) FILTER (WHERE complete AND is_valid) AS n_valid,
+         count(*) FILTER (WHERE complete AND is_solved) AS n_solved
+  FROM f GROUP BY ALL
+),
+done AS (SELECT DISTINCT config_id, universe, case_id FROM task WHERE n_complete > 0),
+ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM done GROUP BY universe),
+cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id),
+outside AS MATERIALIZED (
+  SELECT cnt.universe, cnt.case_id FROM cnt JOIN ucfg USING (universe) WHERE cnt.k < ucfg.n
+),
+x AS (
+  SELECT * FROM f WHERE complete AND NOT EXISTS (
+    SELECT 1 FROM outside o WHERE o.universe = f.universe AND o.case_id = f.case_id)
 ),
 taskagg AS (
   SELECT config_id{by_cols}, count(*) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd
-  FROM task GROUP BY ALL
+  FROM (SELECT config_id{by_cols}, n_solved / n_valid AS p
+        FROM task ANTI JOIN outside USING (universe, case_id)
+        WHERE n_complete > 0 AND n_valid > 0)
+  GROUP BY ALL
 ),
 inc AS (
-  SELECT config_id{by_cols}, count(*) AS incomplete FROM f WHERE NOT complete GROUP BY ALL
+  SELECT config_id{by_cols}, sum(n_incomplete) AS incomplete FROM task
+  GROUP BY ALL HAVING sum(n_incomplete) > 0
 ),
 agg AS (
   SELECT
@@ -104,45 +131,29 @@ agg AS (
     count(*) FILTER (WHERE is_valid) AS valid,
     count(*) FILTER (WHERE is_solved) AS solved,
     count(*) FILTER (WHERE outcome = 'infra_error') AS infra,
-    count(*) FILTER (WHERE outcome = 'invalid') AS invalid,
-    median(steps) FILTER (WHERE is_valid) AS med_steps,
-    median(tokens) FILTER (WHERE is_valid) AS med_tokens,
-    median(duration_s) FILTER (WHERE is_valid) AS med_duration_s,
+    count(*) FILTER (WHERE outcome = 'invalid') AS invalid,{holistic}
     sum(cost_usd) AS cost_sum,
     count(cost_usd) AS cost_known,
-    quantile_cont(cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
-    quantile_cont(duration_s, [0.5, 0.9, 0.95]) AS lat_q,
     bool_or(simulated) AS simulated
   FROM x GROUP BY ALL
+),
+excl AS (
+  SELECT config_id AS x_config_id, min(variant) AS x_variant, min(model) AS x_model,
+         min(harness) AS x_harness, min(harness_version) AS x_harness_version,
+         list(DISTINCT case_id ORDER BY case_id) AS x_case_ids
+  FROM f WHERE complete AND EXISTS (
+    SELECT 1 FROM outside o WHERE o.universe = f.universe AND o.case_id = f.case_id)
+  GROUP BY config_id
 )
 SELECT agg.*, coalesce(inc.incomplete, 0) AS incomplete,
-       coalesce(taskagg.tasks, 0) AS tasks, taskagg.task_mean, taskagg.task_sd
+       coalesce(taskagg.tasks, 0) AS tasks, taskagg.task_mean, taskagg.task_sd, excl.*
 FROM agg
 LEFT JOIN taskagg USING (config_id{by_cols})
 LEFT JOIN inc USING (config_id{by_cols})
-ORDER BY model NULLS LAST, harness NULLS LAST, harness_version NULLS LAST, config_id{by_cols}
+FULL JOIN excl ON excl.x_config_id = agg.config_id
+ORDER BY model NULLS LAST, harness NULLS LAST, harness_version NULLS LAST,
+         agg.config_id{by_cols}
 """  # noqa: S608 -- fixed fragments only; values are parameters
-
-
-_EXCLUDED_SQL = """
-WITH f AS (
-  SELECT t.config_id, t.case_id, coalesce(c.benchmark, r.manifest_id, t.run_id) AS universe,
-    {variant} AS variant, {model} AS model, {harness} AS harness,
-    {harness_version} AS harness_version
-  FROM trials t
-  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
-  LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
-  LEFT JOIN runs r ON r.run_id = t.run_id
-  WHERE t.complete AND {where}
-),
-ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM f GROUP BY universe),
-cnt AS (SELECT universe, case_id, count(DISTINCT config_id) AS k FROM f GROUP BY universe, case_id),
-common AS (SELECT cnt.universe, cnt.case_id FROM cnt JOIN ucfg USING (universe) WHERE cnt.k = ucfg.n)
-SELECT config_id, min(variant), min(model), min(harness), min(harness_version),
-       list(DISTINCT case_id ORDER BY case_id)
-FROM f ANTI JOIN common USING (universe, case_id)
-GROUP BY config_id ORDER BY config_id
-"""
 
 
 def _row(rec: dict) -> dict:
@@ -159,15 +170,15 @@ def _row(rec: dict) -> dict:
     if tasks >= 2 and tsd is not None:
         half = stats.t_crit(tasks - 1) * tsd / tasks**0.5
         tlo, thi = tmean - half, tmean + half
-    cq = rec["cost_q"] if known else None
-    lq = rec["lat_q"]
+    cq = rec.get("cost_q") if known else None
+    lq = rec.get("lat_q")
     return {
         "trials": trials, "incomplete": rec["incomplete"], "valid": valid, "solved": solved,
         "rate": solved / valid if valid else None, "ci_low": lo, "ci_high": hi,
         "infra": rec["infra"], "invalid": rec["invalid"], "tasks": tasks,
         "task_mean": tmean, "task_ci_low": tlo, "task_ci_high": thi,
-        "med_steps": rec["med_steps"], "med_tokens": rec["med_tokens"],
-        "med_duration_s": rec["med_duration_s"], "cost_usd": cost, "cost_known": known,
+        "med_steps": rec.get("med_steps"), "med_tokens": rec.get("med_tokens"),
+        "med_duration_s": rec.get("med_duration_s"), "cost_usd": cost, "cost_known": known,
         "cost_coverage": known / trials if trials else None, "cost_per_solved": per_solved,
         "cost_p50": cq[0] if cq else None, "cost_p90": cq[1] if cq else None,
         "cost_p95": cq[2] if cq else None,
@@ -177,20 +188,30 @@ def _row(rec: dict) -> dict:
 
 
 def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-              by: list[str] | str | None = None) -> Summary:
+              by: list[str] | str | None = None, full: bool = True) -> Summary:
     """Per-configuration summary on common tasks (see docs/analysis.md).
 
     Tasks are common within a *task universe* — the case's benchmark label, else the
     run's manifest id, else the run — so configurations from different sources (our
     runs, a runs-jsonl export, an Inspect log) sit side by side, each on the tasks it
-    shares with the configurations of its own benchmark.
+    shares with the configurations of its own benchmark. ``full=False`` leaves the
+    medians and quantiles null (cheaper; for callers that need only counts and cost).
     """
     filters = filters or Filters()
     by_cols = check_by(by)
     where, params = filters.where()
-    cur = con.execute(_sql(by_cols, where), params)
+    cur = con.execute(_sql(by_cols, where, full), params)
     names = [d[0] for d in cur.description]
     recs = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    excluded = {}
+    for rec in recs:  # per configuration, repeated on each of its slices
+        if rec["x_config_id"] is not None:
+            excluded[rec["x_config_id"]] = {
+                "config_id": rec["x_config_id"], "variant": rec["x_variant"],
+                "model": rec["x_model"], "harness": rec["x_harness"],
+                "harness_version": rec["x_harness_version"], "case_ids": rec["x_case_ids"]}
+    excluded = [excluded[k] for k in sorted(excluded)]
+    recs = [rec for rec in recs if rec["config_id"] is not None]
     if not recs:
         raise AnalysisError(
             f"no complete trials match the filters {filters.as_dict()}; check "
@@ -202,10 +223,6 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         row.update({b: rec[b] for b in by_cols})
         row.update(_row(rec))
         rows.append(row)
-    cur = con.execute(_EXCLUDED_SQL.format(where=where, **{
-        k: _COLUMNS[k] for k in ("variant", "model", "harness", "harness_version")}), params)
-    excluded = [dict(zip(["config_id", "variant", "model", "harness", "harness_version",
-                          "case_ids"], r, strict=True)) for r in cur.fetchall()]
     warnings = []
     for ex in excluded:
         warnings.append(

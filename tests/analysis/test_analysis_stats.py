@@ -36,9 +36,12 @@ def test_wilson_no_trials_is_unknown():
 
 
 def test_t_crit_matches_scipy():
-    for df in [*range(1, 60), 99, 500, 2999]:
+    for df in [*range(1, 60), 99, 500, 2999, 16_665, 200_000]:
         assert stats.t_crit(df) == pytest.approx(student_t.ppf(0.975, df), rel=1e-10)
-    assert stats.t_crit(7, 0.9) == pytest.approx(student_t.ppf(0.95, 7), rel=1e-10)
+    for df in (1, 7, 40_000):
+        for level in (0.5, 0.9, 0.99, 0.999):
+            assert stats.t_crit(df, level) == pytest.approx(
+                student_t.ppf((1 + level) / 2, df), rel=1e-10)
 
 
 @pytest.mark.parametrize("w,l_", [(0, 0), (1, 0), (5, 0), (6, 0), (3, 3), (10, 2), (2, 17),
