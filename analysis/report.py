@@ -1230,10 +1230,10 @@ def build_report(
     title: str | None = None,
 ) -> ReportPaths:
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``."""
-    from analysis.filters import Filters
-    from analysis.jsonout import clean, frame_records
     from importlib.metadata import version
 
+    from analysis.filters import Filters
+    from analysis.jsonout import clean, frame_records
     from warehouse import db as wdb
 
     __version__ = version("trialhouse")

@@ -9,9 +9,9 @@ cannot fill the disk; the cap is recorded as ``truncated``.
 from __future__ import annotations
 
 import os
-import sys
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from trialhouse.app import app
-
 # Registering a module = importing it; each adds its commands to ``app``.
-from trialhouse import cmd_runner, cmd_warehouse, cmd_analysis, cmd_report  # noqa: E402,F401,I001
+from trialhouse import cmd_analysis, cmd_report, cmd_runner, cmd_warehouse  # noqa: E402,F401,I001
+from trialhouse.app import app
 
 
 def main(argv: list[str] | None = None) -> None:
