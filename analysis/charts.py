@@ -314,7 +314,7 @@ def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.
     )
     base = alt.Chart(df, title=alt.Title(title, subtitle="acceptance rate on common tasks"))
     rect = base.mark_rect().encode(
-        x=alt.X("harness:N", title="harness"),
+        x=alt.X("harness:N", title="harness", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("model:N", title="model"),
         color=alt.Color(
             "rate:Q",
@@ -330,7 +330,9 @@ def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.
         text="count:N",
         color=alt.condition("datum.rate > 0.55", alt.value("white"), alt.value("black")),
     )
-    return alt.layer(rect, text)
+    cells = max(1, grid["harness"].n_unique()), max(1, grid["model"].n_unique())
+    # Cells wide enough for the "n/N (p%)" text they carry.
+    return alt.layer(rect, text).properties(width=140 * cells[0], height=44 * cells[1])
 
 
 def failures_chart(failures: pl.DataFrame, *, title: str = "Failure categories") -> alt.Chart:
