@@ -27,8 +27,8 @@ import pyarrow.parquet as pq
 
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
-from ingest.normalize import TRIAL_TABLES, EventsColumns, NeedsBufferedPass, RunNormalizer
-from ingest.read import ReadStats, file_sha256, peek_run_id, read_events
+from ingest.normalize import TRIAL_TABLES, EventsColumns, NeedsBufferedPass, RunNormalizer, ts_array
+from ingest.read import ReadStats, file_sha256, peek_run_id, read_blocks
 from runner.events import SCHEMA_VERSION
 from warehouse import db
 from warehouse.schema import TABLES, table_from_rows
@@ -198,6 +198,27 @@ def _events_file(path: Path, explicit: bool = False) -> Path | None:
     return None
 
 
+def _rows_batch(name: str, schema: pa.Schema, rows: list[dict], batch_id: str) -> pa.RecordBatch:
+    """Row dicts → one typed batch, column by column (timestamps via ``ts_array``).
+
+    Same contract as ``table_from_rows`` (missing keys are null, unknown keys an error),
+    without pyarrow's slow per-value conversion of aware datetimes.
+    """
+    extra = set().union(*rows) - set(TABLES[name].names)
+    if extra:
+        raise KeyError(f"{name} rows: unknown columns {sorted(extra)}")
+    arrays = []
+    n = len(rows)
+    for f in schema:
+        if f.name == "ingest_batch_id":
+            arrays.append(pa.array([batch_id] * n, f.type))
+            continue
+        get = f.name
+        col = [r.get(get) for r in rows]
+        arrays.append(ts_array(col, f.type) if pa.types.is_timestamp(f.type) else pa.array(col, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 class _Stager:
     """Streams one table's rows of one run into a staged Parquet file in chunks."""
 
@@ -220,9 +241,7 @@ class _Stager:
 
     def flush(self) -> None:
         if self.buf:
-            for r in self.buf:
-                r["run_id"], r["ingest_batch_id"] = self.run_id, self.batch_id
-            self.writer.write_table(table_from_rows(self.name, self.buf).drop_columns(["run_id"]))
+            self.writer.write_batch(_rows_batch(self.name, self.schema, self.buf, self.batch_id))
             self.n += len(self.buf)
             self.buf = []
 
@@ -262,14 +281,16 @@ def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices, *
     cols: EventsColumns | None = None
     stagers: dict[str, _Stager] = {}
     try:
-        for re in read_events(events_path, stats):
-            if not norm.add(re):
+        add = norm.add
+        for block in read_blocks(events_path, stats):
+            kept = [re for re in block if add(re)]
+            if not kept:
                 continue
             if cols is None:
                 cols = EventsColumns(norm.run_id, src, batch_id)
                 for name in ("events", *TRIAL_TABLES):
                     stagers[name] = _Stager(warehouse, name, norm.run_id, batch_id)
-            if (b := cols.add(re)) is not None:
+            if (b := cols.add_block(kept)) is not None:
                 stagers["events"].write_batch(b)
             if norm.n_ready >= 1000:
                 for name, rows in norm.drain().items():

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ingest.batch import QuarantineRow
 from ingest.read import ReadEvent
@@ -35,6 +36,37 @@ def _j(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_FLOAT_EXACT_S = 2**32
+"""Below this many seconds from the epoch a float timestamp still resolves single microseconds."""
+
+
+def _seconds(t: datetime | None) -> float | None:
+    if t is None:
+        return None
+    return t.timestamp() if t.tzinfo is not None else t.replace(tzinfo=UTC).timestamp()
+
+
+def ts_array(values: list, type_: pa.DataType) -> pa.Array:
+    """Datetimes (naive ones read as UTC, like pyarrow) → an Arrow timestamp array.
+
+    pyarrow's own conversion asks each aware datetime for its offset (~3 µs a value);
+    ``datetime.timestamp`` in C is far cheaper and exact to the microsecond while the
+    seconds fit in 2**32 (before 2106); otherwise fall back to exact integer arithmetic.
+    """
+    secs = pa.array([t.timestamp() if t is not None and t.tzinfo is not None else _seconds(t) for t in values], pa.float64())
+    lo, hi = pc.min_max(secs).values()
+    if lo.is_valid and max(abs(lo.as_py()), abs(hi.as_py())) >= _FLOAT_EXACT_S:
+        micros = pa.array(
+            [None if t is None else ((t if t.tzinfo else t.replace(tzinfo=UTC)) - _EPOCH) // _US for t in values],
+            pa.int64(),
+        )
+    else:
+        micros = pc.cast(pc.round(pc.multiply(secs, 1e6)), pa.int64())
+    return micros.cast(type_)
+
+
 class EventsColumns:
     """Column buffers for the ``events`` table, handed out as Arrow batches of ``chunk`` rows."""
 
@@ -43,24 +75,33 @@ class EventsColumns:
         self.schema = pa.schema([f for f in TABLES["events"] if f.name != "run_id"])
         self._reset()
 
-    _COLS = ("seq", "event", "schema_version", "trial_id", "ts", "line", "payload_json")
-
     def _reset(self) -> None:
-        self.rows: list[tuple] = []
+        self.cols: dict[str, list] = {k: [] for k in ("seq", "event", "schema_version", "trial_id", "ts", "line", "payload_json")}
 
     def add(self, re: ReadEvent) -> pa.RecordBatch | None:
-        e = re.event
+        return self.add_block([re])
+
+    def add_block(self, block: list[ReadEvent]) -> pa.RecordBatch | None:
+        """Append accepted events; a full chunk comes back as a batch to write."""
+        c = self.cols
+        v1 = ev.SCHEMA_VERSION
+        events = [re.event for re in block]
+        c["seq"] += [e.seq for e in events]
+        c["event"] += [e.event for e in events]
+        c["trial_id"] += [e.trial_id for e in events]
+        c["ts"] += [e.ts for e in events]
+        c["line"] += [re.line for re in block]
+        c["schema_version"] += [re.version for re in block]
         # v1 lines are stored as read (bytes, UTF-8 checked by Arrow); upgraded ones re-dumped.
-        payload = re.raw if re.version == ev.SCHEMA_VERSION else e.model_dump_json().encode()
-        self.rows.append((e.seq, e.event, re.version, e.trial_id, e.ts, re.line, payload))
-        return self.flush() if len(self.rows) >= self.chunk else None
+        c["payload_json"] += [re.raw if re.version == v1 else re.event.model_dump_json().encode() for re in block]
+        return self.flush() if len(c["seq"]) >= self.chunk else None
 
     def flush(self) -> pa.RecordBatch | None:
         """The buffered rows as one batch (without the run_id partition column)."""
-        n = len(self.rows)
+        cols = self.cols
+        n = len(cols["seq"])
         if not n:
             return None
-        cols = dict(zip(self._COLS, zip(*self.rows, strict=True), strict=True))
         arrays = []
         for f in self.schema:
             if f.name == "ingest_batch_id":
@@ -69,6 +110,8 @@ class EventsColumns:
                 arrays.append(pa.array([self.source_file] * n, f.type))
             elif f.name == "payload_json":
                 arrays.append(pa.array(cols[f.name], pa.binary()).cast(f.type))
+            elif f.name == "ts":
+                arrays.append(ts_array(cols[f.name], f.type))
             else:
                 arrays.append(pa.array(cols[f.name], f.type))
         self._reset()
@@ -109,6 +152,8 @@ class RunNormalizer:
         self._controls: list[ev.ControlResult] = []
         self._trials: dict[str, list] = defaultdict(list)
         self._run_level_other = 0
+        self._variants_for = -1
+        self._variants_map: dict[str, ev.VariantInfo] = {}
 
     def add(self, re: ReadEvent) -> bool:
         """Accept one event; False (and a quarantine row) when it belongs to another run."""
@@ -147,8 +192,16 @@ class RunNormalizer:
             self._run_level_other += 1
         return True
 
+    def _variants(self) -> dict[str, ev.VariantInfo]:
+        """Variants of the latest run_started (cached until another one arrives)."""
+        if self._variants_for != len(self._started):
+            latest = max(self._started, key=lambda e: e.seq)
+            self._variants_map = {v.variant: v for v in latest.variants}
+            self._variants_for = len(self._started)
+        return self._variants_map
+
     def _resolve(self, trial_id: str) -> None:
-        variants = {v.variant: v for v in max(self._started, key=lambda e: e.seq).variants}
+        variants = self._variants()
         if not self._trial(trial_id, self._trials.pop(trial_id), variants, self.ready):
             self._incomplete += 1
         self._resolved.add(trial_id)
