@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import CONFIG_KEYS, config_dict, config_table, load_trials, resolve_config
+from analysis.data import config_dict, config_table, resolve_config
 from analysis.errors import AnalysisError
 from analysis.filters import Filters
 
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-_COLS = [*CONFIG_KEYS, "variant_order", "run_started_at", "run_id", "case_id", "outcome",
-         "complete", "holdout", "duration_s", "cost_usd"]
+# Per-trial columns a comparison reads (names come from the configuration table).
+_COLS = ["config_id", "case_id", "outcome", "complete", "holdout", "duration_s", "cost_usd"]
 
 
 @dataclass
@@ -40,121 +40,151 @@ class Comparison:
         return self.main["sign_test"]
 
     def as_dict(self) -> dict:
-        from analysis.jsonout import clean, frame_records
+        from analysis.jsonout import clean
+
+        def frame_records(df: pl.DataFrame) -> list[dict]:  # strings and counts only
+            return df.to_dicts()
 
         out = {"baseline": self.baseline, "candidate": self.candidate}
         out.update({k: v for k, v in self.main.items() if k != "directions"})
-        out["directions"] = frame_records(self.directions)
+        out["directions"] = None
+        hd = None
         if self.holdout is not None:
-            hd = dict(self.holdout)
-            hd["directions"] = frame_records(hd["directions"])
-            out["holdout"] = hd
-        else:
-            out["holdout"] = None
+            hd = clean({k: v for k, v in self.holdout.items() if k != "directions"})
+            hd["directions"] = frame_records(self.holdout["directions"])
+        out["holdout"] = None
         out["warnings"] = self.warnings
-        return clean(out)
+        out = clean(out)  # directions are cleaned once, by frame_records
+        out["directions"] = frame_records(self.directions)
+        out["holdout"] = hd
+        return out
 
 
-def _per_task(side: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
+# One comparison block over the trial relation ``{rel}`` (config_id, case_id, rep, outcome,
+# complete, holdout, duration_s, cost_usd): baseline ? vs candidate ?, holdout filter.
+# Only per-task and per-pair aggregates leave DuckDB.
+_SIDES = """
+WITH s AS (
+  SELECT config_id = ? AS is_c, case_id, rep, complete, duration_s, cost_usd,
+         complete AND coalesce(outcome NOT IN ('infra_error', 'invalid'), FALSE) AS valid,
+         coalesce(outcome = 'accepted', FALSE) AS accepted
+  FROM {rel}
+  WHERE config_id IN (?, ?) AND coalesce(holdout, FALSE) IN (SELECT unnest(?::BOOLEAN[]))
+)
+"""
 
-    return (side.filter(pl.col("valid"))
-            .group_by("case_id")
-            .agg(n=pl.len(), c=pl.col("accepted").sum().cast(pl.Int64)))
+_PAIRS_SQL = _SIDES + """,
+p AS (
+  SELECT b.valid AND c.valid AS both_valid, b.accepted AS a_b, c.accepted AS a_c,
+         c.duration_s - b.duration_s AS d_dur, c.cost_usd - b.cost_usd AS d_cost
+  FROM s b JOIN s c ON b.case_id = c.case_id AND b.rep = c.rep
+  WHERE NOT b.is_c AND c.is_c AND b.complete AND c.complete
+)
+SELECT
+  count(*) FILTER (WHERE both_valid) AS pairs,
+  count(*) FILTER (WHERE both_valid AND a_c AND NOT a_b) AS candidate_only,
+  count(*) FILTER (WHERE both_valid AND a_b AND NOT a_c) AS baseline_only,
+  count(*) FILTER (WHERE both_valid AND a_b AND a_c) AS both,
+  count(*) FILTER (WHERE both_valid AND NOT a_b AND NOT a_c) AS neither,
+  count(*) FILTER (WHERE NOT both_valid) AS excluded,
+  (SELECT count(*) FILTER (WHERE NOT complete) FROM s) AS incomplete,
+  count(*) FILTER (WHERE both_valid AND a_b AND a_c) AS acc_pairs,
+  list(d_dur) FILTER (WHERE both_valid AND a_b AND a_c AND d_dur IS NOT NULL) AS dur,
+  list(d_cost) FILTER (WHERE both_valid AND a_b AND a_c) AS cost
+FROM p
+"""  # noqa: S608 -- {rel} is an internal relation name
+
+_TASKS_SQL = _SIDES + """,
+t AS (
+  SELECT is_c, case_id, count(*) AS n, count(*) FILTER (WHERE accepted) AS c
+  FROM s WHERE valid GROUP BY ALL
+),
+common AS (
+  SELECT b.case_id, b.c AS c_b, b.n AS n_b, c.c AS c_c, c.n AS n_c
+  FROM t b JOIN t c ON b.case_id = c.case_id WHERE NOT b.is_c AND c.is_c
+),
+cov AS (
+  SELECT is_c, count(cost_usd) / count(*) AS coverage
+  FROM s SEMI JOIN common USING (case_id) WHERE complete GROUP BY is_c
+)
+SELECT 'task' AS kind, case_id, c_b, n_b, c_c, n_c, NULL AS coverage FROM common
+UNION ALL
+SELECT 'excluded', case_id, NULL, NULL, NULL, NULL, NULL
+FROM (SELECT DISTINCT case_id FROM s) ANTI JOIN common USING (case_id)
+UNION ALL
+SELECT CASE WHEN is_c THEN 'cov_c' ELSE 'cov_b' END, NULL, NULL, NULL, NULL, NULL, coverage
+FROM cov
+ORDER BY kind, case_id
+"""  # noqa: S608 -- {rel} is an internal relation name
 
 
-def _block(b: pl.DataFrame, c: pl.DataFrame) -> dict:
+def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
+           holdout: list[bool]) -> dict:
     """Every statistic of one comparison over one set of tasks (main or holdout)."""
     import polars as pl
 
-    bc, cc = b.filter(pl.col("complete")), c.filter(pl.col("complete"))
-    incomplete = (b.height - bc.height) + (c.height - cc.height)
-    pairs = bc.join(cc, on=["case_id", "rep"], suffix="_c")
-    both_valid = pairs.filter(pl.col("valid") & pl.col("valid_c"))
-    a_b, a_c = both_valid["accepted"], both_valid["accepted_c"]
-    pair_block = {
-        "pairs": both_valid.height,
-        "candidate_only": int((a_c & ~a_b).sum()),
-        "baseline_only": int((a_b & ~a_c).sum()),
-        "both": int((a_b & a_c).sum()),
-        "neither": int((~a_b & ~a_c).sum()),
-        "excluded": pairs.height - both_valid.height,
-        "incomplete": incomplete,
-    }
-    tb, tc = _per_task(bc), _per_task(cc)
-    tasks = tb.join(tc, on="case_id", suffix="_c").sort("case_id")
-    all_tasks = set(b["case_id"].to_list()) | set(c["case_id"].to_list())
-    excluded_tasks = sorted(all_tasks - set(tasks["case_id"].to_list()))
-    dirs = [stats.direction(cc_, nc, cb, nb) for cb, nb, cc_, nc in
-            zip(tasks["c"], tasks["n"], tasks["c_c"], tasks["n_c"], strict=True)]
+    params = [cand, base, cand, holdout]
+    pr = con.execute(_PAIRS_SQL.format(rel=rel), params).fetchone()
+    (n_pairs, cand_only, base_only, both, neither, excluded, incomplete, acc_pairs,
+     dur, cost_d) = pr
+    pair_block = {"pairs": n_pairs, "candidate_only": cand_only, "baseline_only": base_only,
+                  "both": both, "neither": neither, "excluded": excluded,
+                  "incomplete": incomplete}
+    rows = con.execute(_TASKS_SQL.format(rel=rel), params).fetchall()
+    tasks = [r for r in rows if r[0] == "task"]
+    excluded_tasks = [r[1] for r in rows if r[0] == "excluded"]
+    cov = {"baseline": next((r[6] for r in rows if r[0] == "cov_b"), None),
+           "candidate": next((r[6] for r in rows if r[0] == "cov_c"), None)}
+    dirs = [stats.direction(cc_, nc, cb, nb) for _, _, cb, nb, cc_, nc, _ in tasks]
     directions = pl.DataFrame({
-        "case_id": tasks["case_id"], "baseline_solved": tasks["c"], "baseline_n": tasks["n"],
-        "candidate_solved": tasks["c_c"], "candidate_n": tasks["n_c"],
-        "direction": pl.Series(dirs, dtype=pl.String),
-    })
+        "case_id": [r[1] for r in tasks], "baseline_solved": [r[2] for r in tasks],
+        "baseline_n": [r[3] for r in tasks], "candidate_solved": [r[4] for r in tasks],
+        "candidate_n": [r[5] for r in tasks], "direction": dirs,
+    }, schema={"case_id": pl.String, "baseline_solved": pl.Int64, "baseline_n": pl.Int64,
+               "candidate_solved": pl.Int64, "candidate_n": pl.Int64,
+               "direction": pl.String})
     w, l_ = dirs.count("improvement"), dirs.count("regression")
     sign = stats.sign_test(w, l_)
     sign = {"improvements": w, "regressions": l_, "ties": dirs.count("tie"), "n": sign["n"],
             "p": sign["p"], "mid_p": sign["mid_p"], "p_reachable": sign["p_reachable"],
             "p_holm": None}
-    pb = [c_ / n for c_, n in zip(tasks["c"], tasks["n"], strict=True)]
-    pc = [c_ / n for c_, n in zip(tasks["c_c"], tasks["n_c"], strict=True)]
+    pb = [r[2] / r[3] for r in tasks]
+    pc = [r[4] / r[5] for r in tasks]
     diff = stats.paired_difference(pc, pb)
 
-    def cons(c_col: str, n_col: str) -> dict:
-        ns = tasks[n_col].to_list()
-        return {"tasks": tasks.height,
-                "consistent": int((tasks[c_col] == tasks[n_col]).sum()),
+    def cons(c_i: int, n_i: int) -> dict:
+        ns = [r[n_i] for r in tasks]
+        return {"tasks": len(tasks), "consistent": sum(r[c_i] == r[n_i] for r in tasks),
                 "min_n": min(ns) if ns else None, "max_n": max(ns) if ns else None}
 
-    cb_, cc__ = cons("c", "n"), cons("c_c", "n_c")
+    cb_, cc__ = cons(2, 3), cons(4, 5)
     comparable = (cb_["min_n"] is not None and cb_["min_n"] == cb_["max_n"]
                   == cc__["min_n"] == cc__["max_n"])
     note = None if comparable else (
         "repetition counts differ between or within the sides: consistency counts are not "
         "comparable")
-
-    acc = both_valid.filter(pl.col("accepted") & pl.col("accepted_c"))
-    dur = [x - y for x, y in zip(acc["duration_s_c"], acc["duration_s"], strict=True)
-           if x is not None and y is not None]
-    in_tasks = set(tasks["case_id"].to_list())
-    cov = {}
-    for name, side in (("baseline", bc), ("candidate", cc)):
-        s = side.filter(pl.col("case_id").is_in(list(in_tasks)))
-        cov[name] = (s["cost_usd"].is_not_null().sum() / s.height) if s.height else None
+    dur = dur or []
     full = cov["baseline"] == 1.0 and cov["candidate"] == 1.0
-    cost = {"pairs_both_accepted": acc.height,
+    cost = {"pairs_both_accepted": acc_pairs,
             "status": "ok" if full else "cost coverage incomplete",
             "mean_diff_usd": None, "total_diff_usd": None,
             "baseline_coverage": cov["baseline"], "candidate_coverage": cov["candidate"]}
-    if full and acc.height:
-        d = (acc["cost_usd_c"] - acc["cost_usd"]).to_list()
-        cost["mean_diff_usd"] = sum(d) / len(d)
-        cost["total_diff_usd"] = sum(d)
+    if full and acc_pairs:
+        cost["mean_diff_usd"] = sum(cost_d) / len(cost_d)
+        cost["total_diff_usd"] = sum(cost_d)
     return {
-        "tasks": {"common": tasks.height, "excluded": excluded_tasks},
+        "tasks": {"common": len(tasks), "excluded": excluded_tasks},
         "pairs": pair_block,
         "sign_test": sign,
         "paired_difference": diff,
         "consistency": {"baseline": cb_, "candidate": cc__, "comparable": comparable,
                         "note": note},
-        "duration": {"pairs_both_accepted": acc.height,
+        "duration": {"pairs_both_accepted": acc_pairs,
                      "mean_diff_s": sum(dur) / len(dur) if dur else None,
                      "median_diff_s": statistics.median(dur) if dur else None},
         "cost": cost,
         "directions": directions,
     }
-
-
-def _prepare(df: pl.DataFrame) -> pl.DataFrame:
-    import polars as pl
-
-    return df.with_columns(
-        valid=pl.col("complete") & ~pl.col("outcome").is_in(["infra_error", "invalid"])
-        .fill_null(True),
-        accepted=(pl.col("outcome") == "accepted").fill_null(False),
-        holdout=pl.col("holdout").fill_null(False),
-    )
 
 
 def _default_baseline(df: pl.DataFrame, configs: pl.DataFrame) -> dict:
@@ -168,39 +198,22 @@ def _default_baseline(df: pl.DataFrame, configs: pl.DataFrame) -> dict:
     return config_dict(configs.row(0, named=True))
 
 
-def compare_frame(df: pl.DataFrame, baseline: str | None = None,
-                  candidates: list[str] | None = None, holdout_mode: str = "include"
-                  ) -> list[Comparison]:
-    """Compare on a trial frame (columns as ``load_trials`` plus ``rep``)."""
-    import polars as pl
-
-    if df.height == 0:
-        raise AnalysisError("no trials to compare; check the filters or the report")
-    df = _prepare(df)
-    configs = config_table(df)
-    if configs.height < 2:
-        raise AnalysisError("only one configuration in the selected trials: nothing to compare")
-    base = resolve_config(configs, baseline) if baseline else _default_baseline(df, configs)
-    if candidates:
-        cands = [resolve_config(configs, name) for name in candidates]
-    else:
-        cands = [config_dict(r) for r in configs.iter_rows(named=True)
-                 if r["config_id"] != base["config_id"]]
-    cands = [c for c in cands if c["config_id"] != base["config_id"]]
-    if not cands:
-        raise AnalysisError("the candidate is the baseline; name a different --candidate")
-    b_all = df.filter(pl.col("config_id") == base["config_id"])
+def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: list[dict],
+                 holdout_mode: str) -> list[Comparison]:
+    """Run every comparison over the trial relation ``rel`` (see ``_SIDES``)."""
     out = []
     for cand in cands:
-        c_all = df.filter(pl.col("config_id") == cand["config_id"])
+        ids = (base["config_id"], cand["config_id"])
         hold = None
         if holdout_mode == "only":
-            main = _block(b_all, c_all)
+            main = _block(con, rel, *ids, [False, True])
         else:
-            main = _block(b_all.filter(~pl.col("holdout")), c_all.filter(~pl.col("holdout")))
-            hb, hc = b_all.filter(pl.col("holdout")), c_all.filter(pl.col("holdout"))
-            if hb.height or hc.height:
-                h = _block(hb, hc)
+            main = _block(con, rel, *ids, [False])
+            n_hold = con.execute(
+                f"SELECT count(*) FROM {rel} WHERE config_id IN (?, ?) "  # noqa: S608
+                "AND coalesce(holdout, FALSE)", list(ids)).fetchone()[0]
+            if n_hold:
+                h = _block(con, rel, *ids, [True])
                 hold = {"tasks": h["tasks"], "pairs": h["pairs"], "sign_test": h["sign_test"],
                         "paired_difference": h["paired_difference"],
                         "directions": h["directions"]}
@@ -223,24 +236,77 @@ def compare_frame(df: pl.DataFrame, baseline: str | None = None,
     return out
 
 
+def _sides(configs: pl.DataFrame, baseline: str | None, candidates: list[str] | None,
+           default: dict | None) -> tuple[dict, list[dict]]:
+    """Resolve the baseline and candidate configurations (names, ids or prefixes)."""
+    if configs.height < 2:
+        raise AnalysisError("only one configuration in the selected trials: nothing to compare")
+    base = resolve_config(configs, baseline) if baseline else default
+    if base is None:
+        raise AnalysisError("no baseline configuration; name one with --baseline")
+    if candidates:
+        cands = [resolve_config(configs, name) for name in candidates]
+    else:
+        cands = [config_dict(r) for r in configs.iter_rows(named=True)
+                 if r["config_id"] != base["config_id"]]
+    cands = [c for c in cands if c["config_id"] != base["config_id"]]
+    if not cands:
+        raise AnalysisError("the candidate is the baseline; name a different --candidate")
+    return base, cands
+
+
+def compare_frame(df: pl.DataFrame, baseline: str | None = None,
+                  candidates: list[str] | None = None, holdout_mode: str = "include"
+                  ) -> list[Comparison]:
+    """Compare on a trial frame (columns as ``load_trials`` plus ``rep``).
+
+    The frame is handed to an in-memory DuckDB, so this runs the same SQL as ``compare``.
+    """
+    import duckdb
+
+    if df.height == 0:
+        raise AnalysisError("no trials to compare; check the filters or the report")
+    configs = config_table(df)
+    base, cands = _sides(configs, baseline, candidates,
+                         None if baseline else _default_baseline(df, configs))
+    con = duckdb.connect()
+    try:
+        con.register("cmp_trials", df.select(["config_id", "case_id", "rep", "outcome",
+                                              "complete", "holdout", "duration_s",
+                                              "cost_usd"]))
+        return _compare_rel(con, "cmp_trials", base, cands, holdout_mode)
+    finally:
+        con.close()
+
+
 def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             baseline: str | None = None, candidates: list[str] | None = None
             ) -> list[Comparison]:
-    """Candidates against a baseline over the warehouse (default: first variant of the run)."""
+    """Candidates against a baseline over the warehouse (default: first variant of the run).
+
+    The compared configurations' trials (with ``rep``) are staged once in a temporary
+    table; every block is then aggregated in DuckDB and only per-task rows reach Python.
+    """
+    import uuid
+
     from analysis.data import configs as list_configs
+    from analysis.data import trials_sql
 
     filters = filters or Filters()
     cfg_rows = list_configs(con, filters)
     if cfg_rows.height == 0:
         raise AnalysisError(f"no trials match the filters {filters.as_dict()}")
     table = config_table(cfg_rows)
-    base = (resolve_config(table, baseline) if baseline
-            else _default_baseline(cfg_rows, table))
-    cands = [resolve_config(table, c) for c in candidates] if candidates else None
-    ids = None if cands is None else [base["config_id"], *[c["config_id"] for c in cands]]
-    df = load_trials(con, filters, columns=_COLS, with_rep=True, config_ids=ids)
-    return compare_frame(df, base["config_id"],
-                         [c["config_id"] for c in cands] if cands else None, filters.holdout)
+    base, cands = _sides(table, baseline, candidates,
+                         None if baseline else _default_baseline(cfg_rows, table))
+    ids = [base["config_id"], *[c["config_id"] for c in cands]]
+    sql, params = trials_sql(filters, columns=_COLS, with_rep=True, config_ids=ids)
+    rel = f"cmp_trials_{uuid.uuid4().hex}"  # internal name, no user input
+    con.execute(f"CREATE TEMP TABLE {rel} AS {sql}", params)
+    try:
+        return _compare_rel(con, rel, base, cands, filters.holdout)
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {rel}")
 
 
 def compare_report(report_json_path: str | Path, baseline: str | None = None,

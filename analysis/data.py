@@ -47,7 +47,8 @@ _COLUMNS = {
     **{col: f"c.{col}" for col in CASE_COLUMNS},
 }
 _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
-          "r": ("run_started_at", "universe")}
+          "r": ("run_started_at", "universe"),
+          "c": ("holdout", "universe", *CASE_COLUMNS)}
 
 
 def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
@@ -58,12 +59,21 @@ def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     ``with_rep`` adds ``rep``: 1..n per (config, case) in (run start, run_id, repetition)
     order, so trials from several runs pair by position instead of colliding.
     """
+    sql, params = trials_sql(filters, columns, with_rep, config_ids)
+    return con.sql(sql, params=params).pl()
+
+
+def trials_sql(filters: Filters | None = None, columns: list[str] | None = None,
+               with_rep: bool = False, config_ids: list[str] | None = None
+               ) -> tuple[str, list]:
+    """The SELECT behind ``load_trials`` and its parameters (for staying inside DuckDB)."""
     filters = filters or Filters()
     cols = list(_COLUMNS) if columns is None else list(dict.fromkeys(columns))
     for col in cols:
         if col not in _COLUMNS:
             raise AnalysisError(f"unknown trial column {col!r}")
     joins_cf = any(c in _NEEDS["cf"] for c in cols)
+    joins_c = any(c in _NEEDS["c"] for c in cols) or filters.needs_cases
     where, params = filters.where()
     if config_ids is not None:
         where += "\n  AND t.config_id IN (SELECT unnest(?::VARCHAR[]))"
@@ -78,28 +88,35 @@ def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
 SELECT
   {select}
 FROM trials t
-LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+{"LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id" if joins_c else ""}
 {"LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id" if joins_cf else ""}
 {"LEFT JOIN runs r ON r.run_id = t.run_id" if needs_r else ""}
 WHERE {where}
 """  # noqa: S608 -- only fixed fragments are formatted in; values are parameters
-    return con.sql(sql, params=params).pl()
+    return sql, params
 
 
 def configs(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> pl.DataFrame:
     """Distinct configurations among the selected trials, with variant order and run start
-    (one row per config and run; cheap: no trial rows leave DuckDB)."""
+    (one row per config and run; cheap: trials are reduced to distinct names first and
+    only joined with cases/runs when a filter needs them)."""
     filters = filters or Filters()
     where, params = filters.where()
     sql = f"""
+WITH d AS (
+  SELECT DISTINCT t.run_id, t.config_id, t.variant, t.model, t.harness, t.harness_version
+  FROM trials t
+  {"LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
+   if filters.needs_cases else ""}
+  {"LEFT JOIN runs r ON r.run_id = t.run_id" if filters.needs_runs else ""}
+  WHERE {where}
+)
 SELECT DISTINCT t.config_id, {_COLUMNS['variant']} AS variant, {_COLUMNS['model']} AS model,
   {_COLUMNS['harness']} AS harness, {_COLUMNS['harness_version']} AS harness_version,
   cf.variant_order, r.started_at AS run_started_at, t.run_id
-FROM trials t
-LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+FROM d t
 LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
 LEFT JOIN runs r ON r.run_id = t.run_id
-WHERE {where}
 """  # noqa: S608 -- fixed fragments only
     return con.sql(sql, params=params).pl()
 

@@ -92,6 +92,16 @@ class Filters:
             clauses.append("coalesce(c.holdout, FALSE)")
         return "\n  AND ".join(clauses), params
 
+    @property
+    def needs_cases(self) -> bool:
+        """Whether ``where()`` reads the cases table (alias c)."""
+        return bool(self.labels) or self.holdout != "include"
+
+    @property
+    def needs_runs(self) -> bool:
+        """Whether ``where()`` reads the runs table (alias r)."""
+        return self.since is not None or self.until is not None
+
     def as_dict(self) -> dict:
         return {"runs": list(self.runs),
                 "since": self.since.isoformat() if self.since else None,
