@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import CONFIG_KEYS, load_trials, require_trials
+from analysis.data import _COLUMNS, CONFIG_KEYS
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
 
@@ -14,59 +15,103 @@ if TYPE_CHECKING:
     import polars as pl
 
 
+_SQL = """
+WITH f AS MATERIALIZED (
+  SELECT t.config_id, {universe} AS universe, t.case_id, t.complete,
+         t.complete AND t.outcome NOT IN ('infra_error', 'invalid') AS valid,
+         t.outcome = 'accepted' AS accepted{by_sel}
+  FROM trials t
+  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+  LEFT JOIN runs r ON r.run_id = t.run_id
+  WHERE {where}
+),
+task AS MATERIALIZED (
+  SELECT config_id{by_cols}, universe, case_id, count(*) AS n,
+         count(*) FILTER (WHERE accepted) AS c
+  FROM f WHERE valid GROUP BY ALL
+),
+done AS (SELECT DISTINCT config_id, universe, case_id FROM task),
+ucfg AS (SELECT universe, count(DISTINCT config_id) AS n_cfg FROM done GROUP BY universe),
+common AS (
+  SELECT universe, case_id FROM done JOIN ucfg USING (universe)
+  GROUP BY universe, case_id HAVING count(*) = any_value(n_cfg)
+),
+alltasks AS (
+  SELECT config_id, count(DISTINCT (universe, case_id)) AS all_tasks FROM f GROUP BY config_id
+)
+SELECT g.*, a.all_tasks
+FROM (SELECT config_id{by_cols}, n, c, count(*) AS w
+      FROM task SEMI JOIN common USING (universe, case_id) GROUP BY ALL) g
+JOIN alltasks a USING (config_id)
+ORDER BY config_id{by_cols}, n, c
+"""  # noqa: S608 -- fixed fragments only; values are parameters
+
+_NAMES_SQL = """
+SELECT t.config_id, min({variant}), min({model}), min({harness}), min({harness_version})
+FROM (SELECT DISTINCT t.run_id, t.config_id, t.variant, t.model, t.harness,
+             t.harness_version
+      FROM trials t
+      LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+      LEFT JOIN runs r ON r.run_id = t.run_id
+      WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid') AND {where}) t
+LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
+GROUP BY t.config_id
+"""  # noqa: S608 -- fixed fragments only; values are parameters
+
+
 def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                 by: list[str] | str | None = None) -> pl.DataFrame:
     """Per configuration [× slice]: consistent tasks with a Wilson interval, pass^k, pass@k.
 
     Uses the tasks on which every configuration of the same task universe (benchmark)
     has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
+    DuckDB reduces the trials to a histogram of per-task (n, c) per configuration; only
+    that histogram reaches Python.
     """
     import polars as pl
 
     filters = filters or Filters()
     by_cols = check_by(by)
-    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "universe", "case_id", "outcome",
-                                            "complete", *by_cols])
-    require_trials(df, filters)
-    valid = df.filter(pl.col("complete")
-                      & ~pl.col("outcome").is_in(["infra_error", "invalid"]))
-    keys = ["config_id", *by_cols]
-    # Common tasks per task universe (benchmark), as in summary.summarize.
-    n_cfg = valid.group_by("universe").agg(pl.col("config_id").n_unique().alias("n_cfg"))
-    common = (valid.group_by(["universe", "case_id"])
-              .agg(pl.col("config_id").n_unique().alias("k"))
-              .join(n_cfg, on="universe").filter(pl.col("k") == pl.col("n_cfg"))
-              .select("universe", "case_id"))
-    all_tasks = df.group_by("config_id").agg(
-        pl.struct("universe", "case_id").n_unique().alias("all_tasks"))
-    per_task = (valid.join(common, on=["universe", "case_id"], how="semi")
-                .group_by([*keys, "universe", "case_id"])
-                .agg(n=pl.len(), c=(pl.col("outcome") == "accepted").sum().cast(pl.Int64)))
-    grouped = per_task.group_by([*keys, "n", "c"]).agg(w=pl.len())
-    names = valid.group_by("config_id").agg([pl.col(k).drop_nulls().first()
-                                             for k in CONFIG_KEYS if k != "config_id"])
+    where, params = filters.where()
+    sql = _SQL.format(universe=_COLUMNS["universe"], where=where,
+                      by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
+                      by_cols="".join(f", {b}" for b in by_cols))
+    hist = con.execute(sql, params).fetchall()
+    if not hist:
+        count_sql = ("SELECT count(*) FROM trials t LEFT JOIN cases c ON c.run_id = t.run_id "  # noqa: S608
+                     "AND c.case_id = t.case_id LEFT JOIN runs r ON r.run_id = t.run_id "
+                     "WHERE " + where)
+        n_sel = con.execute(count_sql, params).fetchone()[0]
+        if not n_sel:
+            raise AnalysisError(
+                f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
+                "or ingest a run first")
+        raise AnalysisError("no task has a valid trial for every configuration; narrow the "
+                            "selection with --run or --label")
+    names = {r[0]: dict(zip(CONFIG_KEYS, r, strict=True)) for r in con.execute(
+        _NAMES_SQL.format(where=where, **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]}),
+        params).fetchall()}
+    nkey = 1 + len(by_cols)
     rows = []
-    for key, part in grouped.group_by(keys, maintain_order=True):
-        counts = {(n, c): w for n, c, w in part.select("n", "c", "w").iter_rows()}
+    for key, part in itertools.groupby(hist, key=lambda r: r[:nkey]):
+        part = list(part)
+        counts = {(n, c): w for *_, n, c, w, _all in part}
         tasks = sum(counts.values())
         consistent = sum(w for (n, c), w in counts.items() if c == n)
         lo, hi = stats.wilson(consistent, tasks)
         hat, at = stats.pass_curves(counts)
         ns = [n for n, _ in counts]
-        rows.append({**dict(zip(keys, key, strict=True)), "tasks": tasks,
-                     "consistent": consistent, "ci_low": lo, "ci_high": hi,
+        rows.append({**names[key[0]], **dict(zip(by_cols, key[1:], strict=True)),
+                     "tasks": tasks, "consistent": consistent, "ci_low": lo, "ci_high": hi,
                      "min_n": min(ns), "max_n": max(ns), "equal_n": min(ns) == max(ns),
-                     "pass_hat_k": hat, "pass_at_k": at})
-    if not rows:
-        raise AnalysisError("no task has a valid trial for every configuration; narrow the "
-                            "selection with --run or --label")
-    out = pl.DataFrame(rows, schema_overrides={"pass_hat_k": pl.List(pl.Float64),
-                                                "pass_at_k": pl.List(pl.Float64)})
-    out = out.join(names, on="config_id").join(all_tasks, on="config_id")
-    out = out.with_columns(excluded_tasks=pl.col("all_tasks") - pl.col("tasks")
-                           if not by_cols else pl.lit(None, pl.Int64)).drop("all_tasks")
+                     "pass_hat_k": hat, "pass_at_k": at,
+                     "excluded_tasks": None if by_cols else part[0][-1] - tasks})
     cols = [*CONFIG_KEYS, *by_cols, "tasks", "consistent", "ci_low", "ci_high", "min_n",
             "max_n", "equal_n", "pass_hat_k", "pass_at_k", "excluded_tasks"]
+    out = pl.DataFrame(rows, schema_overrides={"pass_hat_k": pl.List(pl.Float64),
+                                                "pass_at_k": pl.List(pl.Float64),
+                                                "excluded_tasks": pl.Int64},
+                       infer_schema_length=None)
     return out.select(cols).sort(["model", "harness", "harness_version", "config_id",
                                   *by_cols], nulls_last=True)
 
