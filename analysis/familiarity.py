@@ -2,64 +2,107 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import CONFIG_KEYS, load_trials, require_trials
+from analysis.data import _COLUMNS, CONFIG_KEYS
 from analysis.errors import AnalysisError
-from analysis.filters import Filters
+from analysis.filters import Filters, check_by
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
 SMALL_G = 10
+# Slicing by these would split known from unknown (or a cluster from itself).
+NOT_SLICEABLE = ("familiarity", "repository")
+
+_SQL = """
+WITH f AS (
+  SELECT t.config_id,
+         {variant} AS variant, {model} AS model, {harness} AS harness,
+         {harness_version} AS harness_version,
+         coalesce(c.repository, 'case:' || t.case_id) AS cluster,
+         c.familiarity = 'known' AS known,
+         t.outcome = 'accepted' AS y{by_sel}
+  FROM trials t
+  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+  LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
+  LEFT JOIN runs r ON r.run_id = t.run_id
+  WHERE {where}
+    AND t.complete AND t.outcome NOT IN ('infra_error', 'invalid')
+    AND c.familiarity IN ('known', 'unknown')
+)
+SELECT config_id{by_cols}, cluster, known, count(*) AS n, count(*) FILTER (WHERE y) AS s,
+       min(variant), min(model), min(harness), min(harness_version)
+FROM f GROUP BY ALL
+ORDER BY config_id{by_cols}, cluster, known
+"""  # noqa: S608 -- fixed fragments only; values are parameters
 
 
-def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> pl.DataFrame:
-    """Per configuration: known rate − unknown rate over valid trials, CR1 by repository.
+def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+                by: list[str] | str | None = None) -> pl.DataFrame:
+    """Per configuration [× slice]: known rate − unknown rate over valid trials, CR1 by
+    repository.
 
     Tasks with no familiarity label are left out; a task without a repository is its own
-    cluster.
+    cluster. DuckDB reduces the trials to (cluster, known) cells; the regression on a 0/1
+    indicator needs nothing more (``stats.cluster_diff_cells``). ``by`` may name task
+    attributes other than familiarity and repository.
     """
     import polars as pl
 
     filters = filters or Filters()
-    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "case_id", "outcome", "complete",
-                                            "repository", "familiarity"])
-    require_trials(df, filters)
-    df = df.filter(pl.col("complete") & ~pl.col("outcome").is_in(["infra_error", "invalid"])
-                   & pl.col("familiarity").is_in(["known", "unknown"]))
-    if df.height == 0:
+    by_cols = check_by(by)
+    bad = [b for b in by_cols if b in NOT_SLICEABLE]
+    if bad:
+        raise AnalysisError(f"--by {bad[0]}: familiarity compares known with unknown "
+                            "repositories; slice by task_class, difficulty, language or "
+                            "subsystem instead")
+    where, params = filters.where()
+    sql = _SQL.format(where=where, by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
+                      by_cols="".join(f", {b}" for b in by_cols),
+                      **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]})
+    cells = con.execute(sql, params).fetchall()
+    if not cells:
+        count_sql = ("SELECT count(*) FROM trials t LEFT JOIN cases c ON c.run_id = t.run_id "  # noqa: S608
+                     "AND c.case_id = t.case_id LEFT JOIN runs r ON r.run_id = t.run_id "
+                     "WHERE " + where)
+        if not con.execute(count_sql, params).fetchone()[0]:
+            raise AnalysisError(
+                f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
+                "or ingest a run first")
         raise AnalysisError("no valid trial on a task labelled familiarity=known|unknown; "
                             "label cases with 'familiarity' in the manifest")
-    df = df.with_columns(
-        y=(pl.col("outcome") == "accepted").cast(pl.Float64),
-        known=(pl.col("familiarity") == "known").cast(pl.Float64),
-        cluster=pl.coalesce(pl.col("repository"), pl.lit("case:") + pl.col("case_id")),
-    )
+    nkey = 1 + len(by_cols)
     rows = []
-    for _key, part in df.group_by(["config_id"], maintain_order=True):
-        first = part.row(0, named=True)
-        k = part.filter(pl.col("known") == 1.0)
-        u = part.filter(pl.col("known") == 0.0)
-        res = stats.cluster_diff(part["y"].to_list(), part["known"].to_list(),
-                                 part["cluster"].to_list())
-        gk, gu = k["cluster"].n_unique(), u["cluster"].n_unique()
-        kr = float(k["y"].mean()) if k.height else None
-        ur = float(u["y"].mean()) if u.height else None
-        rows.append({**{c: first[c] for c in CONFIG_KEYS},
-                     "known_valid": k.height, "known_solved": int(k["y"].sum()),
-                     "known_rate": kr, "unknown_valid": u.height,
-                     "unknown_solved": int(u["y"].sum()), "unknown_rate": ur,
+    for key, part in itertools.groupby(cells, key=lambda r: r[:nkey]):
+        part = list(part)
+        names = [min((r[nkey + 4 + i] for r in part if r[nkey + 4 + i] is not None),
+                     default=None) for i in range(4)]
+        cl = [(r[nkey], bool(r[nkey + 1]), r[nkey + 2], r[nkey + 3]) for r in part]
+        res = stats.cluster_diff_cells(cl)
+        kn = sum(n for _, x, n, _ in cl if x)
+        ks = sum(s for _, x, _, s in cl if x)
+        un = sum(n for _, x, n, _ in cl if not x)
+        us = sum(s for _, x, _, s in cl if not x)
+        kr = ks / kn if kn else None
+        ur = us / un if un else None
+        rows.append({"config_id": key[0], **dict(zip(CONFIG_KEYS[1:], names, strict=True)),
+                     **dict(zip(by_cols, key[1:], strict=True)),
+                     "known_valid": kn, "known_solved": ks, "known_rate": kr,
+                     "unknown_valid": un, "unknown_solved": us, "unknown_rate": ur,
                      "gap": kr - ur if kr is not None and ur is not None else None,
                      "se": res["se"], "ci_low": res["ci_low"], "ci_high": res["ci_high"],
-                     "g_known": gk, "g_unknown": gu, "g": res["g"],
+                     "g_known": len({c for c, x, _, _ in cl if x}),
+                     "g_unknown": len({c for c, x, _, _ in cl if not x}), "g": res["g"],
                      "small_g": res["g"] < SMALL_G})
-    schema = {**{c: pl.String for c in CONFIG_KEYS}, "known_valid": pl.Int64,
+    schema = {**{c: pl.String for c in CONFIG_KEYS}, **{b: pl.String for b in by_cols},
+              "known_valid": pl.Int64,
               "known_solved": pl.Int64, "known_rate": pl.Float64, "unknown_valid": pl.Int64,
               "unknown_solved": pl.Int64, "unknown_rate": pl.Float64, "gap": pl.Float64,
               "se": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
               "g_known": pl.Int64, "g_unknown": pl.Int64, "g": pl.Int64, "small_g": pl.Boolean}
     return pl.DataFrame(rows, schema=schema).sort(["model", "harness", "harness_version",
-                                                   "config_id"], nulls_last=True)
+                                                   "config_id", *by_cols], nulls_last=True)

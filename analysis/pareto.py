@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from analysis import stats
 from analysis.data import CONFIG_KEYS
 from analysis.errors import AnalysisError
-from analysis.filters import Filters
+from analysis.filters import Filters, check_by
 
 if TYPE_CHECKING:
     import duckdb
@@ -41,30 +41,43 @@ def front_rows(points: list[dict], convex: bool = False) -> list[dict]:
 
 
 def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-           x: str = "cost_per_accepted", convex: bool = False) -> pl.DataFrame:
-    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks."""
+           x: str = "cost_per_accepted", convex: bool = False,
+           by: list[str] | str | None = None) -> pl.DataFrame:
+    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks.
+
+    With ``by`` there is one front per slice (configurations compete only within their
+    slice); the slice columns follow the configuration keys.
+    """
     import polars as pl
 
     from analysis.summary import summarize
 
     if x not in X_CHOICES:
         raise AnalysisError(f"--x {x!r}: choose cost_per_accepted or cost_per_trial")
-    summary = summarize(con, filters, full=False)  # counts and cost only
-    points = []
+    by_cols = check_by(by)
+    summary = summarize(con, filters, by=by_cols, full=False)  # counts and cost only
+    groups: dict[tuple, list[dict]] = {}
     for r in summary.rows:
         if x == "cost_per_accepted":
             xv = r["cost_per_solved"]
         else:
             xv = r["cost_usd"] / r["trials"] if r["cost_usd"] is not None and r["trials"] else None
-        points.append({**{k: r[k] for k in CONFIG_KEYS}, "x_name": x, "x": xv,
-                       "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                       "solved": r["solved"], "valid": r["valid"]})
-    rows = front_rows(points, convex)
-    schema = {**{k: pl.String for k in CONFIG_KEYS}, "x_name": pl.String, "x": pl.Float64,
+        key = tuple(r[b] for b in by_cols)
+        groups.setdefault(key, []).append(
+            {**{k: r[k] for k in CONFIG_KEYS}, **{b: r[b] for b in by_cols}, "x_name": x,
+             "x": xv, "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+             "solved": r["solved"], "valid": r["valid"]})
+    rows = [row for points in groups.values() for row in front_rows(points, convex)]
+    schema = {**{k: pl.String for k in CONFIG_KEYS}, **{b: pl.String for b in by_cols},
+              "x_name": pl.String, "x": pl.Float64,
               "rate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
               "solved": pl.Int64, "valid": pl.Int64, "on_front": pl.Boolean,
               "dominated_by": pl.List(pl.String), "overlap": pl.Boolean, "convex": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema)
+    out = pl.DataFrame(rows, schema=schema)
+    if by_cols:
+        out = out.sort([*by_cols, "model", "harness", "harness_version", "config_id"],
+                       nulls_last=True, maintain_order=True)
+    return out
 
 
 def is_finite(v: float | None) -> bool:

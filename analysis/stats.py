@@ -265,6 +265,41 @@ def cluster_diff(y: Sequence[float], x: Sequence[float], groups: Sequence[object
     return out
 
 
+def cluster_diff_cells(cells: Iterable[tuple[object, bool, int, int]]) -> dict:
+    """``cluster_diff`` for a 0/1 outcome on a 0/1 regressor, from per-cell counts.
+
+    Cells are (cluster, x, n, s): n rows with regressor x in that cluster, s of them
+    with y = 1. OLS on a binary x is the difference of group means, and the CR1 scores
+    need only per-cluster residual sums, so no per-row data is needed (same numbers as
+    ``cluster_diff`` on the expanded rows, to rounding).
+    """
+    cells = list(cells)
+    clusters = {c for c, _, n, _ in cells if n}
+    g = len(clusters)
+    n1 = sum(n for _, x, n, _ in cells if x)
+    n0 = sum(n for _, x, n, _ in cells if not x)
+    n = n0 + n1
+    out = {"b": None, "se": None, "ci_low": None, "ci_high": None, "g": g}
+    if n < 3 or g < 2 or n0 == 0 or n1 == 0:
+        return out
+    a = sum(s for _, x, _, s in cells if not x) / n0
+    b = sum(s for _, x, _, s in cells if x) / n1 - a
+    r_all: dict[object, float] = {}
+    r_one: dict[object, float] = {}
+    for c, x, m, s in cells:
+        resid = s - m * (a + b if x else a)
+        r_all[c] = r_all.get(c, 0.0) + resid
+        if x:
+            r_one[c] = r_one.get(c, 0.0) + resid
+    det = n * n1 - n1 * n1
+    meat = sum(((-n1 * r_all[c] + n * r_one.get(c, 0.0)) / det) ** 2 for c in r_all)
+    factor = g / (g - 1) * (n - 1) / (n - 2)
+    se = math.sqrt(max(factor * meat, 0.0))
+    tc = t_crit(g - 1)
+    out.update(b=b, se=se, ci_low=b - tc * se, ci_high=b + tc * se)
+    return out
+
+
 def dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """a=(cost, rate) dominates b: cost ≤ and rate ≥ with at least one strict."""
     return a[0] <= b[0] and a[1] >= b[1] and (a[0] < b[0] or a[1] > b[1])
