@@ -32,7 +32,7 @@ demo: $(STAMP) ## run the main job: example corpus → validate → controls →
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/main --jobs $(JOBS)
 	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
 	$(TH) summarize --warehouse $(WH)
-	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline null --candidate reference --candidate sim-alpha-planner --candidate sim-beta-minimal
+	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline sim-alpha-minimal --candidate sim-alpha-planner --candidate sim-beta-minimal
 	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --output $(DEMO)/reports/latest
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
