@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from analysis import stats
 from analysis.data import config_dict, config_table, resolve_config
 from analysis.errors import AnalysisError
-from analysis.filters import Filters
+from analysis.filters import Filters, check_by
 
 if TYPE_CHECKING:
     import duckdb
@@ -34,6 +34,7 @@ class Comparison:
     directions: pl.DataFrame
     holdout: dict | None = None
     warnings: list[str] = field(default_factory=list)
+    slice: dict | None = None  # {column: value} when compared within one slice (``by``)
 
     @property
     def sign_test(self) -> dict:
@@ -46,6 +47,8 @@ class Comparison:
             return df.to_dicts()
 
         out = {"baseline": self.baseline, "candidate": self.candidate}
+        if self.slice is not None:
+            out["slice"] = self.slice
         out.update({k: v for k, v in self.main.items() if k != "directions"})
         out["directions"] = None
         hd = None
@@ -69,7 +72,7 @@ WITH s AS (
          complete AND coalesce(outcome NOT IN ('infra_error', 'invalid'), FALSE) AS valid,
          coalesce(outcome = 'accepted', FALSE) AS accepted
   FROM {rel}
-  WHERE config_id IN (?, ?) AND coalesce(holdout, FALSE) IN (SELECT unnest(?::BOOLEAN[]))
+  WHERE config_id IN (?, ?) AND coalesce(holdout, FALSE) IN (SELECT unnest(?::BOOLEAN[])){sl}
 )
 """
 
@@ -118,19 +121,28 @@ ORDER BY kind, case_id
 """  # noqa: S608 -- {rel} is an internal relation name
 
 
+def _slice_pred(slice_: dict | None) -> tuple[str, list]:
+    """``AND col IS NOT DISTINCT FROM ?`` per slice column (names from SLICE_COLUMNS)."""
+    if not slice_:
+        return "", []
+    return ("".join(f"\n    AND {col} IS NOT DISTINCT FROM ?" for col in slice_),
+            list(slice_.values()))
+
+
 def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
-           holdout: list[bool]) -> dict:
+           holdout: list[bool], slice_: dict | None = None) -> dict:
     """Every statistic of one comparison over one set of tasks (main or holdout)."""
     import polars as pl
 
-    params = [cand, base, cand, holdout]
-    pr = con.execute(_PAIRS_SQL.format(rel=rel), params).fetchone()
+    sl, sl_params = _slice_pred(slice_)
+    params = [cand, base, cand, holdout, *sl_params]
+    pr = con.execute(_PAIRS_SQL.format(rel=rel, sl=sl), params).fetchone()
     (n_pairs, cand_only, base_only, both, neither, excluded, incomplete, acc_pairs,
      dur, cost_d) = pr
     pair_block = {"pairs": n_pairs, "candidate_only": cand_only, "baseline_only": base_only,
                   "both": both, "neither": neither, "excluded": excluded,
                   "incomplete": incomplete}
-    rows = con.execute(_TASKS_SQL.format(rel=rel), params).fetchall()
+    rows = con.execute(_TASKS_SQL.format(rel=rel, sl=sl), params).fetchall()
     tasks = [r for r in rows if r[0] == "task"]
     excluded_tasks = [r[1] for r in rows if r[0] == "excluded"]
     cov = {"baseline": next((r[6] for r in rows if r[0] == "cov_b"), None),
@@ -199,21 +211,23 @@ def _default_baseline(df: pl.DataFrame, configs: pl.DataFrame) -> dict:
 
 
 def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: list[dict],
-                 holdout_mode: str) -> list[Comparison]:
-    """Run every comparison over the trial relation ``rel`` (see ``_SIDES``)."""
+                 holdout_mode: str, slice_: dict | None = None) -> list[Comparison]:
+    """Run every comparison over the trial relation ``rel`` (see ``_SIDES``), optionally
+    restricted to one slice; Holm adjusts over the candidates of that call."""
+    sl, sl_params = _slice_pred(slice_)
     out = []
     for cand in cands:
         ids = (base["config_id"], cand["config_id"])
         hold = None
         if holdout_mode == "only":
-            main = _block(con, rel, *ids, [False, True])
+            main = _block(con, rel, *ids, [False, True], slice_)
         else:
-            main = _block(con, rel, *ids, [False])
+            main = _block(con, rel, *ids, [False], slice_)
             n_hold = con.execute(
                 f"SELECT count(*) FROM {rel} WHERE config_id IN (?, ?) "  # noqa: S608
-                "AND coalesce(holdout, FALSE)", list(ids)).fetchone()[0]
+                f"AND coalesce(holdout, FALSE){sl}", [*ids, *sl_params]).fetchone()[0]
             if n_hold:
-                h = _block(con, rel, *ids, [True])
+                h = _block(con, rel, *ids, [True], slice_)
                 hold = {"tasks": h["tasks"], "pairs": h["pairs"], "sign_test": h["sign_test"],
                         "paired_difference": h["paired_difference"],
                         "directions": h["directions"]}
@@ -229,7 +243,8 @@ def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: li
             warnings.append("cost coverage incomplete: no cost difference reported")
         out.append(Comparison(baseline=base, candidate=cand,
                               main={k: v for k, v in main.items() if k != "directions"},
-                              directions=main["directions"], holdout=hold, warnings=warnings))
+                              directions=main["directions"], holdout=hold, warnings=warnings,
+                              slice=dict(slice_) if slice_ is not None else None))
     adj = stats.holm([c.main["sign_test"]["p"] for c in out])
     for c, p in zip(out, adj, strict=True):
         c.main["sign_test"]["p_holm"] = p
@@ -280,12 +295,15 @@ def compare_frame(df: pl.DataFrame, baseline: str | None = None,
 
 
 def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-            baseline: str | None = None, candidates: list[str] | None = None
-            ) -> list[Comparison]:
+            baseline: str | None = None, candidates: list[str] | None = None,
+            by: list[str] | str | None = None) -> list[Comparison]:
     """Candidates against a baseline over the warehouse (default: first variant of the run).
 
     The compared configurations' trials (with ``rep``) are staged once in a temporary
     table; every block is then aggregated in DuckDB and only per-task rows reach Python.
+    With ``by``, each slice value (task class, repository, …) gets its own comparisons
+    (``Comparison.slice``), each equal to an unsliced comparison of that slice's trials;
+    slices where the baseline or a candidate has no trial are skipped.
     """
     import uuid
 
@@ -299,14 +317,40 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     table = config_table(cfg_rows)
     base, cands = _sides(table, baseline, candidates,
                          None if baseline else _default_baseline(cfg_rows, table))
+    by_cols = check_by(by)
     ids = [base["config_id"], *[c["config_id"] for c in cands]]
-    sql, params = trials_sql(filters, columns=_COLS, with_rep=True, config_ids=ids)
+    sql, params = trials_sql(filters, columns=[*_COLS, *by_cols], with_rep=True,
+                             config_ids=ids)
     rel = f"cmp_trials_{uuid.uuid4().hex}"  # internal name, no user input
     con.execute(f"CREATE TEMP TABLE {rel} AS {sql}", params)
     try:
-        return _compare_rel(con, rel, base, cands, filters.holdout)
+        if not by_cols:
+            return _compare_rel(con, rel, base, cands, filters.holdout)
+        return _compare_slices(con, rel, base, cands, filters.holdout, by_cols)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {rel}")
+
+
+def _compare_slices(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: list[dict],
+                    holdout_mode: str, by_cols: list[str]) -> list[Comparison]:
+    cols = ", ".join(by_cols)  # from SLICE_COLUMNS (check_by)
+    present: dict[tuple, set[str]] = {}
+    for *values, cid in con.execute(
+            f"SELECT DISTINCT {cols}, config_id FROM {rel} "  # noqa: S608
+            f"ORDER BY {cols} NULLS LAST").fetchall():
+        present.setdefault(tuple(values), set()).add(cid)
+    out = []
+    for values, cids in present.items():
+        if base["config_id"] not in cids:
+            continue
+        here = [c for c in cands if c["config_id"] in cids]
+        if here:
+            out.extend(_compare_rel(con, rel, base, here, holdout_mode,
+                                    dict(zip(by_cols, values, strict=True))))
+    if not out:
+        raise AnalysisError(f"no {' × '.join(by_cols)} slice holds trials of both the baseline "
+                            "and a candidate")
+    return out
 
 
 def compare_report(report_json_path: str | Path, baseline: str | None = None,

@@ -148,9 +148,12 @@ def compare(
     report: Annotated[Path | None, typer.Option(
         "--report", help="Compare from RUN_DIR/report.json instead of the warehouse.")] = None,
     run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", json_out: JsonOpt = False,
+    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Paired comparison of candidates against a baseline: pairs, sign test, paired difference.
+
+    With --by, one comparison per slice (directions and sign test within the slice).
 
     Example: trialhouse compare --warehouse w.duckdb --baseline baseline --candidate tuned
     """
@@ -159,11 +162,13 @@ def compare(
     if report is not None:
         from analysis.filters import Filters
 
+        if by:
+            raise typer.BadParameter("--by needs the warehouse (case labels); drop --report")
         filters = Filters()
         comps = cmp.compare_report(report, baseline, candidate)
     else:
         con, filters = _open(warehouse, run, since, until, label, holdout)
-        comps = cmp.compare(con, filters, baseline, candidate)
+        comps = cmp.compare(con, filters, baseline, candidate, by=by)
     if json_out:
         echo_json({"filters": filters.as_dict(), "comparisons": [c.as_dict() for c in comps]})
         return
@@ -171,8 +176,10 @@ def compare(
     for c in comps:
         d = c.as_dict()
         p, st, pdiff = d["pairs"], d["sign_test"], d["paired_difference"]
+        where = ("" if c.slice is None else " — " + ", ".join(
+            f"{k} = {v}" for k, v in c.slice.items()))
         console.print(f"[bold]{_name(d['candidate'])}[/bold] vs baseline "
-                      f"[bold]{_name(d['baseline'])}[/bold]", highlight=False)
+                      f"[bold]{_name(d['baseline'])}[/bold]{where}", highlight=False)
         rows = [
             ["pairs (task, rep) both valid", p["pairs"]],
             ["candidate-only / baseline-only successes",
@@ -252,16 +259,19 @@ def pareto(
     convex: Annotated[bool, typer.Option("--convex", help="Also mark the convex frontier.")
                       ] = False,
     run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", json_out: JsonOpt = False,
+    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Cost/quality Pareto front: non-dominated configurations and who dominates the rest.
+
+    With --by, one front per slice.
 
     Example: trialhouse pareto --warehouse w.duckdb --x cost_per_trial --convex
     """
     from analysis.pareto import pareto as _pareto
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = _pareto(con, filters, x=x, convex=convex)
+    df = _pareto(con, filters, x=x, convex=convex, by=by)
     if json_out:
         _frame_json(df, filters)
         return
@@ -270,13 +280,15 @@ def pareto(
     for r in df.iter_rows(named=True):
         status = ("unknown cost" if r["on_front"] is None else
                   "front" if r["on_front"] else "dominated")
-        rows.append([_name(r), _num(r["x"], "{:.4f}"), _pct(r["solved"], r["valid"]),
+        rows.append([_name(r), *[r[b] for b in by or []], _num(r["x"], "{:.4f}"),
+                     _pct(r["solved"], r["valid"]),
                      _ci(r["ci_low"], r["ci_high"]), status,
                      ", ".join(names[d] for d in r["dominated_by"]) or "—",
                      "yes" if r["overlap"] else "no",
                      "" if r["convex"] is None else ("yes" if r["convex"] else "no")])
     _console().print(_table(f"Pareto front ({x} ↓, rate ↑)",
-                            ["configuration", x, "rate", "ci95", "status", "dominated by",
+                            ["configuration", *(by or []), x, "rate", "ci95", "status",
+                             "dominated by",
                              "ci overlap", "convex"], rows))
 
 
@@ -351,26 +363,30 @@ def failures(
 def familiarity(
     warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
     run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", json_out: JsonOpt = False,
+    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Known vs unknown repository gap per configuration, interval clustered by repository.
 
-    Example: trialhouse familiarity --warehouse w.duckdb
+    --by takes task_class, difficulty, language or subsystem.
+
+    Example: trialhouse familiarity --warehouse w.duckdb --by task_class
     """
     from analysis.familiarity import familiarity as _fam
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = _fam(con, filters)
+    df = _fam(con, filters, by=by)
     if json_out:
         _frame_json(df, filters)
         return
-    rows = [[_name(r), _pct(r["known_solved"], r["known_valid"]),
+    by = by or []
+    rows = [[_name(r), *[r[b] for b in by], _pct(r["known_solved"], r["known_valid"]),
              _pct(r["unknown_solved"], r["unknown_valid"]), _num(r["gap"], "{:+.3f}"),
              _ci(r["ci_low"], r["ci_high"], "{:+.3f}"), f"{r['g_known']}+{r['g_unknown']}"]
             for r in df.iter_rows(named=True)]
     console = _console()
     console.print(_table("Known vs unknown repositories",
-                         ["configuration", "known", "unknown", "gap", "ci95 (by repo)",
+                         ["configuration", *by, "known", "unknown", "gap", "ci95 (by repo)",
                           "repos"], rows))
     if df.height and df["small_g"].any():
         _warnings(console, ["fewer than 10 repositories: the clustered interval is rough "
