@@ -1,0 +1,204 @@
+"""Slicing (--by) on compare, pareto and familiarity, and every command on Inspect logs.
+
+A sliced result must equal the unsliced function run on that slice's trials (a label
+filter), and the analyses must run unchanged on a warehouse built from foreign results.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from analysis import compare, familiarity, pareto
+from analysis.errors import AnalysisError
+from analysis.filters import Filters
+from warehouse import db
+
+ROOT = Path(__file__).resolve().parents[2]
+INSPECT = ROOT / "examples" / "foreign" / "inspect-arith.eval"
+
+
+def _close(a, b, path="") -> None:
+    """Nested equality with floats compared to 1e-9 (sums may run in another order)."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), path
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    from warehouse.synthetic import Spec, generate
+
+    path = tmp_path_factory.mktemp("slices") / "t.duckdb"
+    generate(path, Spec(models=2, harnesses=2, tasks=48, reps=3, repositories=8))
+    con = db.open(path, read_only=True)
+    yield con
+    con.close()
+
+
+def _values(con, col: str) -> list[str]:
+    rows = con.execute(f"SELECT DISTINCT {col} FROM cases WHERE {col} IS NOT NULL "  # noqa: S608
+                       f"ORDER BY 1").fetchall()
+    return [r[0] for r in rows]
+
+
+def test_compare_by_slice_equals_compare_on_the_slice(synth):
+    names = ["model-a+harness-0", "model-b+harness-0", "model-a+harness-1"]
+    sliced = compare.compare(synth, Filters(), names[0], names[1:], by="task_class")
+    classes = _values(synth, "task_class")
+    assert len(classes) >= 3
+    assert [c.slice["task_class"] for c in sliced] == [v for v in classes for _ in names[1:]]
+    for value in classes:
+        alone = compare.compare(synth, Filters(labels=(("task_class", value),)), names[0],
+                                names[1:])
+        here = [c for c in sliced if c.slice == {"task_class": value}]
+        assert len(here) == len(alone) == 2
+        for s, a in zip(here, alone, strict=True):
+            got = s.as_dict()
+            assert got.pop("slice") == {"task_class": value}
+            _close(got, a.as_dict())
+            assert got["sign_test"]["n"] > 0 and got["directions"]
+
+
+def test_compare_by_skips_slices_without_both_sides(wh, grid):
+    trials = grid({"b": {"t1": ["accepted", "failed"], "t2": ["failed", "failed"]},
+                   "c": {"t1": ["accepted", "accepted"]}})
+    cases = [{"case_id": "t1", "task_class": "bugfix"}, {"case_id": "t2", "task_class": "docs"}]
+    con = wh(trials, cases=cases)
+    (only,) = compare.compare(con, baseline="b", candidates=["c"], by=["task_class"])
+    assert only.slice == {"task_class": "bugfix"}
+    assert only.sign_test["improvements"] == 1 and only.sign_test["n"] == 1
+    apart = wh(grid({"b": {"t2": ["failed"]}, "c": {"t1": ["accepted"]}}), cases=cases)
+    with pytest.raises(AnalysisError, match="slice holds trials of both"):
+        compare.compare(apart, baseline="b", candidates=["c"], by=["task_class"])
+
+
+def test_pareto_by_slice_equals_pareto_on_the_slice(synth):
+    sliced = pareto.pareto(synth, x="cost_per_trial", convex=True, by="difficulty")
+    assert sliced.columns[5] == "difficulty"
+    for value in _values(synth, "difficulty"):
+        part = sliced.filter(sliced["difficulty"] == value).drop("difficulty")
+        alone = pareto.pareto(synth, Filters(labels=(("difficulty", value),)),
+                              x="cost_per_trial", convex=True)
+        _close(part.to_dicts(), alone.to_dicts())
+        assert part["on_front"].any()
+
+
+def test_familiarity_by_slice_equals_familiarity_on_the_slice(synth):
+    sliced = familiarity.familiarity(synth, by=["language"])
+    langs = _values(synth, "language")
+    assert sorted(set(sliced["language"])) == langs
+    for value in langs:
+        part = sliced.filter(sliced["language"] == value).drop("language")
+        alone = familiarity.familiarity(synth, Filters(labels=(("language", value),)))
+        _close(part.to_dicts(), alone.to_dicts())
+    with pytest.raises(AnalysisError, match="--by familiarity"):
+        familiarity.familiarity(synth, by="familiarity")
+
+
+# --- foreign data: Inspect logs ------------------------------------------------------------
+
+def _flipped_copy(dest: Path) -> Path:
+    """A second Inspect log written by inspect_ai itself: another model, scores flipped."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    log = read_eval_log(str(INSPECT))
+    log.eval.model = "mockllm/other"
+    log.eval.run_id = "flippedRun00000000000001"
+    log.eval.eval_id = "flippedEval0000000000001"
+    for sample in log.samples:
+        for score in (sample.scores or {}).values():
+            score.value = "I" if score.value == "C" else "C"
+    write_eval_log(log, str(dest), format="eval")
+    return dest
+
+
+def _expected(path: Path) -> dict:
+    """Per task: (valid, solved) straight from the log, the way a reader of it would count."""
+    from inspect_ai.log import read_eval_log
+
+    out: dict[str, Counter] = {}
+    for s in read_eval_log(str(path)).samples:
+        c = out.setdefault(str(s.id), Counter())
+        if s.scores:
+            c["valid"] += 1
+            c["solved"] += all(v.value == "C" for v in s.scores.values())
+    return out
+
+
+def _cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    from trialhouse.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out = capsys.readouterr()
+    return exc.value.code or 0, out.out, out.err
+
+
+def test_every_command_runs_on_an_inspect_warehouse(tmp_path, capsys):
+    from ingest.api import ingest_paths
+
+    other = _flipped_copy(tmp_path / "other.eval")
+    w = tmp_path / "w" / "t.duckdb"
+    ingest_paths([INSPECT, other], w)
+    exp = {"mockllm/model": _expected(INSPECT), "mockllm/other": _expected(other)}
+    wa = ["-w", str(w), "--json"]
+
+    rc, out, _ = _cli(["summarize", *wa], capsys)
+    rows = {r["model"]: r for r in json.loads(out)["rows"]}
+    assert rc == 0 and set(rows) == set(exp)
+    for model, per_task in exp.items():
+        assert rows[model]["valid"] == sum(c["valid"] for c in per_task.values())
+        assert rows[model]["solved"] == sum(c["solved"] for c in per_task.values())
+        assert rows[model]["cost_usd"] is None and rows[model]["cost_coverage"] == 0.0
+
+    rc, out, _ = _cli(["compare", *wa, "--baseline", rows["mockllm/model"]["config_id"]],
+                      capsys)
+    (cmp,) = json.loads(out)["comparisons"]
+    both = [t for t in exp["mockllm/model"] if exp["mockllm/model"][t]["valid"]
+            and exp["mockllm/other"][t]["valid"]]
+    wins = sum(exp["mockllm/other"][t]["solved"] > exp["mockllm/model"][t]["solved"]
+               for t in both)
+    losses = sum(exp["mockllm/other"][t]["solved"] < exp["mockllm/model"][t]["solved"]
+                 for t in both)
+    assert rc == 0 and cmp["candidate"]["model"] == "mockllm/other"
+    assert cmp["tasks"]["common"] == len(both)
+    assert (cmp["sign_test"]["improvements"], cmp["sign_test"]["regressions"]) == (wins, losses)
+    assert cmp["cost"]["status"] == "cost coverage incomplete"
+
+    rc, out, _ = _cli(["compare", *wa, "--baseline", rows["mockllm/model"]["config_id"],
+                       "--by", "repository"], capsys)
+    sliced = json.loads(out)["comparisons"]
+    assert rc == 0 and {c["slice"]["repository"] for c in sliced} == {"acme/math", "acme/calc"}
+    assert sum(c["sign_test"]["improvements"] for c in sliced) == wins
+
+    rc, out, _ = _cli(["consistency", *wa], capsys)
+    cons = {r["model"]: r for r in json.loads(out)["rows"]}
+    assert rc == 0 and all(r["min_n"] == 2 for r in cons.values())
+
+    rc, out, _ = _cli(["pareto", *wa], capsys)
+    assert rc == 0 and all(r["on_front"] is None for r in json.loads(out)["rows"])  # no cost
+
+    for cmd in (["failures"], ["latency"], ["summarize", "--by", "repository"],
+                ["pareto", "--by", "repository"], ["consistency", "--by", "repository"]):
+        rc, out, _ = _cli([*cmd, *wa], capsys)
+        assert rc == 0 and json.loads(out)["rows"], cmd
+
+    # Questions this source cannot answer are refused in one line, not a traceback.
+    for cmd, words in ((["matrix"], "≥ 2 models × ≥ 2 harnesses"),
+                       (["familiarity"], "familiarity=known|unknown")):
+        rc, out, err = _cli([*cmd, *wa], capsys)
+        assert rc == 2 and words in err and len(err.strip().splitlines()) == 1, (cmd, err)
