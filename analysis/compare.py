@@ -24,14 +24,24 @@ if TYPE_CHECKING:
 _COLS = ["config_id", "case_id", "outcome", "complete", "holdout", "duration_s", "cost_usd"]
 
 
+_DIRECTION_SCHEMA = {"case_id": "String", "baseline_solved": "Int64", "baseline_n": "Int64",
+                     "candidate_solved": "Int64", "candidate_n": "Int64",
+                     "direction": "String"}
+
+
 @dataclass
 class Comparison:
-    """One candidate against the baseline; ``as_dict`` keys are documented in docs/analysis.md."""
+    """One candidate against the baseline; ``as_dict`` keys are documented in docs/analysis.md.
+
+    ``direction_rows`` holds the per-task directions as plain records (the CLI prints them
+    without loading polars); ``directions`` is the same as a DataFrame. The holdout
+    block's ``directions`` are records too.
+    """
 
     baseline: dict
     candidate: dict
     main: dict
-    directions: pl.DataFrame
+    direction_rows: list[dict]
     holdout: dict | None = None
     warnings: list[str] = field(default_factory=list)
     slice: dict | None = None  # {column: value} when compared within one slice (``by``)
@@ -40,11 +50,15 @@ class Comparison:
     def sign_test(self) -> dict:
         return self.main["sign_test"]
 
+    @property
+    def directions(self) -> pl.DataFrame:
+        import polars as pl
+
+        return pl.DataFrame(self.direction_rows,
+                            schema={k: getattr(pl, v) for k, v in _DIRECTION_SCHEMA.items()})
+
     def as_dict(self) -> dict:
         from analysis.jsonout import clean
-
-        def frame_records(df: pl.DataFrame) -> list[dict]:  # strings and counts only
-            return df.to_dicts()
 
         out = {"baseline": self.baseline, "candidate": self.candidate}
         if self.slice is not None:
@@ -54,11 +68,11 @@ class Comparison:
         hd = None
         if self.holdout is not None:
             hd = clean({k: v for k, v in self.holdout.items() if k != "directions"})
-            hd["directions"] = frame_records(self.holdout["directions"])
+            hd["directions"] = [dict(r) for r in self.holdout["directions"]]
         out["holdout"] = None
         out["warnings"] = self.warnings
-        out = clean(out)  # directions are cleaned once, by frame_records
-        out["directions"] = frame_records(self.directions)
+        out = clean(out)  # directions hold only strings and counts: no cleaning needed
+        out["directions"] = [dict(r) for r in self.direction_rows]
         out["holdout"] = hd
         return out
 
@@ -132,7 +146,6 @@ def _slice_pred(slice_: dict | None) -> tuple[str, list]:
 def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
            holdout: list[bool], slice_: dict | None = None) -> dict:
     """Every statistic of one comparison over one set of tasks (main or holdout)."""
-    import polars as pl
 
     sl, sl_params = _slice_pred(slice_)
     params = [cand, base, cand, holdout, *sl_params]
@@ -148,13 +161,9 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
     cov = {"baseline": next((r[6] for r in rows if r[0] == "cov_b"), None),
            "candidate": next((r[6] for r in rows if r[0] == "cov_c"), None)}
     dirs = [stats.direction(cc_, nc, cb, nb) for _, _, cb, nb, cc_, nc, _ in tasks]
-    directions = pl.DataFrame({
-        "case_id": [r[1] for r in tasks], "baseline_solved": [r[2] for r in tasks],
-        "baseline_n": [r[3] for r in tasks], "candidate_solved": [r[4] for r in tasks],
-        "candidate_n": [r[5] for r in tasks], "direction": dirs,
-    }, schema={"case_id": pl.String, "baseline_solved": pl.Int64, "baseline_n": pl.Int64,
-               "candidate_solved": pl.Int64, "candidate_n": pl.Int64,
-               "direction": pl.String})
+    directions = [{"case_id": r[1], "baseline_solved": r[2], "baseline_n": r[3],
+                   "candidate_solved": r[4], "candidate_n": r[5], "direction": d}
+                  for r, d in zip(tasks, dirs, strict=True)]
     w, l_ = dirs.count("improvement"), dirs.count("regression")
     sign = stats.sign_test(w, l_)
     sign = {"improvements": w, "regressions": l_, "ties": dirs.count("tie"), "n": sign["n"],
@@ -199,15 +208,15 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
     }
 
 
-def _default_baseline(df: pl.DataFrame, configs: pl.DataFrame) -> dict:
-    import polars as pl
-
-    if "variant_order" in df.columns:
-        first = (df.filter(pl.col("variant_order") == 0)
-                 .sort(["run_started_at", "run_id"], nulls_last=True).head(1))
-        if first.height:
-            return resolve_config(configs, first["config_id"][0])
-    return config_dict(configs.row(0, named=True))
+def _default_baseline(rows: list[dict], configs: list[dict]) -> dict:
+    """The configuration with variant order 0 in the earliest run, else the first one."""
+    first = [r for r in rows if r.get("variant_order") == 0]
+    if first:
+        first.sort(key=lambda r: (r.get("run_started_at") is None,
+                                  r.get("run_started_at") or 0, r.get("run_id") is None,
+                                  r.get("run_id") or ""))
+        return resolve_config(configs, first[0]["config_id"])
+    return config_dict(configs[0])
 
 
 def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: list[dict],
@@ -243,7 +252,8 @@ def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: li
             warnings.append("cost coverage incomplete: no cost difference reported")
         out.append(Comparison(baseline=base, candidate=cand,
                               main={k: v for k, v in main.items() if k != "directions"},
-                              directions=main["directions"], holdout=hold, warnings=warnings,
+                              direction_rows=main["directions"], holdout=hold,
+                              warnings=warnings,
                               slice=dict(slice_) if slice_ is not None else None))
     adj = stats.holm([c.main["sign_test"]["p"] for c in out])
     for c, p in zip(out, adj, strict=True):
@@ -251,10 +261,10 @@ def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: li
     return out
 
 
-def _sides(configs: pl.DataFrame, baseline: str | None, candidates: list[str] | None,
+def _sides(configs: list[dict], baseline: str | None, candidates: list[str] | None,
            default: dict | None) -> tuple[dict, list[dict]]:
     """Resolve the baseline and candidate configurations (names, ids or prefixes)."""
-    if configs.height < 2:
+    if len(configs) < 2:
         raise AnalysisError("only one configuration in the selected trials: nothing to compare")
     base = resolve_config(configs, baseline) if baseline else default
     if base is None:
@@ -262,8 +272,7 @@ def _sides(configs: pl.DataFrame, baseline: str | None, candidates: list[str] | 
     if candidates:
         cands = [resolve_config(configs, name) for name in candidates]
     else:
-        cands = [config_dict(r) for r in configs.iter_rows(named=True)
-                 if r["config_id"] != base["config_id"]]
+        cands = [config_dict(r) for r in configs if r["config_id"] != base["config_id"]]
     cands = [c for c in cands if c["config_id"] != base["config_id"]]
     if not cands:
         raise AnalysisError("the candidate is the baseline; name a different --candidate")
@@ -281,9 +290,9 @@ def compare_frame(df: pl.DataFrame, baseline: str | None = None,
 
     if df.height == 0:
         raise AnalysisError("no trials to compare; check the filters or the report")
-    configs = config_table(df)
+    configs = config_table(df).to_dicts()
     base, cands = _sides(configs, baseline, candidates,
-                         None if baseline else _default_baseline(df, configs))
+                         None if baseline else _default_baseline(df.to_dicts(), configs))
     con = duckdb.connect()
     try:
         con.register("cmp_trials", df.select(["config_id", "case_id", "rep", "outcome",
@@ -307,14 +316,13 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     """
     import uuid
 
-    from analysis.data import configs as list_configs
-    from analysis.data import trials_sql
+    from analysis.data import config_list, config_rows, trials_sql
 
     filters = filters or Filters()
-    cfg_rows = list_configs(con, filters)
-    if cfg_rows.height == 0:
+    cfg_rows = config_rows(con, filters)
+    if not cfg_rows:
         raise AnalysisError(f"no trials match the filters {filters.as_dict()}")
-    table = config_table(cfg_rows)
+    table = config_list(cfg_rows)
     base, cands = _sides(table, baseline, candidates,
                          None if baseline else _default_baseline(cfg_rows, table))
     by_cols = check_by(by)

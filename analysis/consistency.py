@@ -65,11 +65,30 @@ def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
 
     Uses the tasks on which every configuration of the same task universe (benchmark)
     has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
-    DuckDB reduces the trials to a histogram of per-task (n, c) per configuration; only
-    that histogram reaches Python.
     """
     import polars as pl
 
+    rows = consistency_rows(con, filters, by)
+    return pl.DataFrame(rows, schema_overrides={"pass_hat_k": pl.List(pl.Float64),
+                                                "pass_at_k": pl.List(pl.Float64),
+                                                "excluded_tasks": pl.Int64},
+                        infer_schema_length=None)
+
+
+def _sort_key(row: dict, keys: list[str]) -> tuple:
+    """Nulls last, as polars ``sort(nulls_last=True)``."""
+    return tuple((row[k] is None, row[k] if row[k] is not None else "") for k in keys)
+
+
+def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+                     by: list[str] | str | None = None) -> list[dict]:
+    """``consistency`` as plain rows (the CLI prints these without loading polars).
+
+    Uses the tasks on which every configuration of the same task universe (benchmark)
+    has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
+    DuckDB reduces the trials to a histogram of per-task (n, c) per configuration; only
+    that histogram reaches Python.
+    """
     filters = filters or Filters()
     by_cols = check_by(by)
     where, params = filters.where()
@@ -106,14 +125,8 @@ def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                      "min_n": min(ns), "max_n": max(ns), "equal_n": min(ns) == max(ns),
                      "pass_hat_k": hat, "pass_at_k": at,
                      "excluded_tasks": None if by_cols else part[0][-1] - tasks})
-    cols = [*CONFIG_KEYS, *by_cols, "tasks", "consistent", "ci_low", "ci_high", "min_n",
-            "max_n", "equal_n", "pass_hat_k", "pass_at_k", "excluded_tasks"]
-    out = pl.DataFrame(rows, schema_overrides={"pass_hat_k": pl.List(pl.Float64),
-                                                "pass_at_k": pl.List(pl.Float64),
-                                                "excluded_tasks": pl.Int64},
-                       infer_schema_length=None)
-    return out.select(cols).sort(["model", "harness", "harness_version", "config_id",
-                                  *by_cols], nulls_last=True)
+    return sorted(rows, key=lambda r: _sort_key(r, ["model", "harness", "harness_version",
+                                                    "config_id", *by_cols]))
 
 
 def check_comparable(df: pl.DataFrame, a: str, b: str) -> None:

@@ -100,6 +100,35 @@ def configs(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> p
     """Distinct configurations among the selected trials, with variant order and run start
     (one row per config and run; cheap: trials are reduced to distinct names first and
     only joined with cases/runs when a filter needs them)."""
+    sql, params = _configs_sql(filters)
+    return con.sql(sql, params=params).pl()
+
+
+def config_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> list[dict]:
+    """``configs`` as plain records (no polars on the CLI path)."""
+    sql, params = _configs_sql(filters)
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def config_list(rows: list[dict]) -> list[dict]:
+    """``config_table`` for records: one per config_id (smallest non-null name of each
+    key), ordered by (model, harness, version, id) with unknowns last."""
+    by_id: dict[str, dict] = {}
+    for r in rows:
+        cur = by_id.setdefault(r["config_id"], {k: None for k in CONFIG_KEYS})
+        cur["config_id"] = r["config_id"]
+        for k in CONFIG_KEYS[1:]:
+            v = r.get(k)
+            if v is not None and (cur[k] is None or v < cur[k]):
+                cur[k] = v
+    keys = ["model", "harness", "harness_version", "config_id"]
+    return sorted(by_id.values(),
+                  key=lambda c: tuple((c[k] is None, c[k] or "") for k in keys))
+
+
+def _configs_sql(filters: Filters | None) -> tuple[str, list]:
     filters = filters or Filters()
     where, params = filters.where()
     sql = f"""
@@ -118,7 +147,7 @@ FROM d t
 LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
 LEFT JOIN runs r ON r.run_id = t.run_id
 """  # noqa: S608 -- fixed fragments only
-    return con.sql(sql, params=params).pl()
+    return sql, params
 
 
 def config_table(df: pl.DataFrame) -> pl.DataFrame:
@@ -136,9 +165,9 @@ def config_dict(row: dict) -> dict:
     return {k: row.get(k) for k in CONFIG_KEYS}
 
 
-def resolve_config(configs: pl.DataFrame, name: str) -> dict:
+def resolve_config(configs: pl.DataFrame | list[dict], name: str) -> dict:
     """A configuration by variant name, config_id or unique config_id prefix."""
-    rows = configs.to_dicts()
+    rows = configs if isinstance(configs, list) else configs.to_dicts()
     for test in (lambda r: r["config_id"] == name, lambda r: r.get("variant") == name,
                  lambda r: str(r["config_id"]).startswith(name)):
         hits = [r for r in rows if test(r)]

@@ -40,16 +40,10 @@ def front_rows(points: list[dict], convex: bool = False) -> list[dict]:
     return out
 
 
-def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-           x: str = "cost_per_accepted", convex: bool = False,
-           by: list[str] | str | None = None) -> pl.DataFrame:
-    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks.
-
-    With ``by`` there is one front per slice (configurations compete only within their
-    slice); the slice columns follow the configuration keys.
-    """
-    import polars as pl
-
+def pareto_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+                x: str = "cost_per_accepted", convex: bool = False,
+                by: list[str] | str | None = None) -> list[dict]:
+    """``pareto`` as plain rows (the CLI prints these without loading polars)."""
     from analysis.summary import summarize
 
     if x not in X_CHOICES:
@@ -68,16 +62,29 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
              "x": xv, "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
              "solved": r["solved"], "valid": r["valid"]})
     rows = [row for points in groups.values() for row in front_rows(points, convex)]
+    if by_cols:  # slices first, each in the summary's configuration order
+        rows.sort(key=lambda r: tuple((r[b] is None, r[b] or "") for b in by_cols))
+    return rows
+
+
+def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+           x: str = "cost_per_accepted", convex: bool = False,
+           by: list[str] | str | None = None) -> pl.DataFrame:
+    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks.
+
+    With ``by`` there is one front per slice (configurations compete only within their
+    slice); the slice columns follow the configuration keys.
+    """
+    import polars as pl
+
+    by_cols = check_by(by)
+    rows = pareto_rows(con, filters, x, convex, by_cols)
     schema = {**{k: pl.String for k in CONFIG_KEYS}, **{b: pl.String for b in by_cols},
               "x_name": pl.String, "x": pl.Float64,
               "rate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
               "solved": pl.Int64, "valid": pl.Int64, "on_front": pl.Boolean,
               "dominated_by": pl.List(pl.String), "overlap": pl.Boolean, "convex": pl.Boolean}
-    out = pl.DataFrame(rows, schema=schema)
-    if by_cols:
-        out = out.sort([*by_cols, "model", "harness", "harness_version", "config_id"],
-                       nulls_last=True, maintain_order=True)
-    return out
+    return pl.DataFrame(rows, schema=schema)
 
 
 def is_finite(v: float | None) -> bool:

@@ -91,6 +91,12 @@ def _frame_json(df, filters, key: str = "rows", **extra) -> None:
     echo_json({"filters": filters.as_dict(), key: frame_records(df), **extra})
 
 
+def _rows_json(rows: list[dict], filters) -> None:
+    from analysis.jsonout import clean
+
+    echo_json({"filters": filters.as_dict(), "rows": clean(rows)})
+
+
 @app.command()
 def summarize(
     warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
@@ -229,24 +235,24 @@ def consistency(
 
     Example: trialhouse consistency --warehouse w.duckdb --run r1
     """
-    from analysis.consistency import consistency as _consistency
+    from analysis.consistency import consistency_rows
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = _consistency(con, filters, by=by)
+    df = consistency_rows(con, filters, by=by)
     if json_out:
-        _frame_json(df, filters)
+        _rows_json(df, filters)
         return
     by = by or []
     rows = [[_name(r), *[r[b] for b in by], _pct(r["consistent"], r["tasks"]),
              _ci(r["ci_low"], r["ci_high"]),
              str(r["min_n"]) if r["equal_n"] else f"{r['min_n']}–{r['max_n']}",
              " ".join(f"{v:.3f}" for v in r["pass_hat_k"]),
-             " ".join(f"{v:.3f}" for v in r["pass_at_k"])] for r in df.iter_rows(named=True)]
+             " ".join(f"{v:.3f}" for v in r["pass_at_k"])] for r in df]
     console = _console()
     console.print(_table("Consistency (k = 1..min n)", ["configuration", *by, "consistent",
                                                         "ci95", "reps", "pass^k", "pass@k"],
                          rows))
-    if df["min_n"].n_unique() > 1 or not df["equal_n"].all():
+    if len({r["min_n"] for r in df}) > 1 or not all(r["equal_n"] for r in df):
         _warnings(console, ["repetition counts differ: consistency counts are not comparable "
                             "across these rows; compare pass^k at a common k"])
 
@@ -268,16 +274,16 @@ def pareto(
 
     Example: trialhouse pareto --warehouse w.duckdb --x cost_per_trial --convex
     """
-    from analysis.pareto import pareto as _pareto
+    from analysis.pareto import pareto_rows
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = _pareto(con, filters, x=x, convex=convex, by=by)
+    df = pareto_rows(con, filters, x=x, convex=convex, by=by)
     if json_out:
-        _frame_json(df, filters)
+        _rows_json(df, filters)
         return
-    names = {r["config_id"]: _name(r) for r in df.iter_rows(named=True)}
+    names = {r["config_id"]: _name(r) for r in df}
     rows = []
-    for r in df.iter_rows(named=True):
+    for r in df:
         status = ("unknown cost" if r["on_front"] is None else
                   "front" if r["on_front"] else "dominated")
         rows.append([_name(r), *[r[b] for b in by or []], _num(r["x"], "{:.4f}"),
