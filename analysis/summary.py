@@ -68,6 +68,7 @@ def _sql(by: list[str], where: str, full: bool = True) -> str:
     """
     by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
     by_cols = "".join(f", {b}" for b in by)
+    distinct = "DISTINCT" if by else ""  # without slices task rows are already distinct
     holistic = """
     median(steps) FILTER (WHERE is_valid) AS med_steps,
     median(tokens) FILTER (WHERE is_valid) AS med_tokens,
@@ -101,7 +102,7 @@ task AS MATERIALIZED (
          count(*) FILTER (WHERE complete AND is_solved) AS n_solved
   FROM f GROUP BY ALL
 ),
-done AS (SELECT DISTINCT config_id, universe, case_id FROM task WHERE n_complete > 0),
+done AS (SELECT {distinct} config_id, universe, case_id FROM task WHERE n_complete > 0),
 ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM done GROUP BY universe),
 cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id),
 outside AS MATERIALIZED (
