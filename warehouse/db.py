@@ -80,12 +80,13 @@ def staging_file(db_path: Path, table: str) -> Path:
     return d / f".stage-{uuid.uuid4().hex}.parquet"
 
 
-def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path]) -> None:
+def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path | list[Path]]) -> None:
     """Replace every table partition of ``run_id`` with ``tables`` (caller holds the lock).
 
     Tables not named in ``tables`` are left untouched for that run. Each table must
     match its schema in ``warehouse.schema.TABLES`` (the run_id column is the partition).
-    A value may also be the path of a Parquet file from ``staging_file`` (moved in place).
+    A value may also be the path of a Parquet file from ``staging_file`` (moved in place),
+    or a list of such paths (each becomes one part file of the partition).
     """
     root = parquet_root(db_path)
     part = f"run_id={_safe_partition(run_id)}"
@@ -96,6 +97,9 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
         tmp.mkdir(parents=True)
         if isinstance(table, Path):
             table.rename(tmp / "part-0.parquet")
+        elif isinstance(table, list):  # several staged files (e.g. a file read in two processes)
+            for i, path in enumerate(table):
+                path.rename(tmp / f"part-{i}.parquet")
         else:
             if table.schema != schema:
                 table = table.select(schema.names).cast(schema)
