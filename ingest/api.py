@@ -36,6 +36,9 @@ from runner.events import SCHEMA_VERSION
 from warehouse import db
 from warehouse.schema import TABLES, table_from_rows
 
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+"""Files at least this big are read in two processes (``ingest.parallel``)."""
+
 FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench")
 
 
@@ -272,6 +275,11 @@ def ingest_run(warehouse: Path, events_path: Path, prices=None) -> BatchSummary:
             return same
     with _gc_per_block():
         try:
+            if files[0]["bytes"] >= PARALLEL_MIN_BYTES:
+                from ingest.parallel import ingest_run_split
+
+                if (done := ingest_run_split(warehouse, events_path, files, prices)) is not None:
+                    return done
             return _ingest_run(warehouse, events_path, files, prices, streaming=True)
         except NeedsBufferedPass:
             return _ingest_run(warehouse, events_path, files, prices, streaming=False)
@@ -295,29 +303,50 @@ def _gc_per_block() -> Iterator[None]:
             gc.enable()
 
 
+def _scan(
+    warehouse: Path, events_path: Path, stats: ReadStats, norm: RunNormalizer, batch_id: str,
+    stagers: dict[str, _Stager], **range_kw,
+) -> EventsColumns | None:
+    """Read (a byte range of) the file into ``norm``; the events table and resolved trials go
+    to ``stagers`` (created on the first accepted event). Returns the events buffer."""
+    src = str(events_path)
+    cols: EventsColumns | None = None
+    add = norm.add
+    for block in read_blocks(events_path, stats, **range_kw):
+        gc.collect(0)  # the youngest objects only, once a block (automatic GC is off: _gc_per_block)
+        kept = [re for re in block if add(re)]
+        if not kept:
+            continue
+        if cols is None:
+            cols = EventsColumns(norm.run_id, src, batch_id)
+            for name in ("events", *TRIAL_TABLES):
+                if name not in stagers:
+                    stagers[name] = _Stager(warehouse, name, norm.run_id, batch_id)
+        if (b := cols.add_block(kept)) is not None:
+            stagers["events"].write_batch(b)
+        if norm.n_ready >= 1000:
+            for name, rows in norm.drain().items():
+                stagers[name].add(rows)
+    return cols
+
+
+def _discard(stagers: dict[str, _Stager]) -> None:
+    for st in stagers.values():
+        try:
+            st.writer.close()
+        except Exception:  # already closed
+            pass
+        st.path.unlink(missing_ok=True)
+
+
 def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices, *, streaming: bool) -> BatchSummary:
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
     norm = RunNormalizer(src, prices, streaming=streaming)
-    cols: EventsColumns | None = None
     stagers: dict[str, _Stager] = {}
     try:
-        add = norm.add
-        for block in read_blocks(events_path, stats):
-            gc.collect(0)  # the youngest objects only, once a block (automatic GC is off: _gc_per_block)
-            kept = [re for re in block if add(re)]
-            if not kept:
-                continue
-            if cols is None:
-                cols = EventsColumns(norm.run_id, src, batch_id)
-                for name in ("events", *TRIAL_TABLES):
-                    stagers[name] = _Stager(warehouse, name, norm.run_id, batch_id)
-            if (b := cols.add_block(kept)) is not None:
-                stagers["events"].write_batch(b)
-            if norm.n_ready >= 1000:
-                for name, rows in norm.drain().items():
-                    stagers[name].add(rows)
+        cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers)
         run_id = norm.run_id or events_path.resolve().parent.name
         rows = norm.rows()
         if cols is not None and (b := cols.flush()) is not None:
@@ -332,12 +361,7 @@ def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices, *
             stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
         )
     finally:
-        for st in stagers.values():
-            try:
-                st.writer.close()
-            except Exception:  # already closed
-                pass
-            st.path.unlink(missing_ok=True)
+        _discard(stagers)
 
 
 def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:

@@ -152,6 +152,8 @@ class RunNormalizer:
         self._controls: list[ev.ControlResult] = []
         self._trials: dict[str, list] = defaultdict(list)
         self._run_level_other = 0
+        self.need_start = False
+        """Resolve only trials whose trial_started was seen (the second half of a split file)."""
         self._variants_for = -1
         self._variants_map: dict[str, ev.VariantInfo] = {}
 
@@ -183,8 +185,11 @@ class RunNormalizer:
             if self.streaming:
                 if e.trial_id in self._resolved:
                     raise NeedsBufferedPass(e.trial_id)
-                self._trials[e.trial_id].append(e)
-                if kind == "trial_finished" and self._started:
+                evs = self._trials[e.trial_id]
+                evs.append(e)
+                if kind == "trial_finished" and self._started and (
+                    not self.need_start or any(x.event == "trial_started" for x in evs)
+                ):
                     self._resolve(e.trial_id)
             else:
                 self._trials[e.trial_id].append(e)

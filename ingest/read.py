@@ -71,6 +71,8 @@ class ReadStats:
     sha256: str = ""
     size: int = 0
     quarantine: list[QuarantineRow] = field(default_factory=list)
+    min_seq: float = float("inf")
+    max_seq: int = -1
 
     def notes(self) -> list[str]:
         out = []
@@ -166,7 +168,10 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
     return event, version if isinstance(version, int) else SCHEMA_VERSION
 
 
-def _blocks(f, stats: ReadStats, block: int = _BLOCK) -> Iterator[tuple[int, list[int], list[bytes]]]:
+def _blocks(
+    f, stats: ReadStats, block: int = _BLOCK, *, start: int = 0, end: int | None = None,
+    first_line: int = 1, h=None,
+) -> Iterator[tuple[int, list[int], list[bytes]]]:
     """Yield (number of the first line, byte offset of each line, lines) per block of complete lines.
 
     Reading a few MB at a time and splitting in C is several times cheaper than one
@@ -174,12 +179,19 @@ def _blocks(f, stats: ReadStats, block: int = _BLOCK) -> Iterator[tuple[int, lis
     over-long line is quarantined here and handed on as ``b""`` (skipped like a blank
     line); one that does not fit in a block is skipped in chunks, never held in memory.
     """
-    h = hashlib.sha256()
-    n = 0  # lines completed so far
-    pos = 0  # offset of the next line
+    h = h if h is not None else hashlib.sha256()
+    n = first_line - 1  # lines completed so far
+    pos = start  # offset of the next line
+    left = None if end is None else end - start  # bytes of the range not read yet
+    if start:
+        f.seek(start)
     tail = b""
     while True:
-        chunk = f.read(block)
+        if left is None:
+            chunk = f.read(block)
+        else:
+            chunk = f.read(min(block, left)) if left > 0 else b""
+            left -= len(chunk)
         if chunk:
             h.update(chunk)
             buf = tail + chunk if tail else chunk
@@ -195,7 +207,9 @@ def _blocks(f, stats: ReadStats, block: int = _BLOCK) -> Iterator[tuple[int, lis
             # Over-long line without its newline yet: keep its head, skip the rest.
             head, total, ended = tail[:RAW_TEXT_CAP], len(tail), False
             tail = b""
-            while chunk := f.read(_CHUNK):
+            while chunk := f.read(_CHUNK if left is None else min(_CHUNK, max(left, 0))):
+                if left is not None:
+                    left -= len(chunk)
                 h.update(chunk)
                 nl = chunk.find(b"\n")
                 if nl >= 0:
@@ -231,24 +245,33 @@ def _blocks(f, stats: ReadStats, block: int = _BLOCK) -> Iterator[tuple[int, lis
     if tail:  # EOF without newline: a write in progress (torn), left for the next ingest
         stats.torn_bytes = len(tail)
     stats.sha256 = h.hexdigest()
-    stats.lines = n
+    stats.lines = n - (first_line - 1)
     stats.bytes_read = pos
 
 
-def read_blocks(path: Path, stats: ReadStats | None = None) -> Iterator[list[ReadEvent]]:
-    """Like ``read_events`` but one list per block of lines (the ingest hot path)."""
+def read_blocks(
+    path: Path, stats: ReadStats | None = None, *, start: int = 0, end: int | None = None,
+    first_line: int = 1, hasher=None,
+) -> Iterator[list[ReadEvent]]:
+    """Like ``read_events`` but one list per block of lines (the ingest hot path).
+
+    ``start``/``end`` read one byte range (``start`` on a line boundary, numbered
+    ``first_line``) for the two-process split; ``hasher`` is fed every byte read.
+    ``stats.min_seq``/``max_seq`` bound the accepted seqs.
+    """
     path = Path(path)
     stats = stats if stats is not None else ReadStats(path)
     validate_json = EVENT_ADAPTER.validate_json
     seen = _SeqIndex()
     arr = seen._arr
     last_seq = -1
+    min_seq = stats.min_seq
     src = str(path)
     quarantine = stats.quarantine
     v1 = SCHEMA_VERSION
     with path.open("rb", buffering=0) as f:
         stats.size = path.stat().st_size
-        for first, offsets, lines in _blocks(f, stats):
+        for first, offsets, lines in _blocks(f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher):
             out: list[ReadEvent] = []
             n = first - 1
             for raw, line_off in zip(lines, offsets, strict=False):  # offsets has one more
@@ -285,8 +308,11 @@ def read_blocks(path: Path, stats: ReadStats | None = None) -> Iterator[list[Rea
                     stats.out_of_order += 1
                 else:
                     last_seq = seq
+                if seq < min_seq:
+                    min_seq = stats.min_seq = seq
                 out.append(ReadEvent(event, n, raw, version))
             stats.accepted += len(out)
+            stats.max_seq = last_seq
             if out:
                 yield out
 

@@ -1,0 +1,216 @@
+"""Two-process ingest of one large ``events.jsonl``: split at a line boundary, merge at the end.
+
+Why: validating every line with pydantic and normalising it is CPU-bound Python; a
+second core roughly halves the wall time. The parent reads the first half while a
+child process reads the second half into its own staged Parquet parts; the parent
+then merges the child's run-level state and unresolved trials and writes one batch.
+
+The split must not change the result, so anything it could change sends the file
+back to the one-process path (``None`` is returned and nothing is written):
+the first line is not a valid ``run_started`` or the run has more than one; a seq in
+the second half is not above every seq of the first (duplicates or out-of-order lines
+across the split); a trial resolved in one half has events in the other; the first
+accepted event is not the run in the first line; the child needed a buffered pass.
+Trials that straddle the split are merged and resolved at the end, which is what the
+one-process path yields for them too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ingest.batch import QuarantineRow
+from ingest.normalize import TRIAL_TABLES, NeedsBufferedPass, RunNormalizer
+from ingest.read import _CHUNK, ReadStats
+from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted
+
+
+def split_point(path: Path, size: int) -> int | None:
+    """Offset just after the first newline at or past the middle (None when there is none)."""
+    with path.open("rb") as f:
+        f.seek(size // 2)
+        pos = size // 2
+        while pos < size:
+            chunk = f.read(min(_CHUNK, size - pos))
+            if not chunk:
+                return None
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                return pos + nl + 1 if pos + nl + 1 < size else None
+            pos += len(chunk)
+    return None
+
+
+def _lines_before(path: Path, offset: int) -> int:
+    n = 0
+    with path.open("rb") as f:
+        left = offset
+        while left > 0 and (chunk := f.read(min(4 * _CHUNK, left))):
+            n += chunk.count(b"\n")
+            left -= len(chunk)
+    return n
+
+
+@dataclass
+class HalfResult:
+    """What the child hands back: its staged parts, reader stats and normaliser state."""
+
+    fallback: bool = False
+    staged: dict[str, tuple[Path, int]] = field(default_factory=dict)
+    stats: ReadStats | None = None
+    run_id: str | None = None
+    started: int = 0
+    finished: object = None
+    validated: dict = field(default_factory=dict)
+    controls: list = field(default_factory=list)
+    pending: dict[str, list] = field(default_factory=dict)
+    resolved: set[str] = field(default_factory=set)
+    incomplete: int = 0
+    run_level_other: int = 0
+    notes: list[str] = field(default_factory=list)
+    quarantine: list[QuarantineRow] = field(default_factory=list)
+
+
+def _second_half(
+    warehouse: Path, events_path: Path, start: int, end: int, head: bytes, prices, batch_id: str,
+) -> HalfResult:
+    """Child process: read ``[start, end)`` with the run's first line as context."""
+    import gc
+
+    from ingest.api import _discard, _scan
+
+    gc.disable()
+    rs = EVENT_ADAPTER.validate_json(head)
+    norm = RunNormalizer(str(events_path), prices, streaming=True)
+    norm.need_start = True
+    norm.run_id = rs.run_id
+    norm._started.append(rs)
+    stats = ReadStats(events_path)
+    stagers: dict = {}
+    try:
+        first_line = _lines_before(events_path, start) + 1
+        cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers,
+                     start=start, end=end, first_line=first_line)
+    except NeedsBufferedPass:
+        _discard(stagers)
+        return HalfResult(fallback=True)
+    if cols is not None and (b := cols.flush()) is not None:
+        stagers["events"].write_batch(b)
+    for name, rows in norm.drain().items():
+        if name in stagers:
+            stagers[name].add(rows)
+    return HalfResult(
+        staged={name: st.close() for name, st in stagers.items()},
+        stats=stats, run_id=norm.run_id, started=len(norm._started) - 1, finished=norm._finished,
+        validated=norm._validated, controls=norm._controls, pending=dict(norm._trials),
+        resolved=norm._resolved, incomplete=norm._incomplete, run_level_other=norm._run_level_other,
+        notes=norm.notes, quarantine=norm.quarantine,
+    )
+
+
+def _unlink_parts(half: HalfResult) -> None:
+    for path, _n in half.staged.values():
+        path.unlink(missing_ok=True)
+
+
+def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], prices):
+    """Ingest one file in two processes; ``None`` when the one-process path must do it."""
+    from ingest.api import _discard, _scan, _Stager, _write, new_batch_id
+
+    size = events_path.stat().st_size
+    with events_path.open("rb") as f:
+        head = f.readline(1 << 20).rstrip(b"\n").rstrip(b"\r")
+    try:
+        rs = EVENT_ADAPTER.validate_json(head)
+    except ValueError:
+        return None
+    if not isinstance(rs, RunStarted) or (mid := split_point(events_path, size)) is None:
+        return None
+    batch_id = new_batch_id()
+    ctx = multiprocessing.get_context("spawn")
+    src = str(events_path)
+    stats = ReadStats(events_path)
+    norm = RunNormalizer(src, prices, streaming=True)
+    stagers: dict[str, _Stager] = {}
+    half: HalfResult | None = None
+    hasher = hashlib.sha256()
+    with ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        future = pool.submit(_second_half, warehouse, events_path, mid, size, head, prices, batch_id)
+        try:
+            try:
+                cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers, end=mid, hasher=hasher)
+            finally:
+                half = future.result()
+            with events_path.open("rb") as f:  # the checksum covers the bytes the child read
+                f.seek(mid)
+                left = size - mid
+                while left > 0 and (chunk := f.read(min(4 * _CHUNK, left))):
+                    hasher.update(chunk)
+                    left -= len(chunk)
+            hs = half.stats
+            if (
+                half.fallback
+                or norm.run_id != rs.run_id
+                or len(norm._started) != 1
+                or half.started
+                or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
+                or not half.resolved.isdisjoint(norm._trials.keys() | norm._resolved)
+                or not norm._resolved.isdisjoint(half.pending.keys())
+            ):
+                _discard(stagers)
+                _unlink_parts(half)
+                return None
+        except BaseException:
+            _discard(stagers)
+            if half is not None:
+                _unlink_parts(half)
+            raise
+    try:
+        # Merge the child's state into the first half's normaliser, then resolve as usual.
+        if half.finished is not None and (norm._finished is None or half.finished.seq > norm._finished.seq):
+            norm._finished = half.finished
+        for case_id, e in half.validated.items():
+            old = norm._validated.get(case_id)
+            if old is None or e.seq > old.seq:
+                norm._validated[case_id] = e
+        norm._controls += half.controls
+        for trial_id, evs in half.pending.items():
+            norm._trials[trial_id].extend(evs)
+        norm._resolved |= half.resolved
+        norm._incomplete += half.incomplete
+        norm._run_level_other += half.run_level_other
+        norm.notes += half.notes
+        norm.quarantine += half.quarantine
+        rows = norm.rows()
+        if cols is not None and (b := cols.flush()) is not None:
+            stagers["events"].write_batch(b)
+        for name in TRIAL_TABLES:
+            if name in stagers:
+                stagers[name].add(rows.pop(name))
+        mine = {name: st.close() for name, st in stagers.items()}
+        staged: dict = {}
+        for name in mine.keys() | half.staged.keys():
+            parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]
+            staged[name] = ([p for p, _n in parts], sum(n for _p, n in parts))
+        hs = half.stats
+        stats.lines += hs.lines
+        stats.accepted += hs.accepted
+        stats.duplicates += hs.duplicates
+        stats.upgraded += hs.upgraded
+        stats.out_of_order += hs.out_of_order
+        stats.torn_bytes = hs.torn_bytes
+        stats.bytes_read = hs.bytes_read
+        stats.quarantine += hs.quarantine
+        stats.size, stats.sha256 = size, hasher.hexdigest()
+        files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
+        return _write(
+            warehouse, norm.run_id, batch_id, "trialhouse", files, rows,
+            stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
+        )
+    finally:
+        _discard(stagers)
+        _unlink_parts(half)
