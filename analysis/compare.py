@@ -290,9 +290,16 @@ def compare_frame(df: pl.DataFrame, baseline: str | None = None,
 
     if df.height == 0:
         raise AnalysisError("no trials to compare; check the filters or the report")
+    import polars as pl
+
     configs = config_table(df).to_dicts()
+    firsts = []
+    if not baseline and "variant_order" in df.columns:
+        keep = [c for c in ("config_id", "variant_order", "run_started_at", "run_id")
+                if c in df.columns]
+        firsts = df.filter(pl.col("variant_order") == 0).select(keep).unique().to_dicts()
     base, cands = _sides(configs, baseline, candidates,
-                         None if baseline else _default_baseline(df.to_dicts(), configs))
+                         None if baseline else _default_baseline(firsts, configs))
     con = duckdb.connect()
     try:
         con.register("cmp_trials", df.select(["config_id", "case_id", "rep", "outcome",
