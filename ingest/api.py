@@ -313,20 +313,24 @@ def _scan(
     cols: EventsColumns | None = None
     add = norm.add
     for block in read_blocks(events_path, stats, **range_kw):
-        gc.collect(0)  # the youngest objects only, once a block (automatic GC is off: _gc_per_block)
         kept = [re for re in block if add(re)]
-        if not kept:
-            continue
-        if cols is None:
-            cols = EventsColumns(norm.run_id, src, batch_id)
-            for name in ("events", *TRIAL_TABLES):
-                if name not in stagers:
-                    stagers[name] = _Stager(warehouse, name, norm.run_id, batch_id)
-        if (b := cols.add_block(kept)) is not None:
-            stagers["events"].write_batch(b)
-        if norm.n_ready >= 1000:
-            for name, rows in norm.drain().items():
-                stagers[name].add(rows)
+        del block
+        if kept:
+            if cols is None:
+                cols = EventsColumns(norm.run_id, src, batch_id)
+                for name in ("events", *TRIAL_TABLES):
+                    if name not in stagers:
+                        stagers[name] = _Stager(warehouse, name, norm.run_id, batch_id)
+            if (b := cols.add_block(kept)) is not None:
+                stagers["events"].write_batch(b)
+                del b
+            if norm.n_ready >= 1000:
+                for name, rows in norm.drain().items():
+                    stagers[name].add(rows)
+        del kept
+        # Automatic GC is off (_gc_per_block): collect the youngest generation once per block,
+        # after the block is dropped, so only objects still alive (trials in flight) are scanned.
+        gc.collect(0)
     return cols
 
 

@@ -314,7 +314,9 @@ def read_blocks(
             stats.accepted += len(out)
             stats.max_seq = last_seq
             if out:
-                yield out
+                hand = [out]
+                del out  # the consumer owns the block: it is freed as soon as the consumer drops it
+                yield hand.pop()
 
 
 def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEvent]:
