@@ -18,8 +18,10 @@ one-process path yields for them too.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+import os
+import pickle
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from ingest.batch import QuarantineRow
 from ingest.normalize import TRIAL_TABLES, NeedsBufferedPass, RunNormalizer
 from ingest.read import _CHUNK, ReadStats
 from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted
+from warehouse import db
 
 
 def split_point(path: Path, size: int) -> int | None:
@@ -98,6 +101,9 @@ def _second_half(
     except NeedsBufferedPass:
         _discard(stagers)
         return HalfResult(fallback=True)
+    except BaseException:
+        _discard(stagers)
+        raise
     if cols is not None and (b := cols.flush()) is not None:
         stagers["events"].write_batch(b)
     for name, rows in norm.drain().items():
@@ -110,6 +116,56 @@ def _second_half(
         resolved=norm._resolved, incomplete=norm._incomplete, run_level_other=norm._run_level_other,
         notes=norm.notes, quarantine=norm.quarantine,
     )
+
+
+class _Child:
+    """The second half in a fresh interpreter (``python -m ingest.parallel IN OUT``).
+
+    A subprocess rather than ``multiprocessing``: spawn would re-import the caller's
+    ``__main__`` (re-running an unguarded script), and fork is unsafe with the thread
+    pools pyarrow and DuckDB may have started. Arguments and result travel as pickles
+    in the warehouse's staging area.
+    """
+
+    def __init__(self, stage: Path, args: tuple) -> None:
+        self.args_path = stage.with_suffix(".args.pkl")
+        self.out_path = stage.with_suffix(".out.pkl")
+        with self.args_path.open("wb") as f:
+            pickle.dump(args, f, protocol=pickle.HIGHEST_PROTOCOL)
+        root = str(Path(__file__).resolve().parents[1])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ingest.parallel", str(self.args_path), str(self.out_path)], env=env,
+        )
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self._cleanup()
+
+    def result(self) -> HalfResult | None:
+        rc = self.proc.wait()
+        try:
+            if rc != 0 or not self.out_path.exists():
+                return None
+            with self.out_path.open("rb") as f:
+                return pickle.load(f)  # noqa: S301  written by our own child just now
+        finally:
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        self.args_path.unlink(missing_ok=True)
+        self.out_path.unlink(missing_ok=True)
+
+
+def _child_main(args_path: str, out_path: str) -> None:
+    with open(args_path, "rb") as f:
+        args = pickle.load(f)  # noqa: S301  written by our own parent
+    result = _second_half(*args)
+    tmp = out_path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, out_path)
 
 
 def _unlink_parts(half: HalfResult) -> None:
@@ -131,44 +187,47 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
     if not isinstance(rs, RunStarted) or (mid := split_point(events_path, size)) is None:
         return None
     batch_id = new_batch_id()
-    ctx = multiprocessing.get_context("spawn")
     src = str(events_path)
     stats = ReadStats(events_path)
     norm = RunNormalizer(src, prices, streaming=True)
     stagers: dict[str, _Stager] = {}
     half: HalfResult | None = None
     hasher = hashlib.sha256()
-    with ProcessPoolExecutor(1, mp_context=ctx) as pool:
-        future = pool.submit(_second_half, warehouse, events_path, mid, size, head, prices, batch_id)
+    child = _Child(db.staging_file(warehouse, "events"), (warehouse, events_path, mid, size, head, prices, batch_id))
+    try:
         try:
-            try:
-                cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers, end=mid, hasher=hasher)
-            finally:
-                half = future.result()
-            with events_path.open("rb") as f:  # the checksum covers the bytes the child read
-                f.seek(mid)
-                left = size - mid
-                while left > 0 and (chunk := f.read(min(4 * _CHUNK, left))):
-                    hasher.update(chunk)
-                    left -= len(chunk)
-            hs = half.stats
-            if (
-                half.fallback
-                or norm.run_id != rs.run_id
-                or len(norm._started) != 1
-                or half.started
-                or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
-                or not half.resolved.isdisjoint(norm._trials.keys() | norm._resolved)
-                or not norm._resolved.isdisjoint(half.pending.keys())
-            ):
-                _discard(stagers)
-                _unlink_parts(half)
-                return None
+            cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers, end=mid, hasher=hasher)
         except BaseException:
-            _discard(stagers)
-            if half is not None:
-                _unlink_parts(half)
+            child.kill()
             raise
+        half = child.result()
+        if half is None:  # the child failed: one process does it all
+            _discard(stagers)
+            return None
+        with events_path.open("rb") as f:  # the checksum covers the bytes the child read
+            f.seek(mid)
+            left = size - mid
+            while left > 0 and (chunk := f.read(min(4 * _CHUNK, left))):
+                hasher.update(chunk)
+                left -= len(chunk)
+        hs = half.stats
+        if (
+            half.fallback
+            or norm.run_id != rs.run_id
+            or len(norm._started) != 1
+            or half.started
+            or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
+            or not half.resolved.isdisjoint(norm._trials.keys() | norm._resolved)
+            or not norm._resolved.isdisjoint(half.pending.keys())
+        ):
+            _discard(stagers)
+            _unlink_parts(half)
+            return None
+    except BaseException:
+        _discard(stagers)
+        if half is not None:
+            _unlink_parts(half)
+        raise
     try:
         # Merge the child's state into the first half's normaliser, then resolve as usual.
         if half.finished is not None and (norm._finished is None or half.finished.seq > norm._finished.seq):
@@ -214,3 +273,9 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
     finally:
         _discard(stagers)
         _unlink_parts(half)
+
+
+if __name__ == "__main__":  # the child: run through the importable module so pickles name it
+    from ingest import parallel
+
+    parallel._child_main(sys.argv[1], sys.argv[2])
