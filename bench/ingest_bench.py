@@ -121,10 +121,12 @@ def bench(n: int, work: Path) -> dict:
         generate(events, n)
         print(f"generated {n:,} events ({events.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - t0:.0f}s")
     size = events.stat().st_size
+    load_before = os.getloadavg()[0]
     iw, icpu, irss = run_ingest(events, work)
     dw, dcpu, drss = run_duckdb(events, work)
     return {
         "events": n, "mb": size / 1e6,
+        "load1_before": load_before, "load1_after": os.getloadavg()[0],
         "ingest_s": iw, "ingest_cpu_s": icpu, "ingest_eps": n / iw, "ingest_mbps": size / 1e6 / iw,
         "ingest_rss_mb": irss / 1e6,
         "duckdb_s": dw, "duckdb_cpu_s": dcpu, "duckdb_eps": n / dw, "duckdb_mbps": size / 1e6 / dw,
