@@ -234,8 +234,12 @@ def pareto_chart(
     Points with unknown or infinite cost cannot be placed and are left out (the
     report lists them).
     """
-    df = _finite(points, x, "rate").with_columns(
-        pl.when(pl.col("on_front"))
+    df = _finite(points, x, "rate")
+    role = pl.col("role") if "role" in df.columns else pl.lit("agent")
+    df = df.with_columns(
+        pl.when(role == "baseline")
+        .then(pl.lit("baseline (not ranked)"))
+        .when(pl.col("on_front"))
         .then(pl.lit("on the front"))
         .otherwise(pl.lit("dominated"))
         .alias("status")
@@ -268,13 +272,17 @@ def pareto_chart(
             color=alt.Color(
                 "status:N",
                 scale=alt.Scale(
-                    domain=["on the front", "dominated"], range=[theme.GOOD, theme.NEUTRAL]
+                    domain=["on the front", "dominated", "baseline (not ranked)"],
+                    range=[theme.GOOD, theme.NEUTRAL, "#8C8C8C"],
                 ),
                 title=None,
             ),
             shape=alt.Shape(
                 "status:N",
-                scale=alt.Scale(domain=["on the front", "dominated"], range=["circle", "cross"]),
+                scale=alt.Scale(
+                    domain=["on the front", "dominated", "baseline (not ranked)"],
+                    range=["circle", "cross", "diamond"],
+                ),
                 title=None,
             ),
             tooltip=[
@@ -293,7 +301,8 @@ def pareto_chart(
             color=alt.Color(
                 "status:N",
                 scale=alt.Scale(
-                    domain=["on the front", "dominated"], range=[theme.GOOD, "#666666"]
+                    domain=["on the front", "dominated", "baseline (not ranked)"],
+                    range=[theme.GOOD, "#666666", "#8C8C8C"],
                 ),
                 legend=None,
             ),

@@ -17,14 +17,42 @@ if TYPE_CHECKING:
 X_CHOICES = ("cost_per_accepted", "cost_per_trial")
 
 
-def front_rows(points: list[dict], convex: bool = False) -> list[dict]:
-    """Mark front membership on rows with ``x``/``rate``/``ci_low``/``ci_high`` (x None = unknown)."""
+BASELINE_KINDS = ("null", "reference")
+"""Agent kinds that are reference points, not contenders: the no-agent baseline costs
+nothing and the oracle applies the known answer, so either would trivially dominate."""
+
+
+def baseline_config_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute(
+        "SELECT DISTINCT config_id FROM configs WHERE agent_kind IN (SELECT unnest(?::VARCHAR[]))",
+        [list(BASELINE_KINDS)],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def front_rows(points: list[dict], convex: bool = False,
+               baselines: set[str] | frozenset[str] = frozenset()) -> list[dict]:
+    """Mark front membership on rows with ``x``/``rate``/``ci_low``/``ci_high`` (x None = unknown).
+
+    Configurations in ``baselines`` get ``role = "baseline"`` and stay out of the
+    dominance computation (unless nothing else is there), so the front ranks agents.
+    """
+    contenders = [p for p in points if p["config_id"] not in baselines]
+    if contenders and len(contenders) < len(points):
+        ranked = front_rows(contenders, convex)
+        by_id = {r["config_id"]: r for r in ranked}
+        return [
+            by_id[p["config_id"]] if p["config_id"] in by_id else
+            dict(p, role="baseline", on_front=None, dominated_by=[], overlap=None, convex=None)
+            for p in points
+        ]
     placed = [i for i, p in enumerate(points) if p["x"] is not None and p["rate"] is not None]
     pts = [(points[i]["x"], points[i]["rate"]) for i in placed]
     dom = stats.pareto_front(pts)
     front = [j for j, d in enumerate(dom) if not d]
     hull = stats.convex_front(pts, front) if convex else set()
-    out = [dict(p, on_front=None, dominated_by=[], overlap=None, convex=None) for p in points]
+    out = [dict(p, role="agent", on_front=None, dominated_by=[], overlap=None, convex=None)
+           for p in points]
     for j, i in enumerate(placed):
         out[i]["on_front"] = not dom[j]
         out[i]["dominated_by"] = [points[placed[k]]["config_id"] for k in dom[j]]
@@ -61,7 +89,8 @@ def pareto_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             {**{k: r[k] for k in CONFIG_KEYS}, **{b: r[b] for b in by_cols}, "x_name": x,
              "x": xv, "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
              "solved": r["solved"], "valid": r["valid"]})
-    rows = [row for points in groups.values() for row in front_rows(points, convex)]
+    baselines = baseline_config_ids(con)
+    rows = [row for points in groups.values() for row in front_rows(points, convex, baselines)]
     if by_cols:  # slices first, each in the summary's configuration order
         rows.sort(key=lambda r: tuple((r[b] is None, r[b] or "") for b in by_cols))
     return rows
@@ -83,7 +112,8 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
               "x_name": pl.String, "x": pl.Float64,
               "rate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
               "solved": pl.Int64, "valid": pl.Int64, "on_front": pl.Boolean,
-              "dominated_by": pl.List(pl.String), "overlap": pl.Boolean, "convex": pl.Boolean}
+              "role": pl.String, "dominated_by": pl.List(pl.String), "overlap": pl.Boolean,
+              "convex": pl.Boolean}
     return pl.DataFrame(rows, schema=schema)
 
 

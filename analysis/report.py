@@ -686,7 +686,9 @@ def _pareto_section(g: dict, simulated: set[str]) -> Section:
                     names[r["config_id"]],
                     usd(r["x"]),
                     pct(r["solved"], r["valid"]),
-                    "not placed (cost unknown)"
+                    "baseline (reference point, not ranked)"
+                    if r.get("role") == "baseline"
+                    else "not placed (cost unknown)"
                     if r["on_front"] is None
                     else ("on the front" if r["on_front"] else "dominated"),
                     ", ".join(names.get(c, c[:12]) for c in (r.get("dominated_by") or [])) or "—",
@@ -697,7 +699,13 @@ def _pareto_section(g: dict, simulated: set[str]) -> Section:
             [False, True, True, False, False, False],
         )
     )
-    unplaced = [names[r["config_id"]] for r in rows if r["on_front"] is None or r["x"] == "inf"]
+    unplaced = [names[r["config_id"]] for r in rows
+                if r.get("role") != "baseline" and (r["on_front"] is None or r["x"] == "inf")]
+    if any(r.get("role") == "baseline" for r in rows):
+        s.paragraphs.append(
+            "The no-agent (null) and oracle (reference) configurations are drawn as reference "
+            "points but not ranked: one spends nothing, the other applies the known answer."
+        )
     if unplaced:
         s.warnings.append("Not drawn (cost unknown or nothing accepted): " + ", ".join(unplaced))
     return s
@@ -1094,7 +1102,8 @@ def _charts(g: dict, simulated: set[str], period: dict | None) -> dict[str, Any]
         ("pareto_trial", "pareto_trial", "cost per trial (USD)"),
     ):
         df = lab(g[key]).with_columns(pl.col("x").cast(pl.Float64, strict=False))
-        if df.filter(pl.col("on_front").is_not_null() & pl.col("x").is_finite()).height:
+        if df.filter(pl.col("x").is_finite() & (pl.col("on_front").is_not_null()
+                                                 | (pl.col("role") == "baseline"))).height:
             out[name] = ch.pareto_chart(df, x_title=title, title="Pareto front: " + title)
     if g["matrix"] is not None:
         grid = pl.DataFrame(g["matrix"].as_dict()["grid"])

@@ -125,3 +125,16 @@ def test_matrix_leaves_model_less_baselines_out_of_the_grid(pipeline: dict[str, 
     assert len(out["grid"]) == 4  # 2 simulated models × 2 simulated harnesses
     notes = " ".join(out["warnings"])
     assert "null" in notes and "reference" in notes
+
+
+def test_pareto_ranks_agents_and_shows_baselines_as_reference_points(pipeline: dict[str, Path]) -> None:
+    run_id = json.loads((pipeline["run"] / "report.json").read_text())["run_id"]
+    out = json.loads(th("pareto", "--warehouse", str(pipeline["wh"]), "--run", run_id,
+                        "--json").stdout)
+    rows = out["rows"] if isinstance(out, dict) else out
+    roles = {r["variant"]: r["role"] for r in rows}
+    assert roles["null"] == roles["reference"] == "baseline"
+    agents = [r for r in rows if r["role"] == "agent"]
+    assert agents and any(r["on_front"] for r in agents)
+    baseline_ids = {r["config_id"] for r in rows if r["role"] == "baseline"}
+    assert all(not baseline_ids & set(r["dominated_by"] or []) for r in agents)

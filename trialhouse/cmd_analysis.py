@@ -284,7 +284,8 @@ def pareto(
     names = {r["config_id"]: _name(r) for r in df}
     rows = []
     for r in df:
-        status = ("unknown cost" if r["on_front"] is None else
+        status = ("baseline (reference point)" if r.get("role") == "baseline" else
+                  "unknown cost" if r["on_front"] is None else
                   "front" if r["on_front"] else "dominated")
         rows.append([_name(r), *[r[b] for b in by or []], _num(r["x"], "{:.4f}"),
                      _pct(r["solved"], r["valid"]),
