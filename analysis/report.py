@@ -80,6 +80,7 @@ def rate(r: Any) -> str:
 def interval(lo: Any, hi: Any, *, percent: bool = True) -> str:
     if lo is None or hi is None:
         return "—"
+    lo, hi = max(float(lo), 0.0), min(float(hi), 1.0)  # a rate lies in [0, 1]
     if percent:
         return f"{100 * float(lo):.1f}–{100 * float(hi):.1f}%"
     return f"{float(lo):.3f}–{float(hi):.3f}"
@@ -599,7 +600,10 @@ def diff_ci(v: Any, lo: Any, hi: Any) -> str:
         return "—"
     if lo is None or hi is None:
         return _signed(v)
-    return f"{_signed(v)} ({100 * float(lo):+.1f} to {100 * float(hi):+.1f})"
+    # A difference of rates lies in [-1, 1]; t intervals can cross that, so the table
+    # shows the possible part (report.json keeps the exact interval).
+    lo, hi = max(float(lo), -1.0), min(float(hi), 1.0)
+    return f"{_signed(v)} ({100 * lo:+.1f} to {100 * hi:+.1f})"
 
 
 def _signed(v: Any, *, unit: str = "", money: bool = False) -> str:

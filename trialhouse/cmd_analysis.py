@@ -58,9 +58,16 @@ def _num(v, fmt: str = "{:.2f}") -> str:
     return fmt.format(v)
 
 
-def _ci(lo, hi, fmt: str = "{:.2f}") -> str:
+def _ci(lo, hi, fmt: str = "{:.2f}", bounds: tuple[float, float] | None = None) -> str:
+    """Format an interval; ``bounds`` truncates it to the possible range for display.
+
+    t intervals on means of proportions can cross [0, 1] (or [-1, 1] for differences);
+    ``--json`` keeps the exact values.
+    """
     if lo is None or hi is None:
         return "—"
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     return f"{fmt.format(lo)}–{fmt.format(hi)}"
 
 
@@ -131,7 +138,7 @@ def summarize(
         rows.append([
             _name(r), *[r[b] for b in s.by], _pct(r["solved"], r["valid"]),
             _ci(r["ci_low"], r["ci_high"]), r["tasks"],
-            f"{_num(r['task_mean'], '{:.3f}')} [{_ci(r['task_ci_low'], r['task_ci_high'])}]",
+            f"{_num(r['task_mean'], '{:.3f}')} [{_ci(r['task_ci_low'], r['task_ci_high'], bounds=(0.0, 1.0))}]",
             r["infra"], r["invalid"], r["incomplete"], _num(r["med_steps"], "{:g}"),
             _num(r["med_tokens"], "{:g}"), _num(r["cost_usd"], "{:.4f}"),
             "—" if not r["solved"] else _num(r["cost_per_solved"], "{:.4f}"),
@@ -203,7 +210,7 @@ def compare(
               f"p < 0.05 unreachable with N = {st['n']} < 6 (p = {st['p']:.4g})")],
             ["task-mean difference [95% t]",
              f"{_num(pdiff['mean_diff'], '{:+.3f}')} "
-             f"[{_ci(pdiff['ci_low'], pdiff['ci_high'], '{:+.3f}')}]"],
+             f"[{_ci(pdiff['ci_low'], pdiff['ci_high'], '{:+.3f}', bounds=(-1.0, 1.0))}]"],
             ["consistent tasks base / cand",
              f"{_pct(d['consistency']['baseline']['consistent'], d['tasks']['common'])} / "
              f"{_pct(d['consistency']['candidate']['consistent'], d['tasks']['common'])}"
@@ -389,7 +396,8 @@ def familiarity(
     by = by or []
     rows = [[_name(r), *[r[b] for b in by], _pct(r["known_solved"], r["known_valid"]),
              _pct(r["unknown_solved"], r["unknown_valid"]), _num(r["gap"], "{:+.3f}"),
-             _ci(r["ci_low"], r["ci_high"], "{:+.3f}"), f"{r['g_known']}+{r['g_unknown']}"]
+             _ci(r["ci_low"], r["ci_high"], "{:+.3f}", bounds=(-1.0, 1.0)),
+             f"{r['g_known']}+{r['g_unknown']}"]
             for r in df.iter_rows(named=True)]
     console = _console()
     console.print(_table("Known vs unknown repositories",
