@@ -20,13 +20,15 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from warehouse.errors import WarehouseError
-from warehouse.schema import TABLES
+from warehouse.schema import DUCKDB_TYPES, TABLES, columns
+
+if TYPE_CHECKING:  # pyarrow is imported where tables are written or read, not to query
+    import pyarrow as pa
 
 
 class WarehouseLocked(WarehouseError):
@@ -88,6 +90,8 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
     A value may also be the path of a Parquet file from ``staging_file`` (moved in place),
     or a list of such paths (each becomes one part file of the partition).
     """
+    import pyarrow.parquet as pq
+
     root = parquet_root(db_path)
     part = f"run_id={_safe_partition(run_id)}"
     for name, table in tables.items():
@@ -124,35 +128,19 @@ def delete_run(db_path: Path, run_id: str) -> None:
 def _view_sql(root: Path, name: str) -> str:
     """A view per table; an empty typed view when the table has no files yet."""
     files = list((root / name).glob("run_id=*/*.parquet"))
-    schema = TABLES[name]
+    cols_spec = columns(name)
     if not files:
         cols = ", ".join(
-            f"CAST(NULL AS {_duck_type(f.type)}) AS {f.name}" for f in schema
+            f"CAST(NULL AS {DUCKDB_TYPES[c.type]}) AS {c.name}" for c in cols_spec
         )
         return f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} WHERE FALSE"
     glob = str(root / name / "run_id=*" / "*.parquet").replace("'", "''")
-    cols = ", ".join(schema.names)
+    cols = ", ".join(c.name for c in cols_spec)
     # DDL takes no parameters; names come from TABLES and the path is quote-escaped.
     return (
         f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM read_parquet('{glob}', "  # noqa: S608
         "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true)"
     )
-
-
-def _duck_type(t: pa.DataType) -> str:
-    if pa.types.is_string(t):
-        return "VARCHAR"
-    if pa.types.is_int32(t):
-        return "INTEGER"
-    if pa.types.is_int64(t):
-        return "BIGINT"
-    if pa.types.is_float64(t):
-        return "DOUBLE"
-    if pa.types.is_boolean(t):
-        return "BOOLEAN"
-    if pa.types.is_timestamp(t):
-        return "TIMESTAMPTZ"
-    raise TypeError(f"no DuckDB type for {t}")
 
 
 def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = False) -> None:
@@ -171,6 +159,9 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
 
 def read_partition(db_path: Path, table: str, run_id: str) -> pa.Table | None:
     """The stored partition of one run (without run_id), or None."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     d = parquet_root(db_path) / table / f"run_id={_safe_partition(run_id)}"
     files = sorted(d.glob("*.parquet")) if d.exists() else []
     return pa.concat_tables([pq.read_table(f) for f in files]) if files else None

@@ -11,208 +11,261 @@ and a test keeps it in sync.
 
 from __future__ import annotations
 
-import pyarrow as pa
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
-# Columns shared by every table (run_id is the hive partition key).
-_BATCH = pa.field("ingest_batch_id", pa.string(), nullable=False)
-_RUN = pa.field("run_id", pa.string(), nullable=False)
-
-_TS = pa.timestamp("us", tz="UTC")
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
-def _schema(doc: str, *fields: pa.Field) -> pa.Schema:
-    return pa.schema([_RUN, *fields, _BATCH], metadata={"doc": doc})
+class Column(NamedTuple):
+    name: str
+    type: str
+    """string | int32 | int64 | float64 | bool | timestamp (UTC, microseconds)."""
+    nullable: bool = True
 
 
-TABLES: dict[str, pa.Schema] = {
-    "runs": _schema(
+_RUN = Column("run_id", "string", False)
+_BATCH = Column("ingest_batch_id", "string", False)
+
+DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT",
+                "float64": "DOUBLE", "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
+
+
+def _spec(doc: str, *columns: Column) -> tuple[str, tuple[Column, ...]]:
+    return doc, (_RUN, *columns, _BATCH)
+
+
+SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
+    "runs": _spec(
         "One row per run (our runner's run, or one foreign source: an Inspect log, a Harbor job, a runs-jsonl file).",
-        pa.field("source_format", pa.string(), False),  # trialhouse | runs-jsonl | inspect | harbor | terminal-bench | swebench
-        pa.field("source_path", pa.string()),
-        pa.field("manifest_id", pa.string()),
-        pa.field("manifest_sha256", pa.string()),
-        pa.field("started_at", _TS),
-        pa.field("finished_at", _TS),
-        pa.field("status", pa.string()),  # completed | interrupted | running | failed_controls | imported
-        pa.field("engine_version", pa.string()),
-        pa.field("os", pa.string()),
-        pa.field("python", pa.string()),
-        pa.field("git_version", pa.string()),
-        pa.field("repository", pa.string()),
-        pa.field("initial_commit", pa.string()),
-        pa.field("initial_tree", pa.string()),
-        pa.field("repetitions", pa.int32()),
-        pa.field("max_attempts", pa.int32()),
-        pa.field("timeout_seconds", pa.float64()),
-        pa.field("max_cost_usd", pa.float64()),
-        pa.field("validation_only", pa.bool_()),
-        pa.field("simulated", pa.bool_()),
-        pa.field("prices_as_of", pa.string()),  # date of the price table used, when any
-        pa.field("run_cost_usd", pa.float64()),  # run-level spend reported by a foreign tool; never spread over trials
-        pa.field("details_json", pa.string()),  # input hashes, variants, anything else as JSON
+        Column("source_format", "string", False),  # trialhouse | runs-jsonl | inspect | harbor | terminal-bench | swebench
+        Column("source_path", "string"),
+        Column("manifest_id", "string"),
+        Column("manifest_sha256", "string"),
+        Column("started_at", "timestamp"),
+        Column("finished_at", "timestamp"),
+        Column("status", "string"),  # completed | interrupted | running | failed_controls | imported
+        Column("engine_version", "string"),
+        Column("os", "string"),
+        Column("python", "string"),
+        Column("git_version", "string"),
+        Column("repository", "string"),
+        Column("initial_commit", "string"),
+        Column("initial_tree", "string"),
+        Column("repetitions", "int32"),
+        Column("max_attempts", "int32"),
+        Column("timeout_seconds", "float64"),
+        Column("max_cost_usd", "float64"),
+        Column("validation_only", "bool"),
+        Column("simulated", "bool"),
+        Column("prices_as_of", "string"),  # date of the price table used, when any
+        Column("run_cost_usd", "float64"),  # run-level spend reported by a foreign tool; never spread over trials
+        Column("details_json", "string"),  # input hashes, variants, anything else as JSON
     ),
-    "configs": _schema(
+    "configs": _spec(
         "One row per configuration seen in a run: the unit of comparison (never the model alone).",
-        pa.field("config_id", pa.string(), False),
-        pa.field("variant", pa.string()),
-        pa.field("model", pa.string()),
-        pa.field("harness", pa.string()),
-        pa.field("harness_version", pa.string()),
-        pa.field("reasoning_effort", pa.string()),
-        pa.field("service_tier", pa.string()),
-        pa.field("settings_json", pa.string()),
-        pa.field("agent_kind", pa.string()),
-        pa.field("simulated", pa.bool_(), False),
-        pa.field("source_format", pa.string(), False),
-        pa.field("variant_order", pa.int32()),  # position among the run's variants (0 = default baseline)
+        Column("config_id", "string", False),
+        Column("variant", "string"),
+        Column("model", "string"),
+        Column("harness", "string"),
+        Column("harness_version", "string"),
+        Column("reasoning_effort", "string"),
+        Column("service_tier", "string"),
+        Column("settings_json", "string"),
+        Column("agent_kind", "string"),
+        Column("simulated", "bool", False),
+        Column("source_format", "string", False),
+        Column("variant_order", "int32"),  # position among the run's variants (0 = default baseline)
     ),
-    "cases": _schema(
+    "cases": _spec(
         "One row per task (case) in a run, with its labels.",
-        pa.field("case_id", pa.string(), False),
-        pa.field("holdout", pa.bool_(), False),
-        pa.field("repository", pa.string()),
-        pa.field("familiarity", pa.string()),  # known | unknown | null
-        pa.field("task_class", pa.string()),
-        pa.field("difficulty", pa.string()),
-        pa.field("language", pa.string()),
-        pa.field("subsystem", pa.string()),
-        pa.field("benchmark", pa.string()),
-        pa.field("initial_commit", pa.string()),
-        pa.field("labels_json", pa.string()),
-        pa.field("validated", pa.bool_()),  # controls passed (null when not validated)
+        Column("case_id", "string", False),
+        Column("holdout", "bool", False),
+        Column("repository", "string"),
+        Column("familiarity", "string"),  # known | unknown | null
+        Column("task_class", "string"),
+        Column("difficulty", "string"),
+        Column("language", "string"),
+        Column("subsystem", "string"),
+        Column("benchmark", "string"),
+        Column("initial_commit", "string"),
+        Column("labels_json", "string"),
+        Column("validated", "bool"),  # controls passed (null when not validated)
     ),
-    "trials": _schema(
+    "trials": _spec(
         "One row per trial: a (case, configuration, repetition) with its outcome, cost, tokens and timing.",
-        pa.field("trial_id", pa.string(), False),
-        pa.field("source_format", pa.string(), False),
-        pa.field("source_key", pa.string()),  # stable id in the source (dedupe key)
-        pa.field("config_id", pa.string(), False),
-        pa.field("variant", pa.string()),
-        pa.field("model", pa.string()),
-        pa.field("harness", pa.string()),
-        pa.field("harness_version", pa.string()),
-        pa.field("case_id", pa.string(), False),
-        pa.field("repetition", pa.int32(), False),
-        pa.field("outcome", pa.string()),  # one of runner.events.OUTCOMES; null = incomplete (no finish event)
-        pa.field("complete", pa.bool_(), False),
-        pa.field("reason", pa.string()),
-        pa.field("attempts", pa.int32()),
-        pa.field("started_at", _TS),
-        pa.field("finished_at", _TS),
-        pa.field("duration_s", pa.float64()),
-        pa.field("setup_s", pa.float64()),
-        pa.field("agent_s", pa.float64()),
-        pa.field("verification_s", pa.float64()),
-        pa.field("time_to_first_edit_s", pa.float64()),
-        pa.field("input_tokens", pa.int64()),
-        pa.field("output_tokens", pa.int64()),
-        pa.field("cache_read_tokens", pa.int64()),
-        pa.field("cache_write_tokens", pa.int64()),
-        pa.field("steps", pa.int64()),
-        pa.field("cost_usd", pa.float64()),
-        pa.field("cost_source", pa.string()),  # reported | priced | null (unknown)
-        pa.field("cost_budget_status", pa.string()),
-        pa.field("flags", pa.int32()),
-        pa.field("simulated", pa.bool_(), False),
-        pa.field("failure_mode", pa.string()),  # source-provided failure label, if any
-        pa.field("labels_json", pa.string()),  # trial-level labels (limit_hit, retries, error message, …)
+        Column("trial_id", "string", False),
+        Column("source_format", "string", False),
+        Column("source_key", "string"),  # stable id in the source (dedupe key)
+        Column("config_id", "string", False),
+        Column("variant", "string"),
+        Column("model", "string"),
+        Column("harness", "string"),
+        Column("harness_version", "string"),
+        Column("case_id", "string", False),
+        Column("repetition", "int32", False),
+        Column("outcome", "string"),  # one of runner.events.OUTCOMES; null = incomplete (no finish event)
+        Column("complete", "bool", False),
+        Column("reason", "string"),
+        Column("attempts", "int32"),
+        Column("started_at", "timestamp"),
+        Column("finished_at", "timestamp"),
+        Column("duration_s", "float64"),
+        Column("setup_s", "float64"),
+        Column("agent_s", "float64"),
+        Column("verification_s", "float64"),
+        Column("time_to_first_edit_s", "float64"),
+        Column("input_tokens", "int64"),
+        Column("output_tokens", "int64"),
+        Column("cache_read_tokens", "int64"),
+        Column("cache_write_tokens", "int64"),
+        Column("steps", "int64"),
+        Column("cost_usd", "float64"),
+        Column("cost_source", "string"),  # reported | priced | null (unknown)
+        Column("cost_budget_status", "string"),
+        Column("flags", "int32"),
+        Column("simulated", "bool", False),
+        Column("failure_mode", "string"),  # source-provided failure label, if any
+        Column("labels_json", "string"),  # trial-level labels (limit_hit, retries, error message, …)
     ),
-    "attempts": _schema(
+    "attempts": _spec(
         "One row per attempt inside a trial (foreign formats: attempt 1 only).",
-        pa.field("trial_id", pa.string(), False),
-        pa.field("attempt", pa.int32(), False),
-        pa.field("outcome", pa.string()),
-        pa.field("findings_json", pa.string()),
-        pa.field("started_at", _TS),
-        pa.field("finished_at", _TS),
+        Column("trial_id", "string", False),
+        Column("attempt", "int32", False),
+        Column("outcome", "string"),
+        Column("findings_json", "string"),
+        Column("started_at", "timestamp"),
+        Column("finished_at", "timestamp"),
     ),
-    "stages": _schema(
+    "stages": _spec(
         "One row per agent stage invocation (build/qa/review) with usage and evidence.",
-        pa.field("trial_id", pa.string(), False),
-        pa.field("attempt", pa.int32(), False),
-        pa.field("stage", pa.string(), False),
-        pa.field("exit_code", pa.int32()),
-        pa.field("signal", pa.int32()),
-        pa.field("timed_out", pa.bool_()),
-        pa.field("could_not_start", pa.bool_()),
-        pa.field("duration_s", pa.float64()),
-        pa.field("input_tokens", pa.int64()),
-        pa.field("output_tokens", pa.int64()),
-        pa.field("cache_read_tokens", pa.int64()),
-        pa.field("cache_write_tokens", pa.int64()),
-        pa.field("cost_usd", pa.float64()),
-        pa.field("cost_source", pa.string()),
-        pa.field("steps", pa.int64()),
-        pa.field("time_to_first_edit_s", pa.float64()),
-        pa.field("usage_source", pa.string()),
-        pa.field("verdict_status", pa.string()),
-        pa.field("checkpoint_sha", pa.string()),
-        pa.field("started_at", _TS),
-        pa.field("finished_at", _TS),
+        Column("trial_id", "string", False),
+        Column("attempt", "int32", False),
+        Column("stage", "string", False),
+        Column("exit_code", "int32"),
+        Column("signal", "int32"),
+        Column("timed_out", "bool"),
+        Column("could_not_start", "bool"),
+        Column("duration_s", "float64"),
+        Column("input_tokens", "int64"),
+        Column("output_tokens", "int64"),
+        Column("cache_read_tokens", "int64"),
+        Column("cache_write_tokens", "int64"),
+        Column("cost_usd", "float64"),
+        Column("cost_source", "string"),
+        Column("steps", "int64"),
+        Column("time_to_first_edit_s", "float64"),
+        Column("usage_source", "string"),
+        Column("verdict_status", "string"),
+        Column("checkpoint_sha", "string"),
+        Column("started_at", "timestamp"),
+        Column("finished_at", "timestamp"),
     ),
-    "gradings": _schema(
+    "gradings": _spec(
         "One row per deterministic criterion evaluation (trials and validation controls).",
-        pa.field("trial_id", pa.string()),  # null for validation controls
-        pa.field("case_id", pa.string()),
-        pa.field("attempt", pa.int32()),
-        pa.field("final", pa.bool_()),
-        pa.field("control", pa.string()),  # negative | positive | null (trial grading)
-        pa.field("criterion_id", pa.string(), False),
-        pa.field("layer", pa.string()),
-        pa.field("exit_code", pa.int32()),
-        pa.field("signal", pa.int32()),
-        pa.field("timed_out", pa.bool_()),
-        pa.field("verdict", pa.string(), False),
-        pa.field("baseline", pa.string()),
-        pa.field("duration_s", pa.float64()),
-        pa.field("ts", _TS),
+        Column("trial_id", "string"),  # null for validation controls
+        Column("case_id", "string"),
+        Column("attempt", "int32"),
+        Column("final", "bool"),
+        Column("control", "string"),  # negative | positive | null (trial grading)
+        Column("criterion_id", "string", False),
+        Column("layer", "string"),
+        Column("exit_code", "int32"),
+        Column("signal", "int32"),
+        Column("timed_out", "bool"),
+        Column("verdict", "string", False),
+        Column("baseline", "string"),
+        Column("duration_s", "float64"),
+        Column("ts", "timestamp"),
     ),
-    "judgments": _schema(
+    "judgments": _spec(
         "Supplementary model judgments and human/judge annotations (who said it is kept).",
-        pa.field("trial_id", pa.string(), False),
-        pa.field("criterion_id", pa.string()),
-        pa.field("kind", pa.string(), False),  # judge | failure_category | review_decision
-        pa.field("verdict", pa.string()),  # passed/failed/inconclusive, accept/reject, or a category
-        pa.field("category", pa.string()),
-        pa.field("note", pa.string()),
-        pa.field("annotator", pa.string()),
-        pa.field("ts", _TS),
+        Column("trial_id", "string", False),
+        Column("criterion_id", "string"),
+        Column("kind", "string", False),  # judge | failure_category | review_decision
+        Column("verdict", "string"),  # passed/failed/inconclusive, accept/reject, or a category
+        Column("category", "string"),
+        Column("note", "string"),
+        Column("annotator", "string"),
+        Column("ts", "timestamp"),
     ),
-    "flags": _schema(
+    "flags": _spec(
         "Patch inspection flags (for review, not failure).",
-        pa.field("trial_id", pa.string(), False),
-        pa.field("kind", pa.string(), False),
-        pa.field("path", pa.string()),
-        pa.field("detail", pa.string()),
+        Column("trial_id", "string", False),
+        Column("kind", "string", False),
+        Column("path", "string"),
+        Column("detail", "string"),
     ),
-    "events": _schema(
+    "events": _spec(
         "Every raw event line, typed envelope plus the full JSON payload.",
-        pa.field("seq", pa.int64(), False),
-        pa.field("event", pa.string(), False),
-        pa.field("schema_version", pa.int32(), False),
-        pa.field("trial_id", pa.string()),
-        pa.field("ts", _TS),
-        pa.field("source_file", pa.string()),
-        pa.field("line", pa.int64()),
-        pa.field("payload_json", pa.string(), False),
+        Column("seq", "int64", False),
+        Column("event", "string", False),
+        Column("schema_version", "int32", False),
+        Column("trial_id", "string"),
+        Column("ts", "timestamp"),
+        Column("source_file", "string"),
+        Column("line", "int64"),
+        Column("payload_json", "string", False),
     ),
-    "quarantine": _schema(
+    "quarantine": _spec(
         "Lines or records that could not be ingested, with the reason. Nothing is dropped silently.",
-        pa.field("source_file", pa.string(), False),
-        pa.field("line", pa.int64()),
-        pa.field("reason", pa.string(), False),
-        pa.field("raw_text", pa.string()),
+        Column("source_file", "string", False),
+        Column("line", "int64"),
+        Column("reason", "string", False),
+        Column("raw_text", "string"),
     ),
-    "ingest_batches": _schema(
+    "ingest_batches": _spec(
         "One row per ingest of one source: files with their sha256, rows per table, schema version.",
-        pa.field("source_format", pa.string(), False),
-        pa.field("source_files_json", pa.string(), False),  # [{path, sha256, bytes}]
-        pa.field("rows_json", pa.string(), False),  # {table: rows}
-        pa.field("schema_version", pa.int32()),
-        pa.field("ingested_at", _TS, False),
-        pa.field("trialhouse_version", pa.string()),
+        Column("source_format", "string", False),
+        Column("source_files_json", "string", False),  # [{path, sha256, bytes}]
+        Column("rows_json", "string", False),  # {table: rows}
+        Column("schema_version", "int32"),
+        Column("ingested_at", "timestamp", False),
+        Column("trialhouse_version", "string"),
     ),
 }
+
+
+def columns(name: str) -> tuple[Column, ...]:
+    """The columns of a table, without importing pyarrow (views, docs, SQL)."""
+    return SPEC[name][1]
+
+
+def _arrow_type(kind: str) -> pa.DataType:
+    import pyarrow as pa
+
+    return {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(),
+            "float64": pa.float64(), "bool": pa.bool_(),
+            "timestamp": pa.timestamp("us", tz="UTC")}[kind]
+
+
+class _ArrowSchemas(Mapping[str, "pa.Schema"]):
+    """Table name → ``pa.Schema``, built on first use so readers don't import pyarrow."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, pa.Schema] = {}
+
+    def __getitem__(self, name: str) -> pa.Schema:
+        if name not in self._built:
+            import pyarrow as pa
+
+            doc, cols = SPEC[name]
+            self._built[name] = pa.schema(
+                [pa.field(c.name, _arrow_type(c.type), c.nullable) for c in cols],
+                metadata={"doc": doc},
+            )
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SPEC)
+
+    def __len__(self) -> int:
+        return len(SPEC)
+
+
+TABLES: Mapping[str, pa.Schema] = _ArrowSchemas()
+"""Table name → Arrow schema (the contract between ingest and analysis)."""
 
 
 def empty_table(name: str) -> pa.Table:
@@ -221,6 +274,8 @@ def empty_table(name: str) -> pa.Table:
 
 def table_from_rows(name: str, rows: list[dict]) -> pa.Table:
     """Build a typed Arrow table; missing keys become null, unknown keys are an error."""
+    import pyarrow as pa
+
     schema = TABLES[name]
     names = set(schema.names)
     for i, row in enumerate(rows):

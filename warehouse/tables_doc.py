@@ -15,10 +15,10 @@ import pyarrow as pa
 
 from warehouse.schema import TABLES
 
-_FIELD = re.compile(r'pa\.field\("(?P<name>\w+)".*?#\s*(?P<note>.+)$')
+_FIELD = re.compile(r'Column\("(?P<name>\w+)".*?#\s*(?P<note>.+)$')
 
 
-_TABLE = re.compile(r'^\s+"(\w+)": _schema\(')
+_TABLE = re.compile(r'^\s+"(\w+)": _spec\(')
 _COMMON = {
     "run_id": "partition key: our run id, or one foreign source",
     "ingest_batch_id": "the ingest batch that wrote this row (see `ingest_batches`)",
@@ -26,7 +26,7 @@ _COMMON = {
 
 
 def _notes() -> dict[tuple[str, str], str]:
-    """(table, column) → the trailing comment on its ``pa.field`` line in schema.py."""
+    """(table, column) → the trailing comment on its ``Column`` line in schema.py."""
     src = resources.files("warehouse").joinpath("schema.py").read_text(encoding="utf-8")
     notes: dict[tuple[str, str], str] = {}
     table = None
