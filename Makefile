@@ -40,7 +40,8 @@ demo: $(STAMP) ## run the main job: example corpus → validate → controls →
 	@echo "report:     $(DEMO)/reports/latest/report.html"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium ## install everything and run the whole test suite
+test: $(STAMP) chromium ## install everything, lint, and run the whole test suite
+	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP) ## ruff
