@@ -149,7 +149,7 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
 
     sl, sl_params = _slice_pred(slice_)
     params = [cand, base, cand, holdout, *sl_params]
-    pr = con.execute(_PAIRS_SQL.format(rel=rel, sl=sl), params).fetchone()
+    pr = con.execute(_PAIRS_SQL.format(rel=rel, sl=sl), params).fetchall()[0]
     (n_pairs, cand_only, base_only, both, neither, excluded, incomplete, acc_pairs,
      dur, cost_d) = pr
     pair_block = {"pairs": n_pairs, "candidate_only": cand_only, "baseline_only": base_only,
@@ -234,7 +234,7 @@ def _compare_rel(con: duckdb.DuckDBPyConnection, rel: str, base: dict, cands: li
             main = _block(con, rel, *ids, [False], slice_)
             n_hold = con.execute(
                 f"SELECT count(*) FROM {rel} WHERE config_id IN (?, ?) "  # noqa: S608
-                f"AND coalesce(holdout, FALSE){sl}", [*ids, *sl_params]).fetchone()[0]
+                f"AND coalesce(holdout, FALSE){sl}", [*ids, *sl_params]).fetchall()[0][0]
             if n_hold:
                 h = _block(con, rel, *ids, [True], slice_)
                 hold = {"tasks": h["tasks"], "pairs": h["pairs"], "sign_test": h["sign_test"],
@@ -374,10 +374,16 @@ def compare_report(report_json_path: str | Path, baseline: str | None = None,
     import polars as pl
 
     path = Path(report_json_path)
+    if path.is_dir() and (path / "report.json").is_file():
+        path = path / "report.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise AnalysisError(f"{path}: no such report; give RUN_DIR/report.json") from None
+    except IsADirectoryError:
+        raise AnalysisError(f"{path}: is a directory without report.json; give RUN_DIR/report.json") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AnalysisError(f"{path}: cannot read report ({exc})") from None
     except json.JSONDecodeError as exc:
         raise AnalysisError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from None
     trials = data.get("trials") if isinstance(data, dict) else None

@@ -100,7 +100,7 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
         count_sql = ("SELECT count(*) FROM trials t LEFT JOIN cases c ON c.run_id = t.run_id "  # noqa: S608
                      "AND c.case_id = t.case_id LEFT JOIN runs r ON r.run_id = t.run_id "
                      "WHERE " + where)
-        n_sel = con.execute(count_sql, params).fetchone()[0]
+        n_sel = con.execute(count_sql, params).fetchall()[0][0]
         if not n_sel:
             raise AnalysisError(
                 f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "

@@ -69,7 +69,7 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         count_sql = ("SELECT count(*) FROM trials t LEFT JOIN cases c ON c.run_id = t.run_id "  # noqa: S608
                      "AND c.case_id = t.case_id LEFT JOIN runs r ON r.run_id = t.run_id "
                      "WHERE " + where)
-        if not con.execute(count_sql, params).fetchone()[0]:
+        if not con.execute(count_sql, params).fetchall()[0][0]:
             raise AnalysisError(
                 f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
                 "or ingest a run first")

@@ -293,7 +293,13 @@ def _gather(con: Any, filters: Any, baseline: str | None, previous: Any | None) 
     except AnalysisError as exc:
         out["matrix"], out["matrix_error"] = None, str(exc)
     out["failures"] = failures.failures(con, filters)
-    out["familiarity"] = familiarity.familiarity(con, filters)
+    try:
+        out["familiarity"] = familiarity.familiarity(con, filters)
+    except AnalysisError:
+        # Foreign runs rarely label repositories known/unknown: the section says so.
+        import polars as pl
+
+        out["familiarity"] = pl.DataFrame()
     out["latency"] = latency.latency(con, filters)
     return out
 
