@@ -64,8 +64,16 @@ def import_annotations(
     csv_path, warehouse = Path(csv_path), Path(warehouse)
     if kind not in KINDS:
         raise IngestInputError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if csv_path.is_dir():
+        raise IngestInputError(f"{csv_path}: is a directory; give the annotations CSV file")
     if not csv_path.is_file():
         raise IngestInputError(f"{csv_path}: no such file")
+    if not warehouse.is_file():
+        # A mistyped --warehouse would otherwise create a new warehouse holding only quarantine.
+        raise IngestInputError(
+            f"{warehouse}: no warehouse here; ingest the runs first "
+            f"('trialhouse ingest RUN_DIR --warehouse {warehouse}')"
+        )
     column, allowed = KINDS[kind]
     data = csv_path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()

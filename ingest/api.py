@@ -412,6 +412,7 @@ def ingest_paths(
 ) -> IngestResult:
     """Ingest every path into ``warehouse``; see the module docstring for the guarantees."""
     warehouse = Path(warehouse)
+    db.check_warehouse_path(warehouse)  # before any Parquet is written beside it
     price_table = None
     if prices is not None:
         from ingest.prices import PriceTable

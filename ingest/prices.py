@@ -60,6 +60,8 @@ class PriceTable:
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise IngestError(f"{path}: cannot read prices file ({e.strerror})") from e
+        except UnicodeDecodeError:
+            raise IngestError(f"{path}: prices file is not UTF-8 text; give a JSON or YAML file") from None
         try:
             if path.suffix.lower() in {".yaml", ".yml"}:
                 import yaml
@@ -69,6 +71,12 @@ class PriceTable:
                 raw = json.loads(text)
         except (ValueError, ImportError) as e:
             raise IngestError(f"{path}: prices file is not valid JSON/YAML: {e}") from e
+        except Exception as e:  # yaml.YAMLError; yaml is imported lazily
+            if type(e).__module__.split(".")[0] != "yaml":
+                raise
+            where = getattr(e, "problem_mark", None)
+            line = f" (line {where.line + 1})" if where is not None else ""
+            raise IngestError(f"{path}: prices file is not valid YAML{line}; fix the file") from None
         return cls.from_dict(raw, source=str(path))
 
     @classmethod

@@ -85,9 +85,14 @@ def sql(
 
     if json and csv:
         raise CommandError("choose one of --json and --csv")
+    if not query.strip():
+        raise CommandError('empty SQL query; give one, e.g. "SELECT * FROM trials LIMIT 5"')
     con = wh.open(warehouse, read_only=True)
     try:
-        df = con.sql(query).pl()
+        rel = con.sql(query)
+        if rel is None:  # e.g. only a comment
+            raise CommandError("the statement returned no rows to show; give a SELECT query")
+        df = rel.pl()
     except duckdb.Error as exc:
         raise CommandError(f"SQL error: {str(exc).splitlines()[0]}") from None
     finally:

@@ -172,6 +172,26 @@ def run_ids(db_path: Path, table: str = "runs") -> list[str]:
     return sorted(p.name.split("=", 1)[1] for p in d.glob("run_id=*")) if d.exists() else []
 
 
+def check_warehouse_path(db_path: Path) -> None:
+    """Refuse a directory or a non-DuckDB file before DuckDB guesses what it is.
+
+    DuckDB opens e.g. ``x.json`` as an in-memory database, so an ingest would
+    seem to succeed and keep nothing; DuckDB files carry ``DUCK`` at byte 8.
+    """
+    if db_path.is_dir():
+        raise WarehouseError(
+            f"{db_path}: is a directory; give the warehouse file, e.g. {db_path / 'trialhouse.duckdb'}"
+        )
+    if db_path.is_file() and db_path.stat().st_size > 0:
+        with db_path.open("rb") as fh:
+            head = fh.read(12)
+        if head[8:12] != b"DUCK":
+            raise WarehouseError(
+                f"{db_path}: not a DuckDB warehouse file; point --warehouse at a .duckdb file "
+                "made by 'trialhouse ingest'"
+            )
+
+
 def open(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDBPyConnection:  # noqa: A001
     """Open the warehouse as a DuckDB connection with one view per table.
 
@@ -182,10 +202,11 @@ def open(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDB
         raise WarehouseError(
             f"{db_path}: no warehouse here; create one with 'trialhouse ingest RUN_DIR --warehouse {db_path}'"
         )
+    check_warehouse_path(db_path)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     try:
         con = duckdb.connect(str(db_path), read_only=read_only)
-    except duckdb.IOException as exc:
+    except duckdb.Error as exc:
         raise WarehouseError(f"{db_path}: cannot open warehouse ({exc})") from None
     if read_only:
         refresh_views(con, db_path, temp=True)
