@@ -1,0 +1,177 @@
+"""Acceptance: every command given the bad input a demanding user would type.
+
+Each case runs the real CLI in a subprocess and asserts a non-zero exit, one
+``trialhouse:`` line on stderr naming the file/field and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "examples" / "foreign" / "runs.jsonl"
+PRICES = REPO / "examples" / "foreign" / "prices.json"
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: int = 180) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRIALHOUSE_")}
+    env["NO_COLOR"] = "1"
+    env["COLUMNS"] = "200"
+    return subprocess.run(
+        [sys.executable, "-m", "trialhouse", *map(str, args)],
+        capture_output=True, text=True, cwd=cwd or REPO, env=env, timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def qa(tmp_path_factory) -> Path:
+    """A scratch directory with a real ingested warehouse and a set of bad inputs."""
+    d = tmp_path_factory.mktemp("qa")
+    res = cli("ingest", RUNS, "--prices", PRICES, "-w", d / "wh.duckdb")
+    assert res.returncode == 0, res.stderr
+    (d / "a_dir").mkdir()
+    (d / "bad.json").write_text("{bad json\n")
+    (d / "bad.yaml").write_text("a: : b: [\n")
+    (d / "binary.bin").write_bytes(b"\xff\xfe\x00binary")
+    (d / "not_report.json").write_text('{"x": 1}\n')
+    (d / "garbage.duckdb").write_text("garbage\n")
+    (d / "existing.txt").write_text("keep me\n")
+    (d / "list.yaml").write_text("[1, 2]\n")
+    (d / "empty.csv").write_text("")
+    # an empty warehouse: created by ingest machinery, nothing in it
+    subprocess.run([sys.executable, "-c", "import sys, warehouse.db as d; d.open(sys.argv[1]).close()",
+                    str(d / "empty.duckdb")], check=True, cwd=REPO)
+    return d
+
+
+W = "{d}/wh.duckdb"
+# (id, argv template, expected exit code, words that must be in the one stderr line)
+CASES = [
+    # warehouse paths
+    ("sql-missing-wh", ["sql", "select 1", "-w", "{d}/nope.duckdb"], 2, ["nope.duckdb", "no warehouse here", "ingest"]),
+    ("sql-dir-wh", ["sql", "select 1", "-w", "{d}/a_dir"], 2, ["a_dir", "is a directory"]),
+    ("tables-json-as-wh", ["tables", "-w", "{d}/bad.json"], 2, ["bad.json", "not a DuckDB warehouse"]),
+    ("tables-garbage-wh", ["tables", "-w", "{d}/garbage.duckdb"], 2, ["garbage.duckdb", "not a DuckDB warehouse"]),
+    ("ingest-json-as-wh", ["ingest", str(RUNS), "-w", "{d}/bad.json"], 2, ["bad.json", "not a DuckDB warehouse"]),
+    ("ingest-dir-as-wh", ["ingest", str(RUNS), "-w", "{d}/a_dir"], 2, ["a_dir", "is a directory"]),
+    ("summarize-missing-wh", ["summarize", "-w", "{d}/nope.duckdb"], 2, ["no warehouse here"]),
+    ("summarize-empty-wh", ["summarize", "-w", "{d}/empty.duckdb"], 2, ["no complete trials", "ingest a run"]),
+    ("report-empty-wh", ["report", "-w", "{d}/empty.duckdb", "-o", "{d}/r_empty"], 2, ["no trials match", "ingest"]),
+    # SQL
+    ("sql-syntax", ["sql", "selec 1", "-w", W], 2, ["SQL error", "syntax error"]),
+    ("sql-empty", ["sql", "  ", "-w", W], 2, ["empty SQL query", "SELECT"]),
+    ("sql-no-result", ["sql", "/* only a comment */", "-w", W], 2, ["no rows", "SELECT"]),
+    ("sql-missing-table", ["sql", "select * from nope", "-w", W], 2, ["SQL error", "nope", "does not exist"]),
+    # ingest inputs
+    ("ingest-missing-path", ["ingest", "{d}/nope", "-w", "{d}/w1.duckdb"], 2, ["nope", "no such file"]),
+    ("ingest-unknown-format", ["ingest", "{d}/a_dir", "-w", "{d}/w1.duckdb"], 2, ["a_dir", "cannot tell its format", "--format"]),
+    ("ingest-bad-format-flag", ["ingest", str(RUNS), "--format", "bogus", "-w", "{d}/w1.duckdb"], 2, ["--format", "bogus"]),
+    ("ingest-prices-missing", ["ingest", str(RUNS), "--prices", "{d}/nope.json", "-w", "{d}/w1.duckdb"], 2, ["nope.json", "prices"]),
+    ("ingest-prices-bad-json", ["ingest", str(RUNS), "--prices", "{d}/bad.json", "-w", "{d}/w1.duckdb"], 2, ["bad.json", "not valid JSON"]),
+    ("ingest-prices-bad-yaml", ["ingest", str(RUNS), "--prices", "{d}/bad.yaml", "-w", "{d}/w1.duckdb"], 2, ["bad.yaml", "not valid YAML", "line 1"]),
+    ("ingest-prices-binary", ["ingest", str(RUNS), "--prices", "{d}/binary.bin", "-w", "{d}/w1.duckdb"], 2, ["binary.bin", "not UTF-8"]),
+    ("ingest-prices-list", ["ingest", str(RUNS), "--prices", "{d}/list.yaml", "-w", "{d}/w1.duckdb"], 2, ["list.yaml", "object"]),
+    ("ingest-prices-dir", ["ingest", str(RUNS), "--prices", "{d}/a_dir", "-w", "{d}/w1.duckdb"], 2, ["a_dir", "prices"]),
+    # annotate
+    ("annotate-missing-csv", ["annotate", "--csv", "{d}/nope.csv", "-w", W], 2, ["nope.csv", "no such file"]),
+    ("annotate-dir-csv", ["annotate", "--csv", "{d}/a_dir", "-w", W], 2, ["a_dir", "is a directory"]),
+    ("annotate-binary-csv", ["annotate", "--csv", "{d}/binary.bin", "-w", W], 2, ["binary.bin", "UTF-8"]),
+    ("annotate-empty-csv", ["annotate", "--csv", "{d}/empty.csv", "-w", W], 2, ["empty.csv", "header", "trial_id"]),
+    ("annotate-bad-kind", ["annotate", "--csv", "{d}/empty.csv", "--kind", "bogus", "-w", W], 2, ["--kind", "bogus"]),
+    ("annotate-missing-wh", ["annotate", "--csv", "{d}/empty.csv", "-w", "{d}/typo.duckdb"], 2, ["typo.duckdb", "no warehouse here"]),
+    # filters
+    ("label-syntax", ["summarize", "-w", W, "--label", "bad"], 2, ["--label", "key=value"]),
+    ("since-bad", ["summarize", "-w", W, "--since", "notadate"], 2, ["--since", "ISO date"]),
+    ("until-bad", ["latency", "-w", W, "--until", "2026-13-45"], 2, ["--until", "ISO date"]),
+    ("holdout-bad", ["familiarity", "-w", W, "--holdout", "maybe"], 2, ["--holdout", "include, exclude or only"]),
+    ("by-unknown", ["summarize", "-w", W, "--by", "nocolumn"], 2, ["--by", "nocolumn"]),
+    ("run-unknown", ["consistency", "-w", W, "--run", "nope"], 2, ["'nope'", "--run"]),
+    # configuration names
+    ("baseline-unknown", ["compare", "-w", W, "--baseline", "nope"], 2, ["'nope'", "not found", "known:"]),
+    ("candidate-unknown", ["compare", "-w", W, "--baseline", "minimal-shell@1.2.0 / model-a", "--candidate", "zzz"], 2, ["'zzz'", "not found"]),
+    ("baseline-ambiguous", ["compare", "-w", W, "--baseline", "f"], 2, ["'f'", "ambiguous", "longer"]),
+    ("report-baseline-unknown", ["report", "-w", W, "-o", "{d}/r_base", "--baseline", "nope"], 2, ["'nope'", "not found"]),
+    # compare --report
+    ("compare-report-missing", ["compare", "--report", "{d}/nope.json"], 2, ["nope.json", "report.json"]),
+    ("compare-report-not-report", ["compare", "--report", "{d}/not_report.json"], 2, ["not_report.json", "trials"]),
+    ("compare-report-bad-json", ["compare", "--report", "{d}/bad.json"], 2, ["bad.json", "not valid JSON", "line 1"]),
+    ("compare-report-dir", ["compare", "--report", "{d}/a_dir"], 2, ["a_dir", "is a directory", "report.json"]),
+    ("compare-report-binary", ["compare", "--report", "{d}/binary.bin"], 2, ["binary.bin", "cannot read"]),
+    # outputs
+    ("report-output-is-file", ["report", "-w", W, "-o", "{d}/existing.txt"], 2, ["existing.txt", "not a directory"]),
+    ("example-into-file", ["example", "{d}/existing.txt"], 2, ["existing.txt", "not empty"]),
+    # runner inputs
+    ("run-missing-manifest", ["run", "-m", "{d}/nope.json", "-o", "{d}/run1"], 2, ["nope.json", "not found"]),
+    ("run-bad-manifest", ["run", "-m", "{d}/bad.json", "-o", "{d}/run1"], 2, ["bad.json", "line 1", "JSON"]),
+    ("schema-unknown", ["schema", "bogus"], 2, ["bogus", "events or manifest"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "words"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_one_clear_line(qa: Path, argv: list[str], code: int, words: list[str]) -> None:
+    res = cli(*[a.format(d=qa) for a in argv])
+    assert "Traceback" not in res.stderr, res.stderr
+    assert res.returncode == code, (res.returncode, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("trialhouse: "), lines[0]
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def test_validate_names_each_problem(qa: Path) -> None:
+    """validate lists problems on stdout and a one-line count naming the file on stderr."""
+    for bad, words in [("nope.json", ["not found"]), ("a_dir", ["Is a directory"]),
+                       ("bad.json", ["line 1", "malformed JSON"])]:
+        res = cli("validate", "-m", qa / bad)
+        assert res.returncode == 2 and "Traceback" not in res.stderr + res.stdout
+        assert f"{bad}: 1 problem(s)" in res.stderr
+        for w in words:
+            assert w in res.stdout, (w, res.stdout)
+
+
+def test_non_duckdb_warehouse_is_left_untouched(qa: Path, tmp_path: Path) -> None:
+    """DuckDB would open x.json as an in-memory database; ingest must refuse before writing."""
+    target = tmp_path / "results.json"
+    target.write_text('{"keep": true}\n')
+    res = cli("ingest", RUNS, "-w", target)
+    assert res.returncode == 2 and "not a DuckDB warehouse" in res.stderr
+    assert target.read_text() == '{"keep": true}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+def test_locked_warehouse_exits_3(qa: Path) -> None:
+    from warehouse.db import write_lock
+
+    wh = qa / "locked.duckdb"
+    shutil.copy(qa / "wh.duckdb", wh)
+    with write_lock(wh):
+        res = cli("ingest", RUNS, "-w", wh)
+    assert res.returncode == 3, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "locked" in res.stderr and "locked.duckdb" in res.stderr
+
+
+def test_report_without_familiarity_labels_still_writes(qa: Path) -> None:
+    """Foreign runs carry no known/unknown labels: the report says so instead of failing."""
+    out = qa / "r_foreign"
+    res = cli("report", "-w", qa / "wh.duckdb", "-o", out)
+    assert res.returncode == 0, res.stderr
+    html = (out / "report.html").read_text()
+    assert "No task carries a known/unknown repository label" in html
+    assert (out / "report.json").is_file()
+
+
+def test_compare_report_accepts_run_directory(qa: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "report.json").write_text('{"x": 1}')
+    res = cli("compare", "--report", run_dir)
+    # the directory is resolved to its report.json, whose content is then judged
+    assert res.returncode == 2 and "report.json: no 'trials' list" in res.stderr
