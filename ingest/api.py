@@ -303,6 +303,16 @@ def _gc_per_block() -> Iterator[None]:
             gc.enable()
 
 
+def _close_stagers(stagers: dict[str, _Stager], rows: dict, cols) -> dict:
+    """Flush the buffered events, stage the per-trial rows, close every stager."""
+    if cols is not None and (b := cols.flush()) is not None:
+        stagers["events"].write_batch(b)
+    for name in TRIAL_TABLES:
+        if name in stagers:
+            stagers[name].add(rows.pop(name))
+    return {name: st.close() for name, st in stagers.items()}
+
+
 def _scan(
     warehouse: Path, events_path: Path, stats: ReadStats, norm: RunNormalizer, batch_id: str,
     stagers: dict[str, _Stager], **range_kw,
@@ -353,12 +363,7 @@ def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices, *
         cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers)
         run_id = norm.run_id or events_path.resolve().parent.name
         rows = norm.rows()
-        if cols is not None and (b := cols.flush()) is not None:
-            stagers["events"].write_batch(b)
-        for name in TRIAL_TABLES:
-            if name in stagers:
-                stagers[name].add(rows.pop(name))
-        staged = {name: st.close() for name, st in stagers.items()}
+        staged = _close_stagers(stagers, rows, cols)
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return _write(
             warehouse, run_id, batch_id, "trialhouse", files, rows,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.batch import QuarantineRow
-from ingest.normalize import TRIAL_TABLES, NeedsBufferedPass, RunNormalizer
+from ingest.normalize import NeedsBufferedPass, RunNormalizer
 from ingest.read import _CHUNK, ReadStats
 from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted
 from warehouse import db
@@ -175,7 +175,7 @@ def _unlink_parts(half: HalfResult) -> None:
 
 def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], prices):
     """Ingest one file in two processes; ``None`` when the one-process path must do it."""
-    from ingest.api import _discard, _scan, _Stager, _write, new_batch_id
+    from ingest.api import _close_stagers, _discard, _scan, _Stager, _write, new_batch_id
 
     size = events_path.stat().st_size
     with events_path.open("rb") as f:
@@ -245,12 +245,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
         norm.notes += half.notes
         norm.quarantine += half.quarantine
         rows = norm.rows()
-        if cols is not None and (b := cols.flush()) is not None:
-            stagers["events"].write_batch(b)
-        for name in TRIAL_TABLES:
-            if name in stagers:
-                stagers[name].add(rows.pop(name))
-        mine = {name: st.close() for name, st in stagers.items()}
+        mine = _close_stagers(stagers, rows, cols)
         staged: dict = {}
         for name in mine.keys() | half.staged.keys():
             parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]
