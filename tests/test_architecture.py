@@ -74,9 +74,9 @@ def test_packages_are_listed_in_pyproject() -> None:
 
 
 def test_cli_modules_import_library_code_lazily() -> None:
-    """Command modules import only typer/rich/stdlib at module level, so start-up stays fast."""
+    """Command modules import only click and the stdlib at module level, so start-up stays fast."""
     heavy = {"polars", "duckdb", "pyarrow", "statsmodels", "scipy", "altair", "pydantic",
-             "runner", "ingest", "warehouse", "analysis"}
+             "rich", "typer", "runner", "ingest", "warehouse", "analysis"}
     offenders = []
     for path in (ROOT / "trialhouse").glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -88,3 +88,28 @@ def test_cli_modules_import_library_code_lazily() -> None:
                 names = [node.module]
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in heavy]
     assert not offenders, "\n".join(offenders)
+
+
+def test_cli_start_up_imports_only_click() -> None:
+    """Loading every command and parsing a command line (not running it) imports no rich,
+    pydantic or data library: rich is imported by the functions that print tables, library
+    code by the command body."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from trialhouse.cli import app\n"
+        "root = app.make_context('trialhouse', ['summarize'])\n"
+        "ctx = app.commands['summarize'].make_context(\n"
+        "    'summarize', ['--json', '--holdout', 'only', '--run', 'r1'], parent=root)\n"
+        "assert ctx.params['holdout'] == 'only' and ctx.params['run'] == ('r1',)\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, check=True)
+    loaded = set(proc.stdout.split())
+    assert "click" in loaded
+    heavy = {"rich", "typer", "pydantic", "polars", "pyarrow", "duckdb", "numpy",
+             "runner", "ingest", "warehouse", "analysis"}
+    assert not loaded & heavy, sorted(loaded & heavy)

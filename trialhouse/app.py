@@ -1,47 +1,107 @@
-"""The root Typer app and the conventions every command module follows.
+"""The root click group and the conventions every command module follows.
 
-Command modules (``trialhouse/cmd_*.py``) import only typer/rich at module level and
-import library code inside the command body, so ``trialhouse --help`` stays fast.
+Command modules (``trialhouse/cmd_*.py``) import only click and the standard library at
+module level (rich only inside the functions that print tables) and import library code
+inside the command body, so start-up stays fast: ``trialhouse summarize --json`` pays
+for click, not for rich, pydantic or polars.
 
 Expected errors: any exception whose class sets ``user_error = True`` (each package's
 ``errors.py``) is printed as one line, ``trialhouse: <message>``, and exits with its
-``exit_code`` (default 2), never with a traceback.
+``exit_code`` (default 2), never with a traceback. Usage problems found in the CLI layer
+raise ``click.UsageError`` / ``click.BadParameter`` (exit 2, also one line; see
+``trialhouse.cli.main``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-app = typer.Typer(
+CONTEXT_SETTINGS = {
+    "help_option_names": ["-h", "--help"],
+    # TRIALHOUSE_<COMMAND>_<PARAM> sets any option, e.g. TRIALHOUSE_SUMMARIZE_HOLDOUT=exclude.
+    "auto_envvar_prefix": "TRIALHOUSE",
+    "show_default": True,
+    "max_content_width": 120,
+}
+
+
+class Command(click.Command):
+    """A command whose ``Example:`` paragraph is printed verbatim (not re-wrapped), so it
+    can be copied from ``-h`` in one piece."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.help:
+            # "\b" alone on the line before a paragraph is click's "do not rewrap" marker.
+            self.help = re.sub(r"(?m)^([ \t]*)Example:", "\\1\b\n\\1Example:", self.help)
+
+
+class Group(click.Group):
+    """The root group: commands in registration order (help lists them as they are grouped
+    in the code: analysis, report, runner, warehouse), not alphabetically."""
+
+    command_class = Command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+class Choice(click.Choice):
+    """``click.Choice`` whose error names the choices in words: ``'maybe' must be include,
+    exclude or only``."""
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            *head, last = self.choices
+            words = f"{', '.join(head)} or {last}" if head else last
+            self.fail(f"{value!r} must be {words}", param, ctx)
+
+
+@click.group(
+    cls=Group,
     name="trialhouse",
-    help="Reproducible benchmark and analytics pipeline for AI coding agents.",
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "TRIALHOUSE"},
+    context_settings=CONTEXT_SETTINGS,
 )
+def app() -> None:
+    """Reproducible benchmark and analytics pipeline for AI coding agents."""
+
 
 DEFAULT_WAREHOUSE = Path("demo/warehouse/trialhouse.duckdb")
 
-WarehouseOpt = Annotated[
-    Path,
-    typer.Option(
-        "--warehouse",
-        "-w",
-        envvar="TRIALHOUSE_WAREHOUSE",
-        help="DuckDB warehouse file (env TRIALHOUSE_WAREHOUSE).",
-        show_default=True,
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+# Every option shows its environment variable in --help (explicit or TRIALHOUSE_<CMD>_<PARAM>).
+option = functools.partial(click.option, show_envvar=True)
+
+warehouse_option = option(
+    "--warehouse",
+    "-w",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_WAREHOUSE,
+    envvar="TRIALHOUSE_WAREHOUSE",
+    help="DuckDB warehouse file (env TRIALHOUSE_WAREHOUSE).",
+)
+
+
+def json_option(name: str = "json_out"):
+    """``--json``; ``name`` is the parameter name (and so the auto env var suffix)."""
+    return option("--json", name, is_flag=True, help="Machine-readable JSON on stdout.")
+
+
+def listed(values: tuple[str, ...]) -> list[str] | None:
+    """A repeatable option's values as a list, or None when it was not given."""
+    return list(values) or None
 
 
 class CommandError(Exception):
-    """Raised by command modules for usage problems detected in the CLI layer."""
+    """Raised by command modules for problems found in the CLI layer that are not usage
+    errors (e.g. a query that returns nothing to show)."""
 
     user_error = True
 
@@ -53,7 +113,7 @@ class CommandError(Exception):
 def echo_json(obj: object) -> None:
     import json
 
-    typer.echo(json.dumps(obj, indent=2, sort_keys=False, default=str, allow_nan=False))
+    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=str, allow_nan=False))
 
 
 def no_color() -> bool:
@@ -68,9 +128,4 @@ def version() -> None:
     """
     from trialhouse import __version__
 
-    typer.echo(__version__)
-
-
-@app.callback()
-def _root() -> None:
-    """Reproducible benchmark and analytics pipeline for AI coding agents."""
+    click.echo(__version__)

@@ -7,28 +7,45 @@ JSON keys are documented in docs/analysis.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from trialhouse.app import DEFAULT_WAREHOUSE, JsonOpt, WarehouseOpt, app, echo_json
+from trialhouse.app import Choice, app, echo_json, json_option, listed, option, warehouse_option
 
-RunOpt = Annotated[list[str] | None, typer.Option("--run", help="Run id (repeatable).")]
-SinceOpt = Annotated[str | None, typer.Option("--since", help="From this ISO date/time (UTC).")]
-UntilOpt = Annotated[str | None, typer.Option("--until", help="Before this ISO date/time.")]
-LabelOpt = Annotated[list[str] | None, typer.Option(
-    "--label", help="Case label key=value (repeatable, all must match).")]
-HoldoutOpt = Annotated[str, typer.Option(
-    "--holdout", help="Holdout tasks: include | exclude | only.")]
-ByOpt = Annotated[list[str] | None, typer.Option(
-    "--by", help="Slice by task_class | repository | difficulty | language | familiarity.")]
+Many = tuple[str, ...]  # a repeatable option's values (empty when not given)
+
+# Same values as analysis.pareto.X_CHOICES (tests/test_cli_docs.py checks).
+PARETO_X = ("cost_per_accepted", "cost_per_trial")
+
+
+def filter_options(by: bool = True):
+    """The filters every analysis command takes: --run, --since, --until, --label, --holdout
+    and (unless ``by=False``) --by."""
+    opts = [
+        option("--run", multiple=True, help="Run id (repeatable)."),
+        option("--since", help="From this ISO date/time (UTC)."),
+        option("--until", help="Before this ISO date/time."),
+        option("--label", multiple=True, help="Case label key=value (repeatable, all must match)."),
+        option("--holdout", type=Choice(("include", "exclude", "only")), default="include",
+               help="Holdout tasks: include | exclude | only."),
+    ]
+    if by:
+        opts.append(option("--by", multiple=True, help="Slice by task_class | repository | "
+                                                       "difficulty | language | familiarity."))
+
+    def decorate(f):
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return decorate
 
 
 def _open(warehouse: Path, runs, since, until, labels, holdout):
     from analysis.filters import Filters
     from warehouse import db
 
-    filters = Filters.parse(runs=runs, since=since, until=until, labels=labels,
+    filters = Filters.parse(runs=listed(runs), since=since, until=until, labels=listed(labels),
                             holdout=holdout)
     return db.open(warehouse, read_only=True), filters
 
@@ -105,14 +122,14 @@ def _rows_json(rows: list[dict], filters) -> None:
 
 
 @app.command()
-def summarize(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    fmt: Annotated[str, typer.Option("--format", help="table | seed (tab-separated columns "
-                                     "of the per-run summary script).")] = "table",
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@filter_options()
+@option("--format", "fmt", type=Choice(("table", "seed")), default="table",
+        help="table | seed (tab-separated columns of the per-run summary script).")
+@json_option()
+def summarize(warehouse: Path,
+              run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+              by: Many, fmt: str, json_out: bool) -> None:
     """Per-configuration table: pass rate with Wilson and task-clustered intervals, cost, latency.
 
     Example: trialhouse summarize --warehouse w.duckdb --run r1 --by task_class
@@ -121,15 +138,13 @@ def summarize(
     from analysis.summary import summarize as _summarize
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    s = _summarize(con, filters, by=by)
+    s = _summarize(con, filters, by=listed(by))
     if json_out:
         echo_json({"filters": filters.as_dict(), **s.as_dict()})
         return
     if fmt == "seed":
-        typer.echo("\n".join(seed_lines(s)))
+        click.echo("\n".join(seed_lines(s)))
         return
-    if fmt != "table":
-        raise typer.BadParameter("--format must be table or seed")
     cols = ["configuration", *s.by, "solved/valid", "ci95 per trial", "tasks",
             "task mean [ci95]", "infra", "invalid", "incompl.", "med steps", "med tokens",
             "cost $", "$/solved", "cost cover", "p50 s"]
@@ -151,19 +166,18 @@ def summarize(
 
 
 @app.command()
-def compare(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    baseline: Annotated[str | None, typer.Option(
-        "--baseline", help="Variant name or config id (default: first variant).")] = None,
-    candidate: Annotated[list[str] | None, typer.Option(
-        "--candidate", help="Variant name or config id (repeatable; default: all others).")
-    ] = None,
-    report: Annotated[Path | None, typer.Option(
-        "--report", help="Compare from RUN_DIR/report.json instead of the warehouse.")] = None,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@option("--baseline", help="Variant name or config id (default: first variant).")
+@option("--candidate", multiple=True,
+        help="Variant name or config id (repeatable; default: all others).")
+@option("--report", type=click.Path(path_type=Path),
+        help="Compare from RUN_DIR/report.json instead of the warehouse.")
+@filter_options()
+@json_option()
+def compare(warehouse: Path, baseline: str | None, candidate: Many, report: Path | None,
+            run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+            by: Many,
+            json_out: bool) -> None:
     """Paired comparison of candidates against a baseline: pairs, sign test, paired difference.
 
     With --by, one comparison per slice (directions and sign test within the slice).
@@ -176,12 +190,12 @@ def compare(
         from analysis.filters import Filters
 
         if by:
-            raise typer.BadParameter("--by needs the warehouse (case labels); drop --report")
+            raise click.UsageError("--by needs the warehouse (case labels); drop --report")
         filters = Filters()
-        comps = cmp.compare_report(report, baseline, candidate)
+        comps = cmp.compare_report(report, baseline, listed(candidate))
     else:
         con, filters = _open(warehouse, run, since, until, label, holdout)
-        comps = cmp.compare(con, filters, baseline, candidate, by=by)
+        comps = cmp.compare(con, filters, baseline, listed(candidate), by=listed(by))
     if json_out:
         echo_json({"filters": filters.as_dict(), "comparisons": [c.as_dict() for c in comps]})
         return
@@ -232,12 +246,12 @@ def compare(
 
 
 @app.command()
-def consistency(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@filter_options()
+@json_option()
+def consistency(warehouse: Path,
+                run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+                by: Many, json_out: bool) -> None:
     """Tasks passed on every repetition (Wilson over tasks), pass^k and pass@k for k ≤ min n.
 
     Example: trialhouse consistency --warehouse w.duckdb --run r1
@@ -245,7 +259,7 @@ def consistency(
     from analysis.consistency import consistency_rows
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = consistency_rows(con, filters, by=by)
+    df = consistency_rows(con, filters, by=listed(by))
     if json_out:
         _rows_json(df, filters)
         return
@@ -265,16 +279,15 @@ def consistency(
 
 
 @app.command()
-def pareto(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    x: Annotated[str, typer.Option("--x", help="cost_per_accepted | cost_per_trial")
-                 ] = "cost_per_accepted",
-    convex: Annotated[bool, typer.Option("--convex", help="Also mark the convex frontier.")
-                      ] = False,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@option("--x", type=Choice(PARETO_X), default="cost_per_accepted",
+        help="Cost axis of the front.")
+@option("--convex", is_flag=True, help="Also mark the convex frontier.")
+@filter_options()
+@json_option()
+def pareto(warehouse: Path, x: str, convex: bool,
+           run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+           by: Many, json_out: bool) -> None:
     """Cost/quality Pareto front: non-dominated configurations and who dominates the rest.
 
     With --by, one front per slice.
@@ -284,7 +297,7 @@ def pareto(
     from analysis.pareto import pareto_rows
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = pareto_rows(con, filters, x=x, convex=convex, by=by)
+    df = pareto_rows(con, filters, x=x, convex=convex, by=listed(by))
     if json_out:
         _rows_json(df, filters)
         return
@@ -307,11 +320,12 @@ def pareto(
 
 
 @app.command()
-def matrix(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@filter_options(by=False)
+@json_option()
+def matrix(warehouse: Path,
+           run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+           json_out: bool) -> None:
     """Model × harness grid, effects within rows and columns, and the interaction test.
 
     Example: trialhouse matrix --warehouse w.duckdb --run r1
@@ -334,15 +348,14 @@ def matrix(
 
 
 @app.command()
-def failures(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    disagreements: Annotated[bool, typer.Option(
-        "--disagreements", help="List reviewer decisions that disagree with the grader.")
-    ] = False,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@option("--disagreements", is_flag=True,
+        help="List reviewer decisions that disagree with the grader.")
+@filter_options()
+@json_option()
+def failures(warehouse: Path, disagreements: bool,
+             run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+             by: Many, json_out: bool) -> None:
     """Outcome classes and first-decisive-wrong-choice categories with shares and lost spend.
 
     Example: trialhouse failures --warehouse w.duckdb --by task_class
@@ -361,7 +374,7 @@ def failures(
                                 ["configuration", "trial", "case", "outcome", "review",
                                  "annotator", "note"], rows))
         return
-    df = f.failures(con, filters, by=by)
+    df = f.failures(con, filters, by=listed(by))
     if json_out:
         _frame_json(df, filters)
         return
@@ -374,12 +387,12 @@ def failures(
 
 
 @app.command()
-def familiarity(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@filter_options()
+@json_option()
+def familiarity(warehouse: Path,
+                run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+                by: Many, json_out: bool) -> None:
     """Known vs unknown repository gap per configuration, interval clustered by repository.
 
     --by takes task_class, difficulty, language or subsystem.
@@ -389,7 +402,7 @@ def familiarity(
     from analysis.familiarity import familiarity as _fam
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = _fam(con, filters, by=by)
+    df = _fam(con, filters, by=listed(by))
     if json_out:
         _frame_json(df, filters)
         return
@@ -409,12 +422,12 @@ def familiarity(
 
 
 @app.command()
-def latency(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    run: RunOpt = None, since: SinceOpt = None, until: UntilOpt = None,
-    label: LabelOpt = None, holdout: HoldoutOpt = "include", by: ByOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@warehouse_option
+@filter_options()
+@json_option()
+def latency(warehouse: Path,
+            run: Many, since: str | None, until: str | None, label: Many, holdout: str,
+            by: Many, json_out: bool) -> None:
     """Latency by phase (setup, agent, verification, total) and time to first edit: p50/p90/p95.
 
     Example: trialhouse latency --warehouse w.duckdb --by difficulty
@@ -423,7 +436,7 @@ def latency(
     from analysis.latency import latency as _latency
 
     con, filters = _open(warehouse, run, since, until, label, holdout)
-    df = _latency(con, filters, by=by)
+    df = _latency(con, filters, by=listed(by))
     if json_out:
         _frame_json(df, filters)
         return

@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from trialhouse.app import DEFAULT_WAREHOUSE, JsonOpt, WarehouseOpt, app, echo_json
+from trialhouse.app import app, echo_json, json_option, listed, option, warehouse_option
 
 
 @app.command()
-def report(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Directory to write report.html/.md/.json and charts/ into.")],
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    run: Annotated[list[str] | None, typer.Option("--run", metavar="RUN_ID", help="Run id to include (repeatable; default: all).")] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Window start, ISO date or time (UTC), inclusive.")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Window end, ISO date or time (UTC), exclusive.")] = None,
-    baseline: Annotated[
-        str | None, typer.Option("--baseline", help="Baseline configuration: variant name or config id (prefix).")
-    ] = None,
-    previous_period: Annotated[
-        bool,
-        typer.Option("--previous-period", help="Also compare with the window of the same length before --since."),
-    ] = False,
-    title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
-    json_out: JsonOpt = False,
-) -> None:
+@option("--output", "-o", type=click.Path(path_type=Path), required=True,
+        help="Directory to write report.html/.md/.json and charts/ into.")
+@warehouse_option
+@option("--run", metavar="RUN_ID", multiple=True, help="Run id to include (repeatable; default: all).")
+@option("--since", help="Window start, ISO date or time (UTC), inclusive.")
+@option("--until", help="Window end, ISO date or time (UTC), exclusive.")
+@option("--baseline", help="Baseline configuration: variant name or config id (prefix).")
+@option("--previous-period", is_flag=True,
+        help="Also compare with the window of the same length before --since.")
+@option("--title", help="Report title.")
+@json_option()
+def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | None, until: str | None,
+           baseline: str | None, previous_period: bool, title: str | None, json_out: bool) -> None:
     """Write an offline HTML report (plus Markdown, JSON and chart PNG/SVG) for runs or a time window.
 
     Example: trialhouse report --warehouse demo/warehouse/trialhouse.duckdb --output reports/2026-11-30 --since 2026-11-23 --until 2026-11-30 --previous-period
@@ -36,7 +32,7 @@ def report(
     paths = build_report(
         warehouse,
         output,
-        runs=run or None,
+        runs=listed(run),
         since=since,
         until=until,
         baseline=baseline,
@@ -53,7 +49,7 @@ def report(
             }
         )
     else:
-        typer.echo(f"report: {paths.html}")
-        typer.echo(f"markdown: {paths.markdown}")
-        typer.echo(f"json: {paths.json}")
-        typer.echo(f"charts: {len(paths.charts)} (PNG and SVG in {paths.directory / 'charts'})")
+        click.echo(f"report: {paths.html}")
+        click.echo(f"markdown: {paths.markdown}")
+        click.echo(f"json: {paths.json}")
+        click.echo(f"charts: {len(paths.charts)} (PNG and SVG in {paths.directory / 'charts'})")

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from trialhouse.app import DEFAULT_WAREHOUSE, CommandError, JsonOpt, WarehouseOpt, app, echo_json
+from trialhouse.app import (
+    Choice,
+    CommandError,
+    app,
+    echo_json,
+    json_option,
+    option,
+    warehouse_option,
+)
+
+# Same values as ingest.api.FORMATS and ingest.annotations.KINDS (tests/test_cli_docs.py checks);
+# spelled out here so that parsing the command line does not import the ingest package.
+INGEST_FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench")
+ANNOTATION_KINDS = ("failure_category", "review_decision")
 
 
 def _print_ingest(result, as_json: bool) -> None:
@@ -37,20 +49,19 @@ def _print_ingest(result, as_json: bool) -> None:
 
 
 @app.command()
-def ingest(
-    paths: Annotated[list[Path], typer.Argument(help="Run directories, events.jsonl files or foreign results.")],
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    format: Annotated[  # noqa: A002
-        str,
-        typer.Option("--format", "-f", help="auto|trialhouse|runs-jsonl|inspect|harbor|terminal-bench|swebench"),
-    ] = "auto",
-    prices: Annotated[Path | None, typer.Option(help="Prices file (per model, per million tokens, dated).")] = None,
-    allow_quarantine: Annotated[
-        bool, typer.Option("--allow-quarantine", help="Exit 0 even when lines were quarantined.")
-    ] = False,
-    json: JsonOpt = False,
-) -> None:
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@warehouse_option
+@option("--format", "-f", "format", type=Choice(INGEST_FORMATS), default="auto",
+        help="Input format (auto: detect it per path).")
+@option("--prices", type=click.Path(path_type=Path),
+        help="Prices file (per model, per million tokens, dated).")
+@option("--allow-quarantine", is_flag=True, help="Exit 0 even when lines were quarantined.")
+@json_option("json")
+def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path | None,  # noqa: A002
+           allow_quarantine: bool, json: bool) -> None:
     """Load runs (ours or other tools') into the warehouse; re-ingesting unchanged input changes nothing.
+
+    PATHS are run directories, events.jsonl files or foreign results.
 
     Exits 2 after writing when any line was quarantined (unless --allow-quarantine),
     and 3 when another ingest holds the warehouse lock.
@@ -60,7 +71,7 @@ def ingest(
     from ingest.api import IngestQuarantined, ingest_paths
 
     try:
-        result = ingest_paths(paths, warehouse, format=format, prices=prices, allow_quarantine=allow_quarantine)
+        result = ingest_paths(list(paths), warehouse, format=format, prices=prices, allow_quarantine=allow_quarantine)
     except IngestQuarantined as exc:
         _print_ingest(exc.result, json)
         raise
@@ -68,25 +79,26 @@ def ingest(
 
 
 @app.command()
-def sql(
-    query: Annotated[str, typer.Argument(help="SQL to run (read-only connection).")],
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    json: JsonOpt = False,
-    csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
-    limit: Annotated[int, typer.Option(help="Rows shown in the table view (JSON/CSV are complete).")] = 100,
-) -> None:
+@click.argument("query")
+@warehouse_option
+@json_option("json")
+@option("--csv", is_flag=True, help="CSV on stdout.")
+@option("--limit", type=int, default=100, help="Rows shown in the table view (JSON/CSV are complete).")
+def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     """Run SQL against the warehouse and print a table, JSON or CSV.
+
+    QUERY is the SQL to run (read-only connection).
 
     Example: trialhouse sql --warehouse demo/warehouse/trialhouse.duckdb "SELECT outcome, count(*) FROM trials GROUP BY 1"
     """
+    if json and csv:
+        raise click.UsageError("choose one of --json and --csv")
+    if not query.strip():
+        raise click.UsageError('empty SQL query; give one, e.g. "SELECT * FROM trials LIMIT 5"')
     import duckdb
 
     import warehouse as wh
 
-    if json and csv:
-        raise CommandError("choose one of --json and --csv")
-    if not query.strip():
-        raise CommandError('empty SQL query; give one, e.g. "SELECT * FROM trials LIMIT 5"')
     con = wh.open(warehouse, read_only=True)
     try:
         rel = con.sql(query)
@@ -100,7 +112,7 @@ def sql(
     if json:
         echo_json(df.to_dicts())
     elif csv:
-        typer.echo(df.write_csv(), nl=False)
+        click.echo(df.write_csv(), nl=False)
     else:
         _print_frame(df, limit)
 
@@ -121,11 +133,10 @@ def _print_frame(df, limit: int) -> None:
 
 
 @app.command()
-def tables(
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the table reference (docs/tables.md).")] = False,
-    json: JsonOpt = False,
-) -> None:
+@warehouse_option
+@option("--markdown", is_flag=True, help="Print the table reference (docs/tables.md).")
+@json_option("json")
+def tables(warehouse: Path, markdown: bool, json: bool) -> None:
     """List warehouse tables and views with row counts, or print the table reference.
 
     Example: trialhouse tables --warehouse demo/warehouse/trialhouse.duckdb
@@ -133,7 +144,7 @@ def tables(
     if markdown:
         from warehouse.tables_doc import render
 
-        typer.echo(render(), nl=False)
+        click.echo(render(), nl=False)
         return
     import warehouse as wh
     from warehouse.frames import table_counts
@@ -150,16 +161,16 @@ def tables(
 
 
 @app.command()
-def annotate(
-    csv: Annotated[Path, typer.Option("--csv", help="CSV: trial_id, category|decision, note, annotator [, run_id].")],
-    warehouse: WarehouseOpt = DEFAULT_WAREHOUSE,
-    kind: Annotated[str, typer.Option(help="failure_category | review_decision")] = "failure_category",
-    annotator: Annotated[str | None, typer.Option(help="Default annotator for rows without one.")] = None,
-    allow_quarantine: Annotated[
-        bool, typer.Option("--allow-quarantine", help="Exit 0 even when rows were quarantined.")
-    ] = False,
-    json: JsonOpt = False,
-) -> None:
+@option("--csv", type=click.Path(path_type=Path), required=True,
+        help="CSV: trial_id, category|decision, note, annotator [, run_id].")
+@warehouse_option
+@option("--kind", type=Choice(ANNOTATION_KINDS), default="failure_category",
+        help="What the CSV holds.")
+@option("--annotator", help="Default annotator for rows without one.")
+@option("--allow-quarantine", is_flag=True, help="Exit 0 even when rows were quarantined.")
+@json_option("json")
+def annotate(csv: Path, warehouse: Path, kind: str, annotator: str | None, allow_quarantine: bool,
+             json: bool) -> None:
     """Import human or judge annotations (failure categories or review decisions) into judgments.
 
     Example: trialhouse annotate --warehouse demo/warehouse/trialhouse.duckdb --csv review.csv --annotator alice
