@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ingest.batch import QuarantineRow
-from ingest.read import ReadEvent
+from ingest.read import Block, ReadEvent, exact_micros
 from runner import events as ev
 from warehouse.schema import TABLES
 
@@ -36,86 +35,54 @@ def _j(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
-_FLOAT_EXACT_S = 2**32
-"""Below this many seconds from the epoch a float timestamp still resolves single microseconds."""
-
-
-def _seconds(t: datetime | None) -> float | None:
-    if t is None:
-        return None
-    return t.timestamp() if t.tzinfo is not None else t.replace(tzinfo=UTC).timestamp()
-
-
-def ts_array(values: list, type_: pa.DataType) -> pa.Array:
-    """Datetimes (naive ones read as UTC, like pyarrow) → an Arrow timestamp array.
-
-    pyarrow's own conversion asks each aware datetime for its offset (~3 µs a value);
-    ``datetime.timestamp`` in C is far cheaper and exact to the microsecond while the
-    seconds fit in 2**32 (before 2106); otherwise fall back to exact integer arithmetic.
-    """
-    secs = pa.array([t.timestamp() if t is not None and t.tzinfo is not None else _seconds(t) for t in values], pa.float64())
-    lo, hi = pc.min_max(secs).values()
-    if lo.is_valid and max(abs(lo.as_py()), abs(hi.as_py())) >= _FLOAT_EXACT_S:
-        micros = pa.array(
-            [None if t is None else ((t if t.tzinfo else t.replace(tzinfo=UTC)) - _EPOCH) // _US for t in values],
-            pa.int64(),
-        )
-    else:
-        micros = pc.cast(pc.round(pc.multiply(secs, 1e6)), pa.int64())
-    return micros.cast(type_)
-
-
 class EventsColumns:
-    """Column buffers for the ``events`` table, handed out as Arrow batches of ``chunk`` rows."""
+    """The ``events`` table, built block by block as Arrow batches and handed out ``chunk`` rows at a time."""
 
     def __init__(self, run_id: str, source_file: str, batch_id: str, chunk: int = 100_000) -> None:
         self.run_id, self.source_file, self.batch_id, self.chunk = run_id, source_file, batch_id, chunk
         self.schema = pa.schema([f for f in TABLES["events"] if f.name != "run_id"])
-        self._reset()
+        self.batches: list[pa.RecordBatch] = []
+        self.n = 0
 
-    def _reset(self) -> None:
-        self.cols: dict[str, list] = {k: [] for k in ("seq", "event", "schema_version", "trial_id", "ts", "line", "payload_json")}
+    def add(self, re: ReadEvent) -> pa.Table | None:
+        return self.add_block(Block([re.event], [re.line], [re.raw], None if re.version == ev.SCHEMA_VERSION
+                                    else [re.version], [exact_micros(re.event.ts)]))
 
-    def add(self, re: ReadEvent) -> pa.RecordBatch | None:
-        return self.add_block([re])
-
-    def add_block(self, block: list[ReadEvent]) -> pa.RecordBatch | None:
-        """Append accepted events; a full chunk comes back as a batch to write."""
-        c = self.cols
+    def add_block(self, block: Block) -> pa.Table | None:
+        """Append a block's accepted events; a full chunk comes back as a table to write."""
+        events, n = block.events, len(block.events)
         v1 = ev.SCHEMA_VERSION
-        events = [re.event for re in block]
-        c["seq"] += [e.seq for e in events]
-        c["event"] += [e.event for e in events]
-        c["trial_id"] += [e.trial_id for e in events]
-        c["ts"] += [e.ts for e in events]
-        c["line"] += [re.line for re in block]
-        c["schema_version"] += [re.version for re in block]
-        # v1 lines are stored as read (bytes, UTF-8 checked by Arrow); upgraded ones re-dumped.
-        c["payload_json"] += [re.raw if re.version == v1 else re.event.model_dump_json().encode() for re in block]
-        return self.flush() if len(c["seq"]) >= self.chunk else None
+        if block.versions is None:
+            payload = block.raws
+            versions = pa.array([v1] * n, pa.int32())
+        else:  # v1 lines are stored as read; upgraded ones re-dumped
+            payload = [raw if v == v1 else e.model_dump_json().encode()
+                       for raw, v, e in zip(block.raws, block.versions, events, strict=True)]
+            versions = pa.array(block.versions, pa.int32())
+        cols = {
+            "seq": pa.array([e.seq for e in events], pa.int64()),
+            "event": pa.array([e.event for e in events], pa.string()),
+            "schema_version": versions,
+            "trial_id": pa.array([e.trial_id for e in events], pa.string()),
+            "ts": pa.array(block.micros, pa.int64()),
+            "source_file": pa.array([self.source_file] * n, pa.string()),
+            "line": pa.array(block.lines, pa.int64()),
+            # bytes → UTF-8 checked by Arrow (large_binary: pyarrow builds binary from many bytes slowly)
+            "payload_json": pa.array(payload, pa.large_binary()),
+            "ingest_batch_id": pa.array([self.batch_id] * n, pa.string()),
+        }
+        arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in self.schema]
+        self.batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self.n += n
+        return self.flush() if self.n >= self.chunk else None
 
-    def flush(self) -> pa.RecordBatch | None:
-        """The buffered rows as one batch (without the run_id partition column)."""
-        cols = self.cols
-        n = len(cols["seq"])
-        if not n:
+    def flush(self) -> pa.Table | None:
+        """The buffered rows as one table (without the run_id partition column)."""
+        if not self.batches:
             return None
-        arrays = []
-        for f in self.schema:
-            if f.name == "ingest_batch_id":
-                arrays.append(pa.array([self.batch_id] * n, f.type))
-            elif f.name == "source_file":
-                arrays.append(pa.array([self.source_file] * n, f.type))
-            elif f.name == "payload_json":
-                arrays.append(pa.array(cols[f.name], pa.binary()).cast(f.type))
-            elif f.name == "ts":
-                arrays.append(ts_array(cols[f.name], f.type))
-            else:
-                arrays.append(pa.array(cols[f.name], f.type))
-        self._reset()
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        out = pa.Table.from_batches(self.batches, schema=self.schema)
+        self.batches, self.n = [], 0
+        return out
 
 
 class NeedsBufferedPass(Exception):
@@ -124,22 +91,58 @@ class NeedsBufferedPass(Exception):
 
 TRIAL_TABLES = ("trials", "attempts", "stages", "gradings", "judgments", "flags")
 
+TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "trials": (
+        "trial_id", "source_format", "source_key", "config_id", "variant", "model", "harness", "harness_version",
+        "case_id", "repetition", "outcome", "complete", "reason", "attempts", "started_at", "finished_at",
+        "duration_s", "setup_s", "agent_s", "verification_s", "time_to_first_edit_s", "input_tokens",
+        "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps", "cost_usd", "cost_source",
+        "cost_budget_status", "flags", "simulated", "labels_json",
+    ),
+    "attempts": ("trial_id", "attempt", "outcome", "findings_json", "started_at", "finished_at"),
+    "stages": (
+        "trial_id", "attempt", "stage", "exit_code", "signal", "timed_out", "could_not_start", "duration_s",
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "cost_source",
+        "steps", "time_to_first_edit_s", "usage_source", "verdict_status", "checkpoint_sha", "started_at",
+        "finished_at",
+    ),
+    "gradings": (
+        "trial_id", "case_id", "attempt", "final", "control", "criterion_id", "layer", "exit_code", "signal",
+        "timed_out", "verdict", "baseline", "duration_s", "ts",
+    ),
+    "judgments": ("trial_id", "criterion_id", "kind", "verdict", "category", "note", "annotator", "ts"),
+    "flags": ("trial_id", "kind", "path", "detail"),
+}
+"""The order of the values in the row tuples ``RunNormalizer`` emits for each per-trial table
+(timestamps as microseconds since the epoch); columns not named are null."""
+
+_RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result"})
+_STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
+_STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
+
+
+def _seq(pair: tuple) -> int:
+    return pair[0].seq
+
 
 class RunNormalizer:
-    """Feed it events (any order); ``rows()`` returns the rows per table.
+    """Feed it blocks of events (any order); ``rows()`` returns the rows per table.
 
-    With ``streaming=True`` a trial is resolved as soon as its ``trial_finished``
-    arrives and its rows are put in ``ready`` (the caller drains it), so memory holds
-    only trials in flight. An event for an already resolved trial (a resumed finished
-    trial, or a late out-of-order line) raises ``NeedsBufferedPass``: the caller reads
-    the file again with ``streaming=False``, which resolves everything at the end.
+    Per-trial tables come as tuples in ``TRIAL_COLUMNS`` order, the run-level ones
+    (``runs``, ``configs``, ``cases``) as dicts. With ``streaming=True`` a trial is
+    resolved as soon as its ``trial_finished`` arrives and its rows are put in
+    ``ready`` (the caller drains it), so memory holds only trials in flight. An event
+    for an already resolved trial (a resumed finished trial, or a late out-of-order
+    line) raises ``NeedsBufferedPass``: the caller reads the file again with
+    ``streaming=False``, which resolves everything at the end. Trial events are kept
+    as ``(event, ts in µs)`` pairs.
     """
 
     def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False) -> None:
         self.source_file = source_file
         self.prices = prices
         self.streaming = streaming
-        self.ready: dict[str, list[dict]] = {t: [] for t in TRIAL_TABLES}
+        self.ready: dict[str, list[tuple]] = {t: [] for t in TRIAL_TABLES}
         self.n_ready = 0
         self._resolved: set[str] = set()
         self._incomplete = 0
@@ -149,8 +152,8 @@ class RunNormalizer:
         self._started: list[ev.RunStarted] = []
         self._finished: ev.RunFinished | None = None
         self._validated: dict[str, ev.CaseValidated] = {}
-        self._controls: list[ev.ControlResult] = []
-        self._trials: dict[str, list] = defaultdict(list)
+        self._controls: list[tuple] = []
+        self._trials: dict[str, list[tuple]] = defaultdict(list)
         self._run_level_other = 0
         self.need_start = False
         """Resolve only trials whose trial_started was seen (the second half of a split file)."""
@@ -159,17 +162,50 @@ class RunNormalizer:
 
     def add(self, re: ReadEvent) -> bool:
         """Accept one event; False (and a quarantine row) when it belongs to another run."""
-        e = re.event
-        if self.run_id is None:
-            self.run_id = e.run_id
-        elif e.run_id != self.run_id:
-            self.quarantine.append(QuarantineRow(
-                self.source_file, re.line,
-                f"run_id {e.run_id!r} differs from this file's run {self.run_id!r}",
-                re.raw[:4096].decode("utf-8", errors="replace"),
-            ))
-            return False
-        kind = e.event
+        block = Block([re.event], [re.line], [re.raw], None, [exact_micros(re.event.ts)])
+        return bool(self.add_block(block).events)
+
+    def add_block(self, block: Block) -> Block:
+        """Accept a block of events; returns the ones kept (events of another run are quarantined)."""
+        events = block.events
+        if self.run_id is None and events:
+            self.run_id = events[0].run_id
+        rid = self.run_id
+        if [e.run_id for e in events].count(rid) != len(events):
+            keep = []
+            for i, e in enumerate(events):
+                if e.run_id == rid:
+                    keep.append(i)
+                    continue
+                self.quarantine.append(QuarantineRow(
+                    self.source_file, block.lines[i],
+                    f"run_id {e.run_id!r} differs from this file's run {self.run_id!r}",
+                    block.raws[i][:4096].decode("utf-8", errors="replace"),
+                ))
+            block = block.take(keep)
+            events = block.events
+        trials = self._trials
+        streaming, resolved = self.streaming, self._resolved
+        for e, m in zip(events, block.micros, strict=True):
+            kind = e.event
+            if kind in _RUN_KINDS:
+                self._run_event(e, m, kind)
+                continue
+            tid = e.trial_id
+            if tid is None:
+                self._run_level_other += 1
+                continue
+            if streaming and tid in resolved:
+                raise NeedsBufferedPass(tid)
+            evs = trials[tid]
+            evs.append((e, m))
+            if streaming and kind == "trial_finished" and self._started and (
+                not self.need_start or any(x[0].event == "trial_started" for x in evs)
+            ):
+                self._resolve(tid)
+        return block
+
+    def _run_event(self, e, m: int, kind: str) -> None:
         if kind == "run_started":
             self._started.append(e)
         elif kind == "run_finished":
@@ -179,23 +215,8 @@ class RunNormalizer:
             old = self._validated.get(e.case_id)
             if old is None or e.seq > old.seq:
                 self._validated[e.case_id] = e
-        elif kind == "control_result":
-            self._controls.append(e)
-        elif e.trial_id is not None:
-            if self.streaming:
-                if e.trial_id in self._resolved:
-                    raise NeedsBufferedPass(e.trial_id)
-                evs = self._trials[e.trial_id]
-                evs.append(e)
-                if kind == "trial_finished" and self._started and (
-                    not self.need_start or any(x.event == "trial_started" for x in evs)
-                ):
-                    self._resolve(e.trial_id)
-            else:
-                self._trials[e.trial_id].append(e)
         else:
-            self._run_level_other += 1
-        return True
+            self._controls.append((e, m))
 
     def _variants(self) -> dict[str, ev.VariantInfo]:
         """Variants of the latest run_started (cached until another one arrives)."""
@@ -212,7 +233,7 @@ class RunNormalizer:
         self._resolved.add(trial_id)
         self.n_ready += 1
 
-    def drain(self) -> dict[str, list[dict]]:
+    def drain(self) -> dict[str, list[tuple]]:
         """Take the rows of trials resolved so far (streaming mode)."""
         out, self.ready, self.n_ready = self.ready, {t: [] for t in TRIAL_TABLES}, 0
         return out
@@ -292,11 +313,12 @@ class RunNormalizer:
                 return cost, "priced"
         return None, None
 
-    def _trial(self, trial_id: str, events: list, variants: dict, out: dict[str, list]) -> bool:
-        events.sort(key=lambda e: e.seq)
-        starts = [i for i, e in enumerate(events) if e.event == "trial_started"]
+    def _trial(self, trial_id: str, events: list[tuple], variants: dict, out: dict[str, list]) -> bool:
+        """Resolve one trial's ``(event, µs)`` pairs into row tuples (``TRIAL_COLUMNS``) in ``out``."""
+        events.sort(key=_seq)
+        starts = [i for i, (e, _m) in enumerate(events) if e.event == "trial_started"]
         if not starts:
-            for e in events:
+            for e, _m in events:
                 self.quarantine.append(QuarantineRow(
                     self.source_file, None,
                     f"{e.event} seq {e.seq}: trial {trial_id!r} has no trial_started event", e.model_dump_json()[:4096]))
@@ -304,87 +326,84 @@ class RunNormalizer:
         if len(starts) > 1:
             self.notes.append(f"trial {trial_id}: started {len(starts)} times; only the last start counts")
         events = events[starts[-1]:]
-        ts: ev.TrialStarted = events[0]
-        fin = next((e for e in reversed(events) if e.event == "trial_finished"), None)
+        ts, ts_m = events[0]
+        ts: ev.TrialStarted
+        fin, fin_m = next(((e, m) for e, m in reversed(events) if e.event == "trial_finished"), (None, None))
         v = variants.get(ts.variant)
         model = v.model if v else None
-        attempts: dict[int, dict] = {}
-        stages: dict[tuple[int, str], dict] = {}
+        attempts: dict[int, list] = {}
+        stages: dict[tuple[int, str], list] = {}
         nflags = 0
-        for e in events[1:]:
+        gradings, judgments, flags = out["gradings"], out["judgments"], out["flags"]
+        for e, m in events[1:]:
             k = e.event
-            if k == "attempt_started":
-                attempts.setdefault(e.attempt, {"trial_id": trial_id, "attempt": e.attempt})
-                attempts[e.attempt].update(started_at=e.ts, findings_json=_j(e.findings))
-            elif k == "attempt_finished":
-                a = attempts.setdefault(e.attempt, {"trial_id": trial_id, "attempt": e.attempt})
-                a.update(outcome=e.outcome, finished_at=e.ts, findings_json=_j(e.findings))
-            elif k == "stage_started":
-                s = stages.setdefault((e.attempt, e.stage), {"trial_id": trial_id, "attempt": e.attempt, "stage": e.stage})
-                s["started_at"] = e.ts
-            elif k == "stage_finished":
-                s = stages.setdefault((e.attempt, e.stage), {"trial_id": trial_id, "attempt": e.attempt, "stage": e.stage})
-                u = e.usage
-                cost, src = self._cost(u, model, e.ts)
-                s.update(
-                    exit_code=e.exit_code, signal=e.signal, timed_out=e.timed_out,
-                    could_not_start=e.could_not_start, duration_s=e.duration_s,
-                    input_tokens=u.input_tokens, output_tokens=u.output_tokens,
-                    cache_read_tokens=u.cache_read_tokens, cache_write_tokens=u.cache_write_tokens,
-                    cost_usd=cost, cost_source=src, steps=u.steps,
-                    time_to_first_edit_s=u.time_to_first_edit_s, usage_source=u.source,
-                    verdict_status=e.verdict_status, finished_at=e.ts,
-                )
-            elif k == "checkpoint":
-                s = stages.setdefault((e.attempt, e.stage), {"trial_id": trial_id, "attempt": e.attempt, "stage": e.stage})
-                s["checkpoint_sha"] = e.sha
+            if k in _STAGE_KINDS:
+                key = (e.attempt, e.stage)
+                s = stages.get(key)
+                if s is None:
+                    s = stages[key] = [trial_id, e.attempt, e.stage, *_STAGE_NULLS]
+                if k == "stage_finished":
+                    u = e.usage
+                    cost, src = self._cost(u, model, e.ts)
+                    s[3:18] = (
+                        e.exit_code, e.signal, e.timed_out, e.could_not_start, e.duration_s,
+                        u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+                        cost, src, u.steps, u.time_to_first_edit_s, u.source, e.verdict_status,
+                    )
+                    s[20] = m
+                elif k == "stage_started":
+                    s[19] = m
+                else:  # checkpoint
+                    s[18] = e.sha
+            elif k == "attempt_started" or k == "attempt_finished":
+                a = attempts.get(e.attempt)
+                if a is None:
+                    a = attempts[e.attempt] = [trial_id, e.attempt, None, None, None, None]
+                if k == "attempt_started":
+                    a[4], a[3] = m, _j(e.findings)
+                else:
+                    a[2], a[5], a[3] = e.outcome, m, _j(e.findings)
             elif k == "grading":
-                out["gradings"].append({
-                    "trial_id": trial_id, "case_id": ts.case_id, "attempt": e.attempt, "final": e.final,
-                    "control": None, "criterion_id": e.criterion_id, "layer": e.layer,
-                    "exit_code": e.exit_code, "signal": e.signal, "timed_out": e.timed_out,
-                    "verdict": e.verdict, "baseline": e.baseline, "duration_s": e.duration_s, "ts": e.ts,
-                })
+                gradings.append((
+                    trial_id, ts.case_id, e.attempt, e.final, None, e.criterion_id, e.layer,
+                    e.exit_code, e.signal, e.timed_out, e.verdict, e.baseline, e.duration_s, m,
+                ))
             elif k == "judgment":
-                out["judgments"].append({
-                    "trial_id": trial_id, "criterion_id": e.criterion_id, "kind": "judge",
-                    "verdict": "abstained" if e.abstained else e.verdict, "category": None,
-                    "note": e.rationale or None, "annotator": e.judge_model, "ts": e.ts,
-                })
+                judgments.append((
+                    trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, None,
+                    e.rationale or None, e.judge_model, m,
+                ))
             elif k == "flag":
                 nflags += 1
-                out["flags"].append({"trial_id": trial_id, "kind": e.kind, "path": e.path, "detail": e.detail})
+                flags.append((trial_id, e.kind, e.path, e.detail))
         out["attempts"].extend(attempts.values())
         out["stages"].extend(stages.values())
-        row = {
-            "trial_id": trial_id, "source_format": "trialhouse", "source_key": trial_id,
-            "config_id": ts.config_id, "variant": ts.variant, "model": model,
-            "harness": v.harness if v else None, "harness_version": v.harness_version if v else None,
-            "case_id": ts.case_id, "repetition": ts.repetition, "complete": fin is not None,
-            "started_at": ts.ts, "simulated": bool(v.simulated) if v else False, "flags": nflags,
-            # Both are ints (model-checked): the same text as _j({"seed":…, "order":…}), cheaper.
-            "labels_json": f'{{"order":{ts.order:d},"seed":{ts.seed:d}}}',
-        }
+        simulated = bool(v.simulated) if v else False
+        # Both are ints (model-checked): the same text as _j({"seed":…, "order":…}), cheaper.
+        labels = f'{{"order":{ts.order:d},"seed":{ts.seed:d}}}'
+        head = (trial_id, "trialhouse", trial_id, ts.config_id, ts.variant, model,
+                v.harness if v else None, v.harness_version if v else None, ts.case_id, ts.repetition)
         if fin is not None:
             u = fin.usage
             cost, src = self._cost(u, model, fin.ts)
-            row.update(
-                outcome=fin.outcome, reason=fin.reason or None, attempts=fin.attempts,
-                finished_at=fin.ts, duration_s=fin.duration_s, setup_s=fin.setup_s,
-                agent_s=fin.agent_s, verification_s=fin.verification_s,
-                time_to_first_edit_s=u.time_to_first_edit_s, input_tokens=u.input_tokens,
-                output_tokens=u.output_tokens, cache_read_tokens=u.cache_read_tokens,
-                cache_write_tokens=u.cache_write_tokens, steps=u.steps, cost_usd=cost,
-                cost_source=src, cost_budget_status=fin.cost_budget_status,
-                flags=max(fin.flags, nflags), simulated=fin.simulated or row["simulated"],
+            row = (
+                *head, fin.outcome, True, fin.reason or None, fin.attempts, ts_m, fin_m,
+                fin.duration_s, fin.setup_s, fin.agent_s, fin.verification_s, u.time_to_first_edit_s,
+                u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.steps,
+                cost, src, fin.cost_budget_status, max(fin.flags, nflags), fin.simulated or simulated, labels,
             )
         else:
-            row["attempts"] = len(attempts) or None
+            row = (
+                *head, None, False, None, len(attempts) or None, ts_m, None,
+                None, None, None, None, None, None, None, None, None, None,
+                None, None, None, nflags, simulated, labels,
+            )
         out["trials"].append(row)
         return fin is not None
 
-    def rows(self) -> dict[str, list[dict]]:
-        """Rows per table (without run_id / ingest_batch_id, which the writer stamps)."""
+    def rows(self) -> dict[str, list]:
+        """Rows per table (without run_id / ingest_batch_id, which the writer stamps): dicts for
+        ``runs``/``configs``/``cases``, ``TRIAL_COLUMNS`` tuples for the per-trial tables."""
         runs, configs, cases, variants = self._run_rows()
         out = self.drain() if self.streaming else {t: [] for t in TRIAL_TABLES}
         incomplete = self._incomplete
@@ -393,11 +412,9 @@ class RunNormalizer:
                 incomplete += 1
         if incomplete:
             self.notes.append(f"{incomplete} trial(s) have no trial_finished event: incomplete, not failed")
-        for e in sorted(self._controls, key=lambda e: e.seq):
-            out["gradings"].append({
-                "trial_id": None, "case_id": e.case_id, "attempt": None, "final": None,
-                "control": e.control, "criterion_id": e.criterion_id, "layer": e.layer,
-                "exit_code": e.exit_code, "signal": e.signal, "timed_out": e.timed_out,
-                "verdict": e.verdict, "baseline": None, "duration_s": e.duration_s, "ts": e.ts,
-            })
+        for e, m in sorted(self._controls, key=_seq):
+            out["gradings"].append((
+                None, e.case_id, None, None, e.control, e.criterion_id, e.layer,
+                e.exit_code, e.signal, e.timed_out, e.verdict, None, e.duration_s, m,
+            ))
         return {"runs": runs, "configs": configs, "cases": cases, **out}

@@ -84,7 +84,7 @@ def _second_half(
     """Child process: read ``[start, end)`` with the run's first line as context."""
     import gc
 
-    from ingest.api import _discard, _scan
+    from ingest.api import _close_stagers, _discard, _scan
 
     gc.disable()
     rs = EVENT_ADAPTER.validate_json(head)
@@ -104,13 +104,9 @@ def _second_half(
     except BaseException:
         _discard(stagers)
         raise
-    if cols is not None and (b := cols.flush()) is not None:
-        stagers["events"].write_batch(b)
-    for name, rows in norm.drain().items():
-        if name in stagers:
-            stagers[name].add(rows)
+    staged = _close_stagers(warehouse, norm.run_id, batch_id, stagers, norm.drain(), cols)
     return HalfResult(
-        staged={name: st.close() for name, st in stagers.items()},
+        staged=staged,
         stats=stats, run_id=norm.run_id, started=len(norm._started) - 1, finished=norm._finished,
         validated=norm._validated, controls=norm._controls, pending=dict(norm._trials),
         resolved=norm._resolved, incomplete=norm._incomplete, run_level_other=norm._run_level_other,
@@ -245,7 +241,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
         norm.notes += half.notes
         norm.quarantine += half.quarantine
         rows = norm.rows()
-        mine = _close_stagers(stagers, rows, cols)
+        mine = _close_stagers(warehouse, norm.run_id, batch_id, stagers, rows, cols)
         staged: dict = {}
         for name in mine.keys() | half.staged.keys():
             parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]

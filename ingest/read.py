@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from pathlib import Path
 from typing import NamedTuple
@@ -120,6 +122,14 @@ class _SeqIndex:
         arr[seq] = offset + 1
         return None
 
+    def set_run(self, first: int, offsets: list[int]) -> None:
+        """Record consecutive seqs ``first, first+1, …`` (all new, below ``1 << 28``) at ``offsets``."""
+        arr = self._arr
+        end = first + len(offsets)
+        if end > len(arr):
+            arr.frombytes(bytes(8 * max(end - len(arr), len(arr), 1024)))
+        arr[first:end] = array("q", map(_plus1, offsets))
+
 
 def _line_at(path: Path, offset: int) -> bytes:
     with path.open("rb") as g:
@@ -171,8 +181,8 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
 def _blocks(
     f, stats: ReadStats, block: int = _BLOCK, *, start: int = 0, end: int | None = None,
     first_line: int = 1, h=None,
-) -> Iterator[tuple[int, list[int], list[bytes]]]:
-    """Yield (number of the first line, byte offset of each line, lines) per block of complete lines.
+) -> Iterator[tuple[int, list[int], list[bytes], bool]]:
+    """Yield (number of the first line, byte offset of each line, lines, no blank line) per block.
 
     Reading a few MB at a time and splitting in C is several times cheaper than one
     ``readline`` per line. Lines come without their newline (and trailing ``\\r``). An
@@ -229,7 +239,10 @@ def _blocks(
         body, tail = buf[:cut], buf[cut + 1 :]
         lines = body.split(b"\n")
         offsets = list(accumulate(map(_plus1, map(len, lines)), initial=pos))
+        # No blank line in the block: every line starts with "{".
+        clean = body[:1] == b"{" and body.count(b"\n{") == len(lines) - 1
         if len(body) > MAX_LINE_BYTES:
+            clean = False
             for i, raw in enumerate(lines):
                 if len(raw) > MAX_LINE_BYTES:
                     stats.quarantine.append(QuarantineRow(
@@ -239,7 +252,7 @@ def _blocks(
                     lines[i] = b""
         if b"\r" in body:
             lines = [raw.rstrip(b"\r") for raw in lines]
-        yield n + 1, offsets, lines
+        yield n + 1, offsets, lines, clean
         n += len(lines)
         pos += cut + 1
     if tail:  # EOF without newline: a write in progress (torn), left for the next ingest
@@ -249,11 +262,136 @@ def _blocks(
     stats.bytes_read = pos
 
 
+_LIST_ADAPTER = None
+
+
+def _list_adapter():
+    """``list[Json[Event]]``: a block of lines validated in one call, each line its own JSON document."""
+    global _LIST_ADAPTER
+    if _LIST_ADAPTER is None:
+        from pydantic import Json, TypeAdapter
+
+        from runner.events import Event
+
+        _LIST_ADAPTER = TypeAdapter(list[Json[Event]])
+    return _LIST_ADAPTER
+
+
+def _validate(raws: list[bytes]) -> tuple[list, set[int]]:
+    """Validate lines against the event contract: (events, indexes that failed).
+
+    One pydantic call per block (each line parsed on its own, so a line can never
+    borrow from its neighbour); when some fail, the others are validated again
+    together and the failures are left to the caller (``_slow_parse``). The failed
+    positions get ``None`` in the event list.
+    """
+    adapter = _list_adapter()
+    try:
+        return adapter.validate_python(raws), set()
+    except ValidationError as exc:
+        bad = {err["loc"][0] for err in exc.errors(include_url=False, include_input=False, include_context=False)
+               if err["loc"] and isinstance(err["loc"][0], int)}
+    good = [i for i in range(len(raws)) if i not in bad]
+    try:
+        evs = adapter.validate_python([raws[i] for i in good])
+    except ValidationError:  # cannot happen (each line stands alone), but never guess: one at a time
+        validate_json = EVENT_ADAPTER.validate_json
+        out: list = []
+        for raw in raws:
+            try:
+                out.append(validate_json(raw))
+            except ValueError:
+                out.append(None)
+        return out, {i for i, e in enumerate(out) if e is None}
+    out = [None] * len(raws)
+    for i, e in zip(good, evs, strict=True):
+        out[i] = e
+    return out, bad
+
+
+class Block(NamedTuple):
+    """The accepted events of one block of lines, column-wise (the ingest hot path)."""
+
+    events: list
+    """Validated event models, in file order."""
+    lines: list[int]
+    """1-based line numbers."""
+    raws: list[bytes]
+    """Each line's bytes (no newline): ``events.payload_json`` of v1 lines."""
+    versions: list[int] | None
+    """Schema version as written per event; None when every one is the current version."""
+    micros: list[int] | None = None
+    """Each event's ``ts`` as microseconds since the epoch (UTC; see ``ts_micros``)."""
+
+    def read_events(self) -> list[ReadEvent]:
+        v = self.versions or [SCHEMA_VERSION] * len(self.events)
+        return list(map(ReadEvent, self.events, self.lines, self.raws, v))
+
+    def take(self, idx: list[int]) -> Block:
+        return Block(
+            [self.events[i] for i in idx], [self.lines[i] for i in idx], [self.raws[i] for i in idx],
+            None if self.versions is None else [self.versions[i] for i in idx],
+            None if self.micros is None else [self.micros[i] for i in idx],
+        )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+_TS = re.compile(
+    rb'"ts"[ \t\r\n]*:[ \t\r\n]*(?:"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|\+00:00))")?'
+)
+"""The ``"ts"`` key and, when it is a UTC timestamp in the canonical ISO form, its value."""
+
+
+def exact_micros(t: datetime | None) -> int | None:
+    """A datetime as microseconds since the epoch (a naive one read as UTC, like pyarrow)."""
+    if t is None:
+        return None
+    return ((t if t.tzinfo is not None else t.replace(tzinfo=UTC)) - _EPOCH) // _US
+
+
+def ts_micros(events: list, raws: list[bytes], versions: list[int] | None) -> list[int]:
+    """The events' ``ts`` as microseconds since the epoch, read from the lines where that is certain.
+
+    Asking pydantic's datetimes for their offset costs microseconds per value, so the
+    canonical UTC form (``YYYY-MM-DDTHH:MM:SS[.ffffff]`` + ``Z`` or ``+00:00``, what the
+    runner writes) is cut from the line bytes and parsed by Arrow in one call. That is
+    only done when the bytes cannot point elsewhere: every line is at the current
+    version and has exactly one ``"ts"`` in it and the block no ``\\u`` escape (so the
+    top-level key, which the event validated with, is written literally and is that one
+    occurrence). Any other value (an offset, a number, more digits, …) is taken from the
+    validated model.
+    """
+    n = len(events)
+    caps = None
+    if versions is None:
+        joined = b"\n".join(raws)
+        if joined.count(b'"ts"') == n and b"\\u" not in joined:
+            caps = _TS.findall(joined)
+        del joined
+    if caps is None or len(caps) != n:
+        return [exact_micros(e.ts) for e in events]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    holes = b"" in caps
+    try:
+        arr = pa.array([c or None for c in caps] if holes else caps, pa.binary()).cast(pa.string())
+        micros = pc.cast(arr, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+    except (pa.ArrowInvalid, ValueError):
+        return [exact_micros(e.ts) for e in events]
+    if holes:
+        for i, m in enumerate(micros):
+            if m is None:
+                micros[i] = exact_micros(events[i].ts)
+    return micros
+
+
 def read_blocks(
     path: Path, stats: ReadStats | None = None, *, start: int = 0, end: int | None = None,
     first_line: int = 1, hasher=None,
-) -> Iterator[list[ReadEvent]]:
-    """Like ``read_events`` but one list per block of lines (the ingest hot path).
+) -> Iterator[Block]:
+    """Every valid event of ``path`` in file order, one ``Block`` per block of lines.
 
     ``start``/``end`` read one byte range (``start`` on a line boundary, numbered
     ``first_line``) for the two-process split; ``hasher`` is fed every byte read.
@@ -261,61 +399,82 @@ def read_blocks(
     """
     path = Path(path)
     stats = stats if stats is not None else ReadStats(path)
-    validate_json = EVENT_ADAPTER.validate_json
     seen = _SeqIndex()
-    arr = seen._arr
     last_seq = -1
-    min_seq = stats.min_seq
     src = str(path)
     quarantine = stats.quarantine
     v1 = SCHEMA_VERSION
     with path.open("rb", buffering=0) as f:
         stats.size = path.stat().st_size
-        for first, offsets, lines in _blocks(f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher):
-            out: list[ReadEvent] = []
-            n = first - 1
-            for raw, line_off in zip(lines, offsets, strict=False):  # offsets has one more
-                n += 1
-                if not raw or (raw[0] in b" \t\r" and not raw.strip()):
-                    continue
-                version = v1
-                try:
-                    event = validate_json(raw)
-                except ValueError:  # ValidationError is a ValueError
+        for first, offsets, lines, clean in _blocks(
+            f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher,
+        ):
+            if clean:  # blank lines are skipped; a clean block has none
+                idx = None
+                raws = lines
+            else:
+                idx = [i for i, raw in enumerate(lines) if raw and (raw[0] not in b" \t\r" or raw.strip())]
+                raws = [lines[i] for i in idx]
+            if not raws:
+                continue
+            events, bad = _validate(raws)
+            versions = None
+            if bad:  # full diagnosis (and upgrades of older versions) line by line
+                versions = [v1] * len(raws)
+                for i in sorted(bad):
+                    raw = raws[i]
                     try:
-                        event, version = _slow_parse(raw)
+                        events[i], versions[i] = _slow_parse(raw)
                     except ValueError as exc:
-                        quarantine.append(QuarantineRow(src, n, str(exc), _raw_text(raw)))
+                        quarantine.append(QuarantineRow(src, first + (i if idx is None else idx[i]), str(exc), _raw_text(raw)))
                         continue
-                    if version != v1:
+                    if versions[i] != v1:
                         stats.upgraded += 1
-                seq = event.seq
-                if 0 <= seq < len(arr) and not arr[seq]:  # the common case, inlined
-                    arr[seq] = line_off + 1
-                    old = None
-                else:
-                    old = seen.check_add(seq, line_off)
-                    arr = seen._arr
-                if old is not None:
-                    if _line_at(path, old) == raw:
-                        stats.duplicates += 1
+            nums = list(range(first, first + len(lines))) if idx is None else [first + i for i in idx]
+            offs = offsets if idx is None else [offsets[i] for i in idx]
+            seqs = [e.seq if e is not None else -1 for e in events]
+            s0 = seqs[0]
+            n = len(seqs)
+            if not bad and s0 > last_seq and seqs[-1] < 1 << 28 and seqs == list(range(s0, s0 + n)):
+                # The common case: consecutive seqs above all earlier ones (no duplicate, none out of order).
+                seen.set_run(s0, offs[:n])
+                last_seq = seqs[-1]
+                if s0 < stats.min_seq:
+                    stats.min_seq = s0
+                blk = Block(events, nums, raws, None)
+            else:
+                keep: list[int] = []
+                for i, seq in enumerate(seqs):
+                    if events[i] is None:
+                        continue
+                    old = seen.check_add(seq, offs[i])
+                    if old is not None:
+                        if _line_at(path, old) == raws[i]:
+                            stats.duplicates += 1
+                        else:
+                            quarantine.append(QuarantineRow(
+                                src, nums[i], f"seq {seq} already used by a different event", _raw_text(raws[i])))
+                        continue
+                    if seq < last_seq:
+                        stats.out_of_order += 1
                     else:
-                        quarantine.append(
-                            QuarantineRow(src, n, f"seq {seq} already used by a different event", _raw_text(raw))
-                        )
-                    continue
-                if seq < last_seq:
-                    stats.out_of_order += 1
-                else:
-                    last_seq = seq
-                if seq < min_seq:
-                    min_seq = stats.min_seq = seq
-                out.append(ReadEvent(event, n, raw, version))
-            stats.accepted += len(out)
+                        last_seq = seq
+                    if seq < stats.min_seq:
+                        stats.min_seq = seq
+                    keep.append(i)
+                blk = Block(events, nums, raws, versions)
+                if len(keep) != n:
+                    blk = blk.take(keep)
+                if blk.versions is not None and blk.versions.count(v1) == len(blk.versions):
+                    blk = blk._replace(versions=None)
+            del events, raws, lines
+            if blk.events:
+                blk = blk._replace(micros=ts_micros(blk.events, blk.raws, blk.versions))
+            stats.accepted += len(blk.events)
             stats.max_seq = last_seq
-            if out:
-                hand = [out]
-                del out  # the consumer owns the block: it is freed as soon as the consumer drops it
+            if blk.events:
+                hand = [blk]
+                del blk  # the consumer owns the block: it is freed as soon as the consumer drops it
                 yield hand.pop()
 
 
@@ -326,7 +485,7 @@ def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEven
     including the file's sha256 and size.
     """
     for block in read_blocks(path, stats):
-        yield from block
+        yield from block.read_events()
 
 
 def file_sha256(path: Path) -> tuple[str, int]:

@@ -10,7 +10,6 @@ import pyarrow as pa
 import pytest
 
 from ingest import read as rd
-from ingest.normalize import ts_array
 from ingest.read import ReadStats, read_events
 from runner import events as ev
 
@@ -61,15 +60,106 @@ def test_overlong_line_at_eof_is_torn_and_complete_lines_after_skip_are_read(tmp
     assert stats.torn_bytes == 4000 and stats.lines == 5
 
 
-def test_ts_array_matches_pyarrow_exactly():
-    t = pa.timestamp("us", tz="UTC")
+def _micros_by_pyarrow(t) -> int:
+    return pa.array([t], pa.timestamp("us", tz="UTC")).cast(pa.int64())[0].as_py()
+
+
+def test_exact_micros_matches_pyarrow():
     vals = [
-        datetime(2026, 3, 2, 9, 0, 1, 123457, tzinfo=UTC), None,
+        datetime(2026, 3, 2, 9, 0, 1, 123457, tzinfo=UTC),
         datetime(2026, 3, 2, 9, 0, 1, 999999, tzinfo=timezone(timedelta(hours=-7))),
         datetime(2026, 3, 2, 9, 0, 1, 1),  # noqa: DTZ001  naive (an event without offset): read as UTC
         datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2300, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
     ]
-    assert ts_array(vals, t).equals(pa.array(vals, t))
-    far = [*vals, datetime(2300, 1, 1, 0, 0, 0, 1, tzinfo=UTC)]  # beyond float precision: exact path
-    assert ts_array(far, t).equals(pa.array(far, t))
-    assert ts_array([None], t).null_count == 1
+    assert [rd.exact_micros(t) for t in vals] == [_micros_by_pyarrow(t) for t in vals]
+    assert rd.exact_micros(None) is None
+
+
+TS_FORMS = [
+    "2026-03-02T09:00:01Z", "2026-03-02T09:00:01.5Z", "2026-03-02T09:00:01.000001Z", "2026-03-02T09:00:01.123456Z",
+    "2026-03-02T09:00:01.5+00:00", "2026-03-02T09:00:01.5+02:00", "2026-03-02T09:00:01-07:00",
+    "2026-03-02T09:00:01+0530", "2026-03-02 09:00:01Z", "2026-03-02t09:00:01z", "2026-03-02T09:00:01",
+    "2026-03-02T09:00:01.1234567Z", "2026-03-02", "2026-03-02T09:00Z", "1969-12-31T23:59:59.999999Z",
+    "2300-01-01T00:00:00.000001Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z",
+    1772442001, 1772442001.25, "1772442001",
+]
+
+
+@pytest.mark.parametrize("layout", ["canonical", "ts_last_spaced", "nested_ts", "escaped", "string_ts"])
+def test_ts_columns_equal_the_validated_datetimes(tmp_path, gen, layout):
+    """Timestamps cut from the line bytes are exactly the instant pydantic validated, for every
+    form a line can carry, and lines where the bytes could mislead fall back to the model."""
+    import json
+
+    evs = gen.run_events()
+    lines = []
+    for i, e in enumerate(evs):
+        d = json.loads(_line(e))
+        d["ts"] = TS_FORMS[i % len(TS_FORMS)]
+        if layout == "ts_last_spaced":
+            d["ts"] = d.pop("ts")
+            lines.append(json.dumps(d).encode())
+            continue
+        if layout == "nested_ts" and d["event"] == "run_started":
+            for v in d["variants"]:
+                v["settings"] = {"ts": "2001-01-01T00:00:00Z"}
+        if layout == "escaped" and d["event"] == "judgment":
+            d["rationale"] = 'said \u00e9 "ts":"2000-01-01T00:00:00Z"'
+        if layout == "string_ts" and d["event"] == "flag":
+            d["path"] = "ts"
+        lines.append(json.dumps(d, separators=(",", ":"), ensure_ascii=(layout == "escaped")).encode())
+    p = tmp_path / "events.jsonl"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    stats = ReadStats(p)
+    blocks = list(rd.read_blocks(p, stats))
+    got = [(e, m) for b in blocks for e, m in zip(b.events, b.micros, strict=True)]
+    assert len(got) == len(evs) and not stats.quarantine
+    for e, m in got:
+        assert m == _micros_by_pyarrow(e.ts), (e.seq, e.ts)
+
+
+def test_ts_micros_takes_the_model_when_the_bytes_could_point_elsewhere(gen):
+    """The top-level key written with an escape and a plain nested decoy: the decoy is never read."""
+    import json
+
+    e = gen.run_events()[0]  # run_started: variant settings may hold any key
+    d = json.loads(_line(e))
+    real = d.pop("ts")
+    d["variants"][0]["settings"] = {"ts": "2001-01-01T00:00:00Z"}
+    line = json.dumps(d).encode()[:-1] + b', "t\\u0073": "' + real.encode() + b'"}'
+    event = ev.EVENT_ADAPTER.validate_json(line)
+    assert event.ts == e.ts
+    assert line.count(b'"ts"') == 1
+    assert rd.ts_micros([event], [line], None) == [_micros_by_pyarrow(e.ts)]
+
+
+def test_block_validation_equals_line_by_line(tmp_path, gen):
+    """One pydantic call per block gives the same events and the same bad lines as one call per line."""
+    import json
+
+    evs = gen.run_events()
+    good = [_line(e) for e in evs]
+    tsf = json.loads(good[-2])
+    bad = [
+        b"{not json", b"[1, 2, 3]", b'{"schema_version": 1, "event": "nope", "seq": 1}',
+        good[3].replace(b'"seq":3', b'"seq":"three"'), good[-2].replace(b'"cost_usd":null', b'"cost_usd":NaN'),
+        json.dumps({**tsf, "usage": {"input_tokens": -1}}).encode(), good[4][:-1] + b',"extra":1}',
+        good[5] + b" " + good[6],  # two events on one line
+        good[7][:40], good[8][40:],  # one event cut in two lines
+        b"\xff\xfe binary",
+    ]
+    lines = []
+    for i, g in enumerate(good):
+        lines.append(g)
+        if i < len(bad):
+            lines.append(bad[i])
+    events, failed = rd._validate(lines)
+    for i, raw in enumerate(lines):
+        try:
+            want = ev.EVENT_ADAPTER.validate_json(raw)
+        except ValueError:
+            want = None
+        assert (i in failed) == (want is None), raw
+        assert events[i] == want
+    assert len(failed) == len(bad)
