@@ -54,106 +54,148 @@ class Summary:
                       "warnings": self.warnings})
 
 
-def _sql(by: list[str], where: str, full: bool = True) -> str:
-    """One statement: scan and join once, aggregate per task, then per configuration.
-
-    ``f`` (the selected trials, joined once) is materialised; ``task`` holds one row per
-    (configuration, [slice,] universe, case) with its counts, so the common-task set, the
-    task-level mean and the incomplete counts come from ~tasks × configs rows instead of
-    re-scanning trials. Only the per-configuration aggregate (medians, quantiles, cost)
-    reads trial rows again, minus the (usually few) tasks outside the common set.
-    Configurations with excluded tasks come back through the FULL JOIN with ``excl``
-    (``x_*`` columns), so no second query is needed. ``full=False`` skips medians and
-    quantiles (Pareto needs only counts and cost).
-    """
-    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
-    by_cols = "".join(f", {b}" for b in by)
-    distinct = "DISTINCT" if by else ""  # without slices task rows are already distinct
-    holistic = """
-    median(steps) FILTER (WHERE is_valid) AS med_steps,
-    median(tokens) FILTER (WHERE is_valid) AS med_tokens,
-    median(duration_s) FILTER (WHERE is_valid) AS med_duration_s,
-    quantile_cont(cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
-    quantile_cont(duration_s, [0.5, 0.9, 0.95]) AS lat_q,""" if full else ""
-    return f"""
-WITH f AS MATERIALIZED (
-  SELECT
-    t.config_id,
-    {_COLUMNS['variant']} AS variant,
-    {_COLUMNS['model']} AS model,
-    {_COLUMNS['harness']} AS harness,
-    {_COLUMNS['harness_version']} AS harness_version,
-    {_COLUMNS['universe']} AS universe,
-    t.case_id, t.outcome, t.complete, t.steps, t.duration_s, t.cost_usd, t.simulated,
-    t.input_tokens + t.output_tokens AS tokens,
-    t.outcome NOT IN ('infra_error', 'invalid') AS is_valid,
-    t.outcome = 'accepted' AS is_solved{by_sel}
-  FROM trials t
-  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
-  LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
-  LEFT JOIN runs r ON r.run_id = t.run_id
+_TASK_SQL = """
+CREATE OR REPLACE TEMP TABLE summary_task AS
+SELECT k.*, coalesce(c.benchmark, r.manifest_id, k.run_id) AS universe
+FROM ({counts}) k
+LEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id
+LEFT JOIN runs r ON r.run_id = k.run_id
+"""
+_COUNTS_FROM_ROLLUP = """
+  SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
+         t.trials - t.complete AS n_incomplete, t.valid AS n_valid, t.solved AS n_solved
+  FROM task_rollup t{joins}
+  WHERE {where}"""
+_COUNTS_FROM_TRIALS = """
+  SELECT t.run_id, t.config_id{by_sel}, t.case_id,
+         count(*) FILTER (WHERE t.complete) AS n_complete,
+         count(*) FILTER (WHERE NOT t.complete) AS n_incomplete,
+         count(*) FILTER (WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid'))
+           AS n_valid,
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS n_solved
+  FROM trials t{joins}
   WHERE {where}
-),
-task AS MATERIALIZED (
-  SELECT config_id{by_cols}, universe, case_id,
-         count(*) FILTER (WHERE complete) AS n_complete,
-         count(*) FILTER (WHERE NOT complete) AS n_incomplete,
-         count(*) FILTER (WHERE complete AND is_valid) AS n_valid,
-         count(*) FILTER (WHERE complete AND is_solved) AS n_solved
-  FROM f GROUP BY ALL
-),
-done AS (SELECT {distinct} config_id, universe, case_id FROM task WHERE n_complete > 0),
+  GROUP BY ALL"""
+"""One row per (run, configuration, [slice,] case) with its trial counts and task universe.
+
+Counts come from the ``task_rollup`` table (built when trials are written), or from
+the trials themselves when a filter needs a trial's own start time (--since/--until).
+"""
+
+_UNIVERSES_SQL = """
+SELECT universe, count(DISTINCT run_id) AS runs FROM summary_task GROUP BY universe
+"""
+"""Runs per task universe: with one run each, task rows are already one per (config, task)."""
+
+_OUTSIDE_SQL = """
+CREATE OR REPLACE TEMP TABLE summary_outside AS
+WITH done AS (SELECT DISTINCT config_id, universe, case_id FROM summary_task WHERE n_complete > 0),
 ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM done GROUP BY universe),
-cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id),
-outside AS MATERIALIZED (
-  SELECT cnt.universe, cnt.case_id FROM cnt JOIN ucfg USING (universe) WHERE cnt.k < ucfg.n
-),
-x AS (
-  SELECT * FROM f WHERE complete AND NOT EXISTS (
-    SELECT 1 FROM outside o WHERE o.universe = f.universe AND o.case_id = f.case_id)
-),
-taskagg AS (
-  SELECT config_id{by_cols}, count(*) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd
-  FROM (SELECT config_id{by_cols}, n_solved / n_valid AS p
-        FROM task ANTI JOIN outside USING (universe, case_id)
-        WHERE n_complete > 0 AND n_valid > 0)
+cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id)
+SELECT DISTINCT s.run_id, s.case_id, s.universe
+FROM summary_task s
+JOIN cnt ON cnt.universe = s.universe AND cnt.case_id = s.case_id
+JOIN ucfg ON ucfg.universe = s.universe
+WHERE cnt.k < ucfg.n
+"""
+"""(run, case) pairs whose task is not done by every configuration of its universe."""
+
+_OUTSIDE_ONE_RUN_SQL = """
+CREATE OR REPLACE TEMP TABLE summary_outside AS
+WITH ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM summary_task
+              WHERE n_complete > 0 GROUP BY universe)
+SELECT any_value(s.run_id) AS run_id, s.case_id, s.universe
+FROM summary_task s JOIN ucfg USING (universe)
+WHERE s.n_complete > 0
+GROUP BY s.universe, s.case_id
+HAVING count(*) < any_value(ucfg.n)
+"""
+"""The same when every universe is one run: a task's rows are one per configuration."""
+
+_TASKS_PER_CONFIG_SQL = """
+SELECT config_id{by_cols},
+       count(p) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd,
+       sum(n_incomplete) AS incomplete
+FROM (
+  SELECT config_id{by_cols}, universe, case_id, sum(n_incomplete) AS n_incomplete,
+         CASE WHEN NOT bool_or(outside) AND sum(n_valid) > 0
+              THEN sum(n_solved) / sum(n_valid) END AS p
+  FROM (SELECT s.*, o.run_id IS NOT NULL AS outside
+        FROM summary_task s
+        LEFT JOIN summary_outside o ON o.run_id = s.run_id AND o.case_id = s.case_id)
   GROUP BY ALL
-),
-inc AS (
-  SELECT config_id{by_cols}, sum(n_incomplete) AS incomplete FROM task
-  GROUP BY ALL HAVING sum(n_incomplete) > 0
-),
-agg AS (
-  SELECT
-    config_id{by_cols},
-    min(variant) AS variant, min(model) AS model, min(harness) AS harness,
-    min(harness_version) AS harness_version,
+)
+GROUP BY ALL
+"""
+"""Task-level mean and spread over common tasks, and incomplete trials, per configuration."""
+
+_TASKS_PER_CONFIG_ONE_RUN_SQL = """
+SELECT config_id{by_cols},
+       count(p) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd,
+       sum(n_incomplete) AS incomplete
+FROM (
+  SELECT config_id{by_cols}, n_incomplete,
+         CASE WHEN n_valid > 0{common} THEN n_solved / n_valid END AS p
+  FROM summary_task s
+)
+GROUP BY ALL
+"""
+"""The same when every universe is one run (each row is one task already)."""
+
+_COMMON = """ AND NOT EXISTS (
+           SELECT 1 FROM summary_outside o WHERE o.run_id = s.run_id AND o.case_id = s.case_id)"""
+
+_EXCLUDED_SQL = """
+SELECT s.config_id, list(DISTINCT s.case_id ORDER BY s.case_id) AS case_ids
+FROM summary_task s SEMI JOIN summary_outside o ON o.run_id = s.run_id AND o.case_id = s.case_id
+WHERE s.n_complete > 0
+GROUP BY s.config_id
+"""
+
+_NAMES_SQL = """
+SELECT p.config_id, min(cf.variant) AS variant, min(cf.model) AS model,
+       min(cf.harness) AS harness, min(cf.harness_version) AS harness_version,
+       count(*) FILTER (WHERE cf.config_id IS NULL) AS unnamed
+FROM (SELECT DISTINCT run_id, config_id FROM summary_task) p
+LEFT JOIN configs cf ON cf.run_id = p.run_id AND cf.config_id = p.config_id
+GROUP BY p.config_id
+"""
+"""Configuration names from the configs table of the runs in the selection."""
+
+_TRIAL_NAMES_SQL = """
+SELECT config_id, min(variant), min(model), min(harness), min(harness_version)
+FROM trials WHERE config_id IN (SELECT unnest(?::VARCHAR[]))
+GROUP BY config_id
+"""
+"""Fallback for a run whose trials name a configuration its configs table lacks."""
+
+
+def _agg_sql(by: list[str], where: str, joins: str, exclude: bool, full: bool) -> str:
+    """The one pass over trial rows: counts, cost and (``full``) medians and quantiles."""
+    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
+    holistic = """
+    median(t.steps) FILTER (WHERE is_valid) AS med_steps,
+    median(t.input_tokens + t.output_tokens) FILTER (WHERE is_valid) AS med_tokens,
+    median(t.duration_s) FILTER (WHERE is_valid) AS med_duration_s,
+    quantile_cont(t.cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
+    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q,""" if full else ""
+    outside = """
+  AND NOT EXISTS (SELECT 1 FROM summary_outside o
+                  WHERE o.run_id = t.run_id AND o.case_id = t.case_id)""" if exclude else ""
+    return f"""
+SELECT
+    t.config_id{by_sel},
     count(*) AS trials,
     count(*) FILTER (WHERE is_valid) AS valid,
-    count(*) FILTER (WHERE is_solved) AS solved,
-    count(*) FILTER (WHERE outcome = 'infra_error') AS infra,
-    count(*) FILTER (WHERE outcome = 'invalid') AS invalid,{holistic}
-    sum(cost_usd) AS cost_sum,
-    count(cost_usd) AS cost_known,
-    bool_or(simulated) AS simulated
-  FROM x GROUP BY ALL
-),
-excl AS (
-  SELECT config_id AS x_config_id, min(variant) AS x_variant, min(model) AS x_model,
-         min(harness) AS x_harness, min(harness_version) AS x_harness_version,
-         list(DISTINCT case_id ORDER BY case_id) AS x_case_ids
-  FROM f WHERE complete AND EXISTS (
-    SELECT 1 FROM outside o WHERE o.universe = f.universe AND o.case_id = f.case_id)
-  GROUP BY config_id
-)
-SELECT agg.*, coalesce(inc.incomplete, 0) AS incomplete,
-       coalesce(taskagg.tasks, 0) AS tasks, taskagg.task_mean, taskagg.task_sd, excl.*
-FROM agg
-LEFT JOIN taskagg USING (config_id{by_cols})
-LEFT JOIN inc USING (config_id{by_cols})
-FULL JOIN excl ON excl.x_config_id = agg.config_id
-ORDER BY model NULLS LAST, harness NULLS LAST, harness_version NULLS LAST,
-         agg.config_id{by_cols}
+    count(*) FILTER (WHERE t.outcome = 'accepted') AS solved,
+    count(*) FILTER (WHERE t.outcome = 'infra_error') AS infra,
+    count(*) FILTER (WHERE t.outcome = 'invalid') AS invalid,{holistic}
+    fsum(t.cost_usd) AS cost_sum,
+    count(t.cost_usd) AS cost_known,
+    bool_or(t.simulated) AS simulated
+FROM (SELECT *, outcome NOT IN ('infra_error', 'invalid') AS is_valid FROM trials) t{joins}
+WHERE t.complete AND {where}{outside}
+GROUP BY ALL
 """  # noqa: S608 -- fixed fragments only; values are parameters
 
 
@@ -189,7 +231,8 @@ def _row(rec: dict) -> dict:
 
 
 def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-              by: list[str] | str | None = None, full: bool = True) -> Summary:
+              by: list[str] | str | None = None, full: bool = True,
+              from_trials: bool = False) -> Summary:
     """Per-configuration summary on common tasks (see docs/analysis.md).
 
     Tasks are common within a *task universe* — the case's benchmark label, else the
@@ -197,20 +240,57 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     runs, a runs-jsonl export, an Inspect log) sit side by side, each on the tasks it
     shares with the configurations of its own benchmark. ``full=False`` leaves the
     medians and quantiles null (cheaper; for callers that need only counts and cost).
+    ``from_trials`` counts tasks from the trials instead of ``task_rollup`` (same result;
+    the tests compare the two).
     """
     filters = filters or Filters()
     by_cols = check_by(by)
     where, params = filters.where()
-    cur = con.execute(_sql(by_cols, where, full), params)
-    names = [d[0] for d in cur.description]
-    recs = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    joins = ""
+    if by_cols or filters.needs_cases:
+        joins += "\n  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
+    if filters.needs_runs:
+        joins += "\n  LEFT JOIN runs r ON r.run_id = t.run_id"
+    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by_cols)  # fixed column map
+    by_list = "".join(f", {b}" for b in by_cols)
+    try:
+        counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
+        con.execute(_TASK_SQL.format(counts=counts.format(by_sel=by_sel, joins=joins,
+                                                          where=where)), params)
+        one_run = all(n == 1 for _, n in con.execute(_UNIVERSES_SQL).fetchall())
+        con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
+        n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
+        per_config = (_TASKS_PER_CONFIG_ONE_RUN_SQL.format(
+            by_cols=by_list, common=_COMMON if n_outside else "") if one_run
+            else _TASKS_PER_CONFIG_SQL.format(by_cols=by_list))
+        per_task = {rec[:1 + len(by_cols)]: rec[1 + len(by_cols):]
+                    for rec in con.execute(per_config).fetchall()}
+        names = {rec[0]: rec[1:] for rec in con.execute(_NAMES_SQL).fetchall()}
+        unnamed = sorted(k for k, v in names.items() if v[4])
+        if unnamed:
+            for cid, *vals in con.execute(_TRIAL_NAMES_SQL, [unnamed]).fetchall():
+                names[cid] = (*(a if a is not None else b
+                                for a, b in zip(names[cid][:4], vals, strict=True)), 0)
+        excluded_ids = dict(con.execute(_EXCLUDED_SQL).fetchall()) if n_outside else {}
+        cur = con.execute(_agg_sql(by_cols, where, joins, bool(n_outside), full), params)
+        cols = [d[0] for d in cur.description]
+        recs = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.execute("DROP TABLE IF EXISTS summary_task")
+        con.execute("DROP TABLE IF EXISTS summary_outside")
     excluded = {}
-    for rec in recs:  # per configuration, repeated on each of its slices
-        if rec["x_config_id"] is not None:
-            excluded[rec["x_config_id"]] = {
-                "config_id": rec["x_config_id"], "variant": rec["x_variant"],
-                "model": rec["x_model"], "harness": rec["x_harness"],
-                "harness_version": rec["x_harness_version"], "case_ids": rec["x_case_ids"]}
+    for cid, case_ids in excluded_ids.items():
+        variant, model, harness, version, _ = names[cid]
+        excluded[cid] = {"config_id": cid, "variant": variant, "model": model,
+                         "harness": harness, "harness_version": version, "case_ids": case_ids}
+    for rec in recs:
+        tasks, task_mean, task_sd, incomplete = per_task.get(
+            tuple(rec[k] for k in ["config_id", *by_cols]), (0, None, None, 0))
+        rec.update(tasks=tasks, task_mean=task_mean, task_sd=task_sd,
+                   incomplete=int(incomplete or 0))
+        rec.update(zip(CONFIG_KEYS[1:], names[rec["config_id"]][:4], strict=True))
+    recs.sort(key=lambda r: (*((r[k] is None, r[k] or "") for k in CONFIG_KEYS[2:]),
+                             r["config_id"], *((r[b] is None, r[b] or "") for b in by_cols)))
     excluded = [excluded[k] for k in sorted(excluded)]
     recs = [rec for rec in recs if rec["config_id"] is not None]
     if not recs:

@@ -24,11 +24,16 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from warehouse import rollup
 from warehouse.errors import WarehouseError
 from warehouse.schema import DUCKDB_TYPES, TABLES, columns
 
 if TYPE_CHECKING:  # pyarrow is imported where tables are written or read, not to query
     import pyarrow as pa
+
+
+ROW_GROUP_ROWS = 122_880
+"""Rows per Parquet row group written here (DuckDB's default; it parallelises by row group)."""
 
 
 class WarehouseLocked(WarehouseError):
@@ -94,6 +99,8 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
 
     root = parquet_root(db_path)
     part = f"run_id={_safe_partition(run_id)}"
+    if "trials" in tables:  # missing, never stale, if we stop before the rebuild below
+        rollup.drop(root, part)
     for name, table in tables.items():
         schema = TABLES[name]
         target = root / name / part
@@ -107,7 +114,9 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
         else:
             if table.schema != schema:
                 table = table.select(schema.names).cast(schema)
-            pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet", compression="zstd")
+            # Row groups of DuckDB's own size, so a scan of one big run uses every core.
+            pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet",
+                           compression="zstd", row_group_size=ROW_GROUP_ROWS)
         old = None
         if target.exists():
             old = root / name / f".old-{uuid.uuid4().hex}"
@@ -115,6 +124,10 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
         tmp.rename(target)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+    if "trials" in tables:
+        rollup.build(root, part)
+    for lacking in rollup.missing(root):  # e.g. a warehouse written before rollups existed
+        rollup.build(root, lacking)
 
 
 def delete_run(db_path: Path, run_id: str) -> None:
@@ -123,6 +136,7 @@ def delete_run(db_path: Path, run_id: str) -> None:
         target = root / name / f"run_id={_safe_partition(run_id)}"
         if target.exists():
             shutil.rmtree(target)
+    rollup.drop(root, f"run_id={_safe_partition(run_id)}")
 
 
 def _view_sql(root: Path, name: str) -> str:
@@ -155,6 +169,8 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
         if temp:
             sql = sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
         con.execute(sql)
+    kind = "TEMP VIEW" if temp else "VIEW"
+    con.execute(f"CREATE OR REPLACE {kind} {rollup.NAME} AS {rollup.view_sql(root)}")
 
 
 def read_partition(db_path: Path, table: str, run_id: str) -> pa.Table | None:

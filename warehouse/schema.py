@@ -227,9 +227,29 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
 }
 
 
+DERIVED: dict[str, tuple[str, tuple[Column, ...]]] = {
+    "task_rollup": _spec(
+        "Derived, not ingested: one row per (run, configuration, case) with its trial counts and "
+        "known cost, rebuilt from the run's `trials` whenever they are written (see "
+        "`warehouse/rollup.py`). Task-level analyses read it instead of grouping every trial.",
+        Column("config_id", "string", False),
+        Column("case_id", "string", False),
+        Column("trials", "int64", False),  # all trials, incomplete ones included
+        Column("complete", "int64", False),  # trials with a finish (complete = true)
+        Column("valid", "int64", False),  # complete and outcome not infra_error/invalid
+        Column("solved", "int64", False),  # complete and outcome = accepted
+        Column("infra", "int64", False),  # complete and outcome = infra_error
+        Column("invalid", "int64", False),  # complete and outcome = invalid
+        Column("cost_usd", "float64"),  # exact sum (fsum) of the known costs of complete trials; null when none
+        Column("cost_known", "int64", False),  # complete trials whose cost is known
+    ),
+}
+"""Tables computed from other tables when they are written (never by an importer)."""
+
+
 def columns(name: str) -> tuple[Column, ...]:
     """The columns of a table, without importing pyarrow (views, docs, SQL)."""
-    return SPEC[name][1]
+    return SPEC[name][1] if name in SPEC else DERIVED[name][1]
 
 
 def _arrow_type(kind: str) -> pa.DataType:

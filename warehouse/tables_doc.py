@@ -13,12 +13,14 @@ from importlib import resources
 
 import pyarrow as pa
 
-from warehouse.schema import TABLES
+from warehouse.schema import DERIVED, TABLES, columns
 
 _FIELD = re.compile(r'Column\("(?P<name>\w+)".*?#\s*(?P<note>.+)$')
 
 
 _TABLE = re.compile(r'^\s+"(\w+)": _spec\(')
+_KINDS = {"string": "string", "int32": "int32", "int64": "int64", "float64": "float64",
+          "bool": "bool", "timestamp": "timestamp (UTC)"}
 _COMMON = {
     "run_id": "partition key: our run id, or one foreign source",
     "ingest_batch_id": "the ingest batch that wrote this row (see `ingest_batches`)",
@@ -90,6 +92,15 @@ def render() -> str:
         for f in schema:
             note = notes.get((name, f.name), _COMMON.get(f.name, ""))
             lines.append(f"| `{f.name}` | {_type(f.type)} | {'yes' if f.nullable else 'no'} | {note} |")
+        lines.append("")
+    lines += ["## Derived tables", "",
+              "Written by the warehouse itself whenever the tables they derive from are; never by "
+              "an importer.", ""]
+    for name, (doc, _) in DERIVED.items():
+        lines += [f"### `{name}`", "", doc, "", "| column | type | nullable | notes |", "|---|---|---|---|"]
+        for c in columns(name):
+            note = notes.get((name, c.name), _COMMON.get(c.name, ""))
+            lines.append(f"| `{c.name}` | {_KINDS[c.type]} | {'yes' if c.nullable else 'no'} | {note} |")
         lines.append("")
     lines += ["## Views", ""]
     for name, header, cols in _views():

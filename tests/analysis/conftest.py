@@ -81,6 +81,25 @@ def wh(tmp_path):
         con.close()
 
 
+@pytest.fixture
+def wh_runs(tmp_path):
+    """Factory: wh_runs([(run_id, trials, cases), ...]) -> read-only connection to one
+    warehouse holding several runs (runs sharing a ``benchmark`` case label pool tasks)."""
+    opened = []
+
+    def build(runs):
+        path = tmp_path / f"runs{len(opened)}" / "t.duckdb"
+        for run_id, trials, cases in runs:
+            make_warehouse(path, trials, run_id=run_id, cases=cases)
+        con = db.open(path, read_only=True)
+        opened.append(con)
+        return con
+
+    yield build
+    for con in opened:
+        con.close()
+
+
 def _grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
     """{config: {case: [outcome per rep]}} -> trial dicts."""
     out = []

@@ -1,0 +1,86 @@
+"""summarize's two ways to count tasks (task_rollup or the trials) and its pooling rules.
+
+The rollup path is the fast default; counting from trials is what --since/--until use.
+Both must give the same summary on warehouses that exercise every branch: tasks outside
+the common set, several runs of one benchmark, incomplete trials, unlabelled slices.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from analysis.filters import Filters
+from analysis.summary import summarize
+
+A, R = "accepted", "target_failed"
+
+
+def _labels(case_ids, benchmark="B", task_class=None):
+    return [{"case_id": c, "benchmark": benchmark,
+             "task_class": task_class(c) if task_class else None} for c in case_ids]
+
+
+def _same(a, b, path=""):
+    """Equal, with floats to 1e-12 (DuckDB may add task means in another order)."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15), path
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), path
+        for k in a:
+            _same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+@pytest.fixture
+def two_runs(wh_runs, grid):
+    """Run r1: configs a, b on t1–t3 (b lacks t3); run r2: config a again on t1, t4, and
+    an incomplete trial; t4 is labelled, the others are not."""
+    r1 = grid({"a": {"t1": [A, R], "t2": [A, A], "t3": [R]},
+               "b": {"t1": [R, R], "t2": [A, R]}})
+    r2 = grid({"a": {"t1": [A], "t4": [A]}, "b": {"t4": [R]}})
+    r2.append({"config_id": "a", "case_id": "t2", "rep": 9, "outcome": None})
+    klass = {"t4": "bugfix"}.get
+    return wh_runs([("r1", r1, _labels(["t1", "t2", "t3"], task_class=klass)),
+                    ("r2", r2, _labels(["t1", "t2", "t4"], task_class=klass))])
+
+
+@pytest.mark.parametrize("by", [None, "task_class"])
+@pytest.mark.parametrize("filters", [Filters(), Filters.parse(runs=["r1"]),
+                                     Filters.parse(labels=["task_class=bugfix"])])
+def test_rollup_and_trial_counts_give_the_same_summary(two_runs, by, filters):
+    fast = summarize(two_runs, filters, by=by).as_dict()
+    slow = summarize(two_runs, filters, by=by, from_trials=True).as_dict()
+    _same(fast, slow)
+
+
+def test_runs_of_one_benchmark_pool_their_tasks(two_runs):
+    s = summarize(two_runs)
+    rows = {r["config_id"]: r for r in s.rows}
+    # Common tasks of universe B: t1, t2, t4 (b never finished t3). a pools r1 and r2:
+    # t1 = 2/3, t2 = 2/2, t4 = 1/1; b: t1 = 0/2, t2 = 1/2, t4 = 0/1.
+    assert rows["a"]["tasks"] == 3 and rows["b"]["tasks"] == 3
+    assert rows["a"]["task_mean"] == pytest.approx((2 / 3 + 1 + 1) / 3)
+    assert rows["b"]["task_mean"] == pytest.approx((0 + 1 / 2 + 0) / 3)
+    assert (rows["a"]["valid"], rows["a"]["solved"], rows["a"]["incomplete"]) == (6, 5, 1)
+    assert s.excluded_cases == [{"config_id": "a", "variant": "a", "model": "m", "harness": "h",
+                                 "harness_version": "1", "case_ids": ["t3"]}]
+
+
+def test_an_unlabelled_slice_keeps_its_task_statistics(two_runs):
+    rows = {(r["config_id"], r["task_class"]): r for r in summarize(two_runs, by="task_class").rows}
+    unlabelled = rows[("a", None)]  # t1 and t2, no task_class
+    assert unlabelled["tasks"] == 2
+    assert unlabelled["task_mean"] == pytest.approx((2 / 3 + 1) / 2)
+    assert rows[("a", "bugfix")]["tasks"] == 1
+
+
+def test_since_counts_from_the_trials(two_runs):
+    s = summarize(two_runs, Filters.parse(since="2020-01-01"))
+    assert {r["config_id"]: r["tasks"] for r in s.rows} == {"a": 3, "b": 3}

@@ -1,0 +1,87 @@
+"""task_rollup: equals a polars group-by of the trials, is rebuilt with them, never stale."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+from polars.testing import assert_frame_equal
+
+from warehouse import db, rollup
+from warehouse.synthetic import Spec, generate
+
+KEY = ["run_id", "config_id", "case_id"]
+
+
+def _expected(con) -> pl.DataFrame:
+    """The rollup computed independently, in polars, from the trial rows."""
+    t = con.sql("SELECT run_id, config_id, case_id, complete, outcome, cost_usd FROM trials").pl()
+    done = pl.col("complete")
+    return (t.group_by(KEY).agg(
+        trials=pl.len(),
+        complete=done.sum(),
+        valid=(done & ~pl.col("outcome").is_in(["infra_error", "invalid"])).sum(),
+        solved=(done & (pl.col("outcome") == "accepted")).sum(),
+        infra=(done & (pl.col("outcome") == "infra_error")).sum(),
+        invalid=(done & (pl.col("outcome") == "invalid")).sum(),
+        cost_usd=pl.col("cost_usd").filter(done).sum(),
+        cost_known=pl.col("cost_usd").filter(done).is_not_null().sum(),
+        any_cost=pl.col("cost_usd").filter(done).is_not_null().any(),
+    ).with_columns(
+        pl.when(pl.col("any_cost")).then(pl.col("cost_usd")).alias("cost_usd"),
+    ).drop("any_cost").sort(KEY).cast({c: pl.Int64 for c in
+                                       ["trials", "complete", "valid", "solved", "infra",
+                                        "invalid", "cost_known"]}))
+
+
+def _stored(con) -> pl.DataFrame:
+    return con.sql("SELECT * EXCLUDE (ingest_batch_id) FROM task_rollup").pl().sort(KEY)
+
+
+def _warehouse(tmp_path: Path, run_id: str = "synthetic") -> Path:
+    path = tmp_path / "w.duckdb"
+    generate(path, Spec(models=2, harnesses=2, tasks=30, reps=3, incomplete=4, unknown_cost=5,
+                        run_id=run_id))
+    return path
+
+
+def test_rollup_equals_a_group_by_of_the_trials(tmp_path):
+    path = _warehouse(tmp_path)
+    con = db.open(path, read_only=True)
+    got, want = _stored(con), _expected(con)
+    assert got.height == 2 * 2 * 30 and got["trials"].sum() == 2 * 2 * 30 * 3
+    assert got["complete"].sum() == got["trials"].sum() - 4  # the incomplete trials count
+    assert_frame_equal(got, want, check_column_order=False, check_dtypes=False, rel_tol=1e-12)
+    assert rollup.missing(db.parquet_root(path)) == []
+
+
+def test_a_missing_rollup_is_computed_by_the_view_and_rebuilt_by_the_next_write(tmp_path):
+    path = _warehouse(tmp_path)
+    root = db.parquet_root(path)
+    con = db.open(path, read_only=True)
+    before = _stored(con)
+    con.close()
+    shutil.rmtree(root / "task_rollup" / "run_id=synthetic")  # e.g. a crash before the rebuild
+    assert rollup.missing(root) == ["run_id=synthetic"]
+    con = db.open(path, read_only=True)
+    assert_frame_equal(_stored(con), before)  # same rows, computed from the trials
+    con.close()
+    generate(path, Spec(models=1, harnesses=1, tasks=3, reps=1, run_id="other"))
+    assert rollup.missing(root) == []  # the write rebuilt the missing run too
+    con = db.open(path, read_only=True)
+    assert_frame_equal(_stored(con).filter(pl.col("run_id") == "synthetic"), before)
+
+
+def test_rewriting_or_deleting_a_run_rewrites_or_deletes_its_rollup(tmp_path):
+    path = _warehouse(tmp_path)
+    generate(path, Spec(models=1, harnesses=2, tasks=5, reps=2, incomplete=0, run_id="synthetic"))
+    con = db.open(path, read_only=True)
+    assert _stored(con)["trials"].sum() == 1 * 2 * 5 * 2
+    assert_frame_equal(_stored(con), _expected(con), check_column_order=False,
+                       check_dtypes=False, rel_tol=1e-12)
+    con.close()
+    db.delete_run(path, "synthetic")
+    assert not (db.parquet_root(path) / "task_rollup" / "run_id=synthetic").exists()
+    con = db.open(path, read_only=True)
+    assert con.execute("SELECT count(*) FROM task_rollup").fetchone() == (0,)
