@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import datetime
+from operator import attrgetter, itemgetter
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -33,6 +34,9 @@ def _j(obj: Any) -> str:
     if not obj and isinstance(obj, list | dict):
         return "[]" if isinstance(obj, list) else "{}"
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+_get_envelope = attrgetter("seq", "event", "trial_id")
 
 
 class EventsColumns:
@@ -59,11 +63,12 @@ class EventsColumns:
             payload = [raw if v == v1 else e.model_dump_json().encode()
                        for raw, v, e in zip(block.raws, block.versions, events, strict=True)]
             versions = pa.array(block.versions, pa.int32())
+        seqs, kinds, trial_ids = zip(*map(_get_envelope, events), strict=True)
         cols = {
-            "seq": pa.array([e.seq for e in events], pa.int64()),
-            "event": pa.array([e.event for e in events], pa.string()),
+            "seq": pa.array(seqs, pa.int64()),
+            "event": pa.array(kinds, pa.string()),
             "schema_version": versions,
-            "trial_id": pa.array([e.trial_id for e in events], pa.string()),
+            "trial_id": pa.array(trial_ids, pa.string()),
             "ts": pa.array(block.micros, pa.int64()),
             "source_file": pa.array([self.source_file] * n, pa.string()),
             "line": pa.array(block.lines, pa.int64()),
@@ -91,34 +96,43 @@ class NeedsBufferedPass(Exception):
 
 TRIAL_TABLES = ("trials", "attempts", "stages", "gradings", "judgments", "flags")
 
+_STAGE_FIN = ("exit_code", "signal", "timed_out", "could_not_start", "duration_s", "verdict_status")
+_USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps",
+          "time_to_first_edit_s", "source")
+_GRADING = ("attempt", "final", "criterion_id", "layer", "exit_code", "signal", "timed_out", "verdict",
+            "baseline", "duration_s")
+_CONTROL = ("case_id", "control", "criterion_id", "layer", "exit_code", "signal", "timed_out", "verdict",
+            "duration_s")
+_TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status")
+
 TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "trials": (
         "trial_id", "source_format", "source_key", "config_id", "variant", "model", "harness", "harness_version",
-        "case_id", "repetition", "outcome", "complete", "reason", "attempts", "started_at", "finished_at",
-        "duration_s", "setup_s", "agent_s", "verification_s", "time_to_first_edit_s", "input_tokens",
-        "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps", "cost_usd", "cost_source",
-        "cost_budget_status", "flags", "simulated", "labels_json",
+        "case_id", "repetition", "complete", "started_at", "labels_json", "flags", "simulated",
+        "reason", "finished_at", "cost_usd", "cost_source", *_TRIAL_FIN, *_USAGE[:6],
     ),
     "attempts": ("trial_id", "attempt", "outcome", "findings_json", "started_at", "finished_at"),
     "stages": (
-        "trial_id", "attempt", "stage", "exit_code", "signal", "timed_out", "could_not_start", "duration_s",
-        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "cost_source",
-        "steps", "time_to_first_edit_s", "usage_source", "verdict_status", "checkpoint_sha", "started_at",
-        "finished_at",
+        "trial_id", "attempt", "stage", "started_at", "finished_at", "checkpoint_sha", "cost_usd", "cost_source",
+        *_STAGE_FIN, *(c if c != "source" else "usage_source" for c in _USAGE),
     ),
-    "gradings": (
-        "trial_id", "case_id", "attempt", "final", "control", "criterion_id", "layer", "exit_code", "signal",
-        "timed_out", "verdict", "baseline", "duration_s", "ts",
-    ),
+    "gradings": ("trial_id", "case_id", "control", "ts", *_GRADING),
     "judgments": ("trial_id", "criterion_id", "kind", "verdict", "category", "note", "annotator", "ts"),
     "flags": ("trial_id", "kind", "path", "detail"),
 }
 """The order of the values in the row tuples ``RunNormalizer`` emits for each per-trial table
-(timestamps as microseconds since the epoch); columns not named are null."""
+(timestamps as microseconds since the epoch); columns not named are null. The order follows
+the event fields read together (``operator.itemgetter`` over a model's ``__dict__``)."""
 
+_get_stage_fin, _get_usage, _get_usage_t, _get_grading, _get_control, _get_trial_fin = (
+    itemgetter(*f) for f in (_STAGE_FIN, _USAGE, _USAGE[:6], _GRADING, _CONTROL, _TRIAL_FIN)
+)
 _RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result"})
 _STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
 _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
+_TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6)
+
+_first = itemgetter(0)
 
 
 def _seq(pair: tuple) -> int:
@@ -135,7 +149,7 @@ class RunNormalizer:
     for an already resolved trial (a resumed finished trial, or a late out-of-order
     line) raises ``NeedsBufferedPass``: the caller reads the file again with
     ``streaming=False``, which resolves everything at the end. Trial events are kept
-    as ``(event, ts in µs)`` pairs.
+    as ``(seq, kind, event, ts in µs)`` tuples, controls as ``(event, ts in µs)``.
     """
 
     def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False) -> None:
@@ -186,21 +200,19 @@ class RunNormalizer:
             events = block.events
         trials = self._trials
         streaming, resolved = self.streaming, self._resolved
-        for e, m in zip(events, block.micros, strict=True):
-            kind = e.event
+        for (seq, kind, tid), e, m in zip(map(_get_envelope, events), events, block.micros, strict=True):
             if kind in _RUN_KINDS:
                 self._run_event(e, m, kind)
                 continue
-            tid = e.trial_id
             if tid is None:
                 self._run_level_other += 1
                 continue
             if streaming and tid in resolved:
                 raise NeedsBufferedPass(tid)
             evs = trials[tid]
-            evs.append((e, m))
+            evs.append((seq, kind, e, m))
             if streaming and kind == "trial_finished" and self._started and (
-                not self.need_start or any(x[0].event == "trial_started" for x in evs)
+                not self.need_start or any(x[1] == "trial_started" for x in evs)
             ):
                 self._resolve(tid)
         return block
@@ -314,11 +326,15 @@ class RunNormalizer:
         return None, None
 
     def _trial(self, trial_id: str, events: list[tuple], variants: dict, out: dict[str, list]) -> bool:
-        """Resolve one trial's ``(event, µs)`` pairs into row tuples (``TRIAL_COLUMNS``) in ``out``."""
-        events.sort(key=_seq)
-        starts = [i for i, (e, _m) in enumerate(events) if e.event == "trial_started"]
+        """Resolve one trial's ``(seq, kind, event, µs)`` entries into row tuples (``TRIAL_COLUMNS``) in ``out``.
+
+        Fields are read from each model's ``__dict__`` (validated values; several at once
+        with ``itemgetter``), which is a good deal cheaper than attribute access on models.
+        """
+        events.sort(key=_first)
+        starts = [i for i, t in enumerate(events) if t[1] == "trial_started"]
         if not starts:
-            for e, _m in events:
+            for _s, _k, e, _m in events:
                 self.quarantine.append(QuarantineRow(
                     self.source_file, None,
                     f"{e.event} seq {e.seq}: trial {trial_id!r} has no trial_started event", e.model_dump_json()[:4096]))
@@ -326,79 +342,70 @@ class RunNormalizer:
         if len(starts) > 1:
             self.notes.append(f"trial {trial_id}: started {len(starts)} times; only the last start counts")
         events = events[starts[-1]:]
-        ts, ts_m = events[0]
-        ts: ev.TrialStarted
-        fin, fin_m = next(((e, m) for e, m in reversed(events) if e.event == "trial_finished"), (None, None))
-        v = variants.get(ts.variant)
+        _s, _k, ts, ts_m = events[0]
+        ts = ts.__dict__
+        fin, fin_m = next(((t[2], t[3]) for t in reversed(events) if t[1] == "trial_finished"), (None, None))
+        v = variants.get(ts["variant"])
         model = v.model if v else None
         attempts: dict[int, list] = {}
         stages: dict[tuple[int, str], list] = {}
         nflags = 0
         gradings, judgments, flags = out["gradings"], out["judgments"], out["flags"]
-        for e, m in events[1:]:
-            k = e.event
+        case_id = ts["case_id"]
+        for _s, k, e, m in events[1:]:
+            d = e.__dict__
             if k in _STAGE_KINDS:
-                key = (e.attempt, e.stage)
+                key = (d["attempt"], d["stage"])
                 s = stages.get(key)
                 if s is None:
-                    s = stages[key] = [trial_id, e.attempt, e.stage, *_STAGE_NULLS]
+                    s = stages[key] = [trial_id, d["attempt"], d["stage"], *_STAGE_NULLS]
                 if k == "stage_finished":
-                    u = e.usage
-                    cost, src = self._cost(u, model, e.ts)
-                    s[3:18] = (
-                        e.exit_code, e.signal, e.timed_out, e.could_not_start, e.duration_s,
-                        u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens,
-                        cost, src, u.steps, u.time_to_first_edit_s, u.source, e.verdict_status,
-                    )
-                    s[20] = m
+                    u = d["usage"]
+                    s[6:8] = self._cost(u, model, d["ts"])
+                    s[8:14] = _get_stage_fin(d)
+                    s[14:21] = _get_usage(u.__dict__)
+                    s[4] = m
                 elif k == "stage_started":
-                    s[19] = m
+                    s[3] = m
                 else:  # checkpoint
-                    s[18] = e.sha
+                    s[5] = d["sha"]
             elif k == "attempt_started" or k == "attempt_finished":
-                a = attempts.get(e.attempt)
+                a = attempts.get(d["attempt"])
                 if a is None:
-                    a = attempts[e.attempt] = [trial_id, e.attempt, None, None, None, None]
+                    a = attempts[d["attempt"]] = [trial_id, d["attempt"], None, None, None, None]
                 if k == "attempt_started":
-                    a[4], a[3] = m, _j(e.findings)
+                    a[4], a[3] = m, _j(d["findings"])
                 else:
-                    a[2], a[5], a[3] = e.outcome, m, _j(e.findings)
+                    a[2], a[5], a[3] = d["outcome"], m, _j(d["findings"])
             elif k == "grading":
-                gradings.append((
-                    trial_id, ts.case_id, e.attempt, e.final, None, e.criterion_id, e.layer,
-                    e.exit_code, e.signal, e.timed_out, e.verdict, e.baseline, e.duration_s, m,
-                ))
+                gradings.append((trial_id, case_id, None, m, *_get_grading(d)))
             elif k == "judgment":
                 judgments.append((
-                    trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, None,
-                    e.rationale or None, e.judge_model, m,
+                    trial_id, d["criterion_id"], "judge", "abstained" if d["abstained"] else d["verdict"], None,
+                    d["rationale"] or None, d["judge_model"], m,
                 ))
             elif k == "flag":
                 nflags += 1
-                flags.append((trial_id, e.kind, e.path, e.detail))
+                flags.append((trial_id, d["kind"], d["path"], d["detail"]))
         out["attempts"].extend(attempts.values())
         out["stages"].extend(stages.values())
         simulated = bool(v.simulated) if v else False
         # Both are ints (model-checked): the same text as _j({"seed":…, "order":…}), cheaper.
-        labels = f'{{"order":{ts.order:d},"seed":{ts.seed:d}}}'
-        head = (trial_id, "trialhouse", trial_id, ts.config_id, ts.variant, model,
-                v.harness if v else None, v.harness_version if v else None, ts.case_id, ts.repetition)
+        labels = f'{{"order":{ts["order"]:d},"seed":{ts["seed"]:d}}}'
+        head = (trial_id, "trialhouse", trial_id, ts["config_id"], ts["variant"], model,
+                v.harness if v else None, v.harness_version if v else None, case_id, ts["repetition"])
         if fin is not None:
-            u = fin.usage
-            cost, src = self._cost(u, model, fin.ts)
-            row = (
-                *head, fin.outcome, True, fin.reason or None, fin.attempts, ts_m, fin_m,
-                fin.duration_s, fin.setup_s, fin.agent_s, fin.verification_s, u.time_to_first_edit_s,
-                u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.steps,
-                cost, src, fin.cost_budget_status, max(fin.flags, nflags), fin.simulated or simulated, labels,
-            )
+            f = fin.__dict__
+            u = f["usage"]
+            out["trials"].append((
+                *head, True, ts_m, labels, max(f["flags"], nflags), f["simulated"] or simulated,
+                f["reason"] or None, fin_m, *self._cost(u, model, f["ts"]), *_get_trial_fin(f), *_get_usage_t(u.__dict__),
+            ))
         else:
-            row = (
-                *head, None, False, None, len(attempts) or None, ts_m, None,
-                None, None, None, None, None, None, None, None, None, None,
-                None, None, None, nflags, simulated, labels,
-            )
-        out["trials"].append(row)
+            out["trials"].append((
+                *head, False, ts_m, labels, nflags, simulated, None, None, None, None,
+                None, len(attempts) or None, *_TRIAL_FIN_NULLS,
+            ))
         return fin is not None
 
     def rows(self) -> dict[str, list]:
@@ -413,8 +420,7 @@ class RunNormalizer:
         if incomplete:
             self.notes.append(f"{incomplete} trial(s) have no trial_finished event: incomplete, not failed")
         for e, m in sorted(self._controls, key=_seq):
-            out["gradings"].append((
-                None, e.case_id, None, None, e.control, e.criterion_id, e.layer,
-                e.exit_code, e.signal, e.timed_out, e.verdict, None, e.duration_s, m,
-            ))
+            c = _get_control(e.__dict__)
+            # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
+            out["gradings"].append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
         return {"runs": runs, "configs": configs, "cases": cases, **out}
