@@ -63,7 +63,8 @@ LEFT JOIN runs r ON r.run_id = k.run_id
 """
 _COUNTS_FROM_ROLLUP = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
-         t.trials - t.complete AS n_incomplete, t.valid AS n_valid, t.solved AS n_solved
+         t.trials - t.complete AS n_incomplete, t.valid AS n_valid, t.solved AS n_solved,
+         t.infra AS n_infra, t.invalid AS n_invalid, t.cost_usd AS cost_sum, t.cost_known
   FROM task_rollup t{joins}
   WHERE {where}"""
 _COUNTS_FROM_TRIALS = """
@@ -72,7 +73,11 @@ _COUNTS_FROM_TRIALS = """
          count(*) FILTER (WHERE NOT t.complete) AS n_incomplete,
          count(*) FILTER (WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid'))
            AS n_valid,
-         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS n_solved
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS n_solved,
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'infra_error') AS n_infra,
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'invalid') AS n_invalid,
+         fsum(t.cost_usd) FILTER (WHERE t.complete) AS cost_sum,
+         count(t.cost_usd) FILTER (WHERE t.complete) AS cost_known
   FROM trials t{joins}
   WHERE {where}
   GROUP BY ALL"""
@@ -112,12 +117,27 @@ HAVING count(*) < any_value(ucfg.n)
 """
 """The same when every universe is one run: a task's rows are one per configuration."""
 
-_TASKS_PER_CONFIG_SQL = """
-SELECT config_id{by_cols},
+_PER_CONFIG = """
        count(p) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd,
-       sum(n_incomplete) AS incomplete
+       sum(n_incomplete) AS incomplete,
+       sum(n_complete) FILTER (WHERE common) AS trials,
+       sum(n_valid) FILTER (WHERE common) AS valid,
+       sum(n_solved) FILTER (WHERE common) AS solved,
+       sum(n_infra) FILTER (WHERE common) AS infra,
+       sum(n_invalid) FILTER (WHERE common) AS invalid,
+       fsum(cost_sum) FILTER (WHERE common) AS cost_sum,
+       sum(cost_known) FILTER (WHERE common) AS cost_known"""
+"""Per configuration [and slice]: task-level mean and spread, incomplete trials, and the
+trial counts and known cost over common tasks (what the trial-level columns need)."""
+
+_TASKS_PER_CONFIG_SQL = """
+SELECT config_id{by_cols},{per_config}
 FROM (
-  SELECT config_id{by_cols}, universe, case_id, sum(n_incomplete) AS n_incomplete,
+  SELECT config_id{by_cols}, universe, case_id, NOT bool_or(outside) AS common,
+         sum(n_incomplete) AS n_incomplete, sum(n_complete) AS n_complete,
+         sum(n_valid) AS n_valid, sum(n_solved) AS n_solved, sum(n_infra) AS n_infra,
+         sum(n_invalid) AS n_invalid, fsum(cost_sum) AS cost_sum,
+         sum(cost_known) AS cost_known,
          CASE WHEN NOT bool_or(outside) AND sum(n_valid) > 0
               THEN sum(n_solved) / sum(n_valid) END AS p
   FROM (SELECT s.*, o.run_id IS NOT NULL AS outside
@@ -127,22 +147,18 @@ FROM (
 )
 GROUP BY ALL
 """
-"""Task-level mean and spread over common tasks, and incomplete trials, per configuration."""
 
 _TASKS_PER_CONFIG_ONE_RUN_SQL = """
-SELECT config_id{by_cols},
-       count(p) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd,
-       sum(n_incomplete) AS incomplete
+SELECT config_id{by_cols},{per_config}
 FROM (
-  SELECT config_id{by_cols}, n_incomplete,
-         CASE WHEN n_valid > 0{common} THEN n_solved / n_valid END AS p
-  FROM summary_task s
+  SELECT *, CASE WHEN common AND n_valid > 0 THEN n_solved / n_valid END AS p
+  FROM (SELECT *, {common} AS common FROM summary_task s)
 )
 GROUP BY ALL
 """
 """The same when every universe is one run (each row is one task already)."""
 
-_COMMON = """ AND NOT EXISTS (
+_COMMON = """NOT EXISTS (
            SELECT 1 FROM summary_outside o WHERE o.run_id = s.run_id AND o.case_id = s.case_id)"""
 
 _EXCLUDED_SQL = """
@@ -155,6 +171,7 @@ GROUP BY s.config_id
 _NAMES_SQL = """
 SELECT p.config_id, min(cf.variant) AS variant, min(cf.model) AS model,
        min(cf.harness) AS harness, min(cf.harness_version) AS harness_version,
+       bool_or(cf.simulated) AS simulated,
        count(*) FILTER (WHERE cf.config_id IS NULL) AS unnamed
 FROM (SELECT DISTINCT run_id, config_id FROM summary_task) p
 LEFT JOIN configs cf ON cf.run_id = p.run_id AND cf.config_id = p.config_id
@@ -163,36 +180,28 @@ GROUP BY p.config_id
 """Configuration names from the configs table of the runs in the selection."""
 
 _TRIAL_NAMES_SQL = """
-SELECT config_id, min(variant), min(model), min(harness), min(harness_version)
+SELECT config_id, min(variant), min(model), min(harness), min(harness_version),
+       bool_or(simulated)
 FROM trials WHERE config_id IN (SELECT unnest(?::VARCHAR[]))
 GROUP BY config_id
 """
 """Fallback for a run whose trials name a configuration its configs table lacks."""
 
 
-def _agg_sql(by: list[str], where: str, joins: str, exclude: bool, full: bool) -> str:
-    """The one pass over trial rows: counts, cost and (``full``) medians and quantiles."""
+def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool) -> str:
+    """The one pass over trial rows: medians and quantiles need the values themselves."""
     by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
-    holistic = """
-    median(t.steps) FILTER (WHERE is_valid) AS med_steps,
-    median(t.input_tokens + t.output_tokens) FILTER (WHERE is_valid) AS med_tokens,
-    median(t.duration_s) FILTER (WHERE is_valid) AS med_duration_s,
-    quantile_cont(t.cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
-    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q,""" if full else ""
     outside = """
   AND NOT EXISTS (SELECT 1 FROM summary_outside o
                   WHERE o.run_id = t.run_id AND o.case_id = t.case_id)""" if exclude else ""
     return f"""
 SELECT
     t.config_id{by_sel},
-    count(*) AS trials,
-    count(*) FILTER (WHERE is_valid) AS valid,
-    count(*) FILTER (WHERE t.outcome = 'accepted') AS solved,
-    count(*) FILTER (WHERE t.outcome = 'infra_error') AS infra,
-    count(*) FILTER (WHERE t.outcome = 'invalid') AS invalid,{holistic}
-    fsum(t.cost_usd) AS cost_sum,
-    count(t.cost_usd) AS cost_known,
-    bool_or(t.simulated) AS simulated
+    median(t.steps) FILTER (WHERE is_valid) AS med_steps,
+    median(t.input_tokens + t.output_tokens) FILTER (WHERE is_valid) AS med_tokens,
+    median(t.duration_s) FILTER (WHERE is_valid) AS med_duration_s,
+    quantile_cont(t.cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
+    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q
 FROM (SELECT *, outcome NOT IN ('infra_error', 'invalid') AS is_valid FROM trials) t{joins}
 WHERE t.complete AND {where}{outside}
 GROUP BY ALL
@@ -261,34 +270,37 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
         n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
         per_config = (_TASKS_PER_CONFIG_ONE_RUN_SQL.format(
-            by_cols=by_list, common=_COMMON if n_outside else "") if one_run
-            else _TASKS_PER_CONFIG_SQL.format(by_cols=by_list))
-        per_task = {rec[:1 + len(by_cols)]: rec[1 + len(by_cols):]
-                    for rec in con.execute(per_config).fetchall()}
+            by_cols=by_list, per_config=_PER_CONFIG, common=_COMMON if n_outside else "TRUE")
+            if one_run else _TASKS_PER_CONFIG_SQL.format(by_cols=by_list, per_config=_PER_CONFIG))
+        cur = con.execute(per_config)
+        cols = [d[0] for d in cur.description]
+        recs = [rec for rec in (dict(zip(cols, r, strict=True)) for r in cur.fetchall())
+                if rec["trials"]]  # configurations with a complete trial on a common task
         names = {rec[0]: rec[1:] for rec in con.execute(_NAMES_SQL).fetchall()}
-        unnamed = sorted(k for k, v in names.items() if v[4])
+        unnamed = sorted(k for k, v in names.items() if v[5])
         if unnamed:
             for cid, *vals in con.execute(_TRIAL_NAMES_SQL, [unnamed]).fetchall():
                 names[cid] = (*(a if a is not None else b
-                                for a, b in zip(names[cid][:4], vals, strict=True)), 0)
+                                for a, b in zip(names[cid][:5], vals, strict=True)), 0)
         excluded_ids = dict(con.execute(_EXCLUDED_SQL).fetchall()) if n_outside else {}
-        cur = con.execute(_agg_sql(by_cols, where, joins, bool(n_outside), full), params)
-        cols = [d[0] for d in cur.description]
-        recs = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+        holistic = {}
+        if full:
+            cur = con.execute(_holistic_sql(by_cols, where, joins, bool(n_outside)), params)
+            hcols = [d[0] for d in cur.description][1 + len(by_cols):]
+            holistic = {r[:1 + len(by_cols)]: dict(zip(hcols, r[1 + len(by_cols):], strict=True))
+                        for r in cur.fetchall()}
     finally:
         con.execute("DROP TABLE IF EXISTS summary_task")
         con.execute("DROP TABLE IF EXISTS summary_outside")
     excluded = {}
     for cid, case_ids in excluded_ids.items():
-        variant, model, harness, version, _ = names[cid]
+        variant, model, harness, version, _, _ = names[cid]
         excluded[cid] = {"config_id": cid, "variant": variant, "model": model,
                          "harness": harness, "harness_version": version, "case_ids": case_ids}
     for rec in recs:
-        tasks, task_mean, task_sd, incomplete = per_task.get(
-            tuple(rec[k] for k in ["config_id", *by_cols]), (0, None, None, 0))
-        rec.update(tasks=tasks, task_mean=task_mean, task_sd=task_sd,
-                   incomplete=int(incomplete or 0))
-        rec.update(zip(CONFIG_KEYS[1:], names[rec["config_id"]][:4], strict=True))
+        rec["incomplete"] = int(rec["incomplete"] or 0)
+        rec.update(holistic.get(tuple(rec[k] for k in ["config_id", *by_cols]), {}))
+        rec.update(zip([*CONFIG_KEYS[1:], "simulated"], names[rec["config_id"]][:5], strict=True))
     recs.sort(key=lambda r: (*((r[k] is None, r[k] or "") for k in CONFIG_KEYS[2:]),
                              r["config_id"], *((r[b] is None, r[b] or "") for b in by_cols)))
     excluded = [excluded[k] for k in sorted(excluded)]

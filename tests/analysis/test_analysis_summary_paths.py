@@ -8,11 +8,15 @@ the common set, several runs of one benchmark, incomplete trials, unlabelled sli
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from analysis.filters import Filters
 from analysis.summary import summarize
+from warehouse import db
 
 A, R = "accepted", "target_failed"
 
@@ -84,3 +88,19 @@ def test_an_unlabelled_slice_keeps_its_task_statistics(two_runs):
 def test_since_counts_from_the_trials(two_runs):
     s = summarize(two_runs, Filters.parse(since="2020-01-01"))
     assert {r["config_id"]: r["tasks"] for r in s.rows} == {"a": 3, "b": 3}
+
+
+def test_a_configuration_missing_from_configs_is_named_from_its_trials(wh_runs, grid):
+    con = wh_runs([("r1", grid({"a": {"t1": [A]}, "b": {"t1": [R]}}), None)])
+    path = Path(con.execute("PRAGMA database_list").fetchall()[0][2])
+    con.close()
+    configs = db.read_partition(path, "configs", "r1")  # drop b's configs row
+    only_a = configs.filter(pc.equal(configs["config_id"], "a"))
+    only_a = only_a.append_column("run_id", pa.array(["r1"] * only_a.num_rows))
+    with db.write_lock(path):
+        db.replace_run(path, "r1", {"configs": only_a})
+    con = db.open(path, read_only=True)
+    rows = {r["config_id"]: r for r in summarize(con).rows}
+    con.close()
+    assert (rows["b"]["variant"], rows["b"]["model"], rows["b"]["harness"]) == ("b", "m", "h")
+    assert rows["a"]["variant"] == "a"
