@@ -88,9 +88,14 @@ the trials themselves when a filter needs a trial's own start time (--since/--un
 """
 
 _UNIVERSES_SQL = """
-SELECT universe, count(DISTINCT run_id) AS runs FROM summary_task GROUP BY universe
+SELECT universe, count(DISTINCT run_id) AS runs,
+       count(*) FILTER (WHERE n_complete > 0) AS done,
+       count(DISTINCT config_id) FILTER (WHERE n_complete > 0) AS configs,
+       count(DISTINCT case_id) FILTER (WHERE n_complete > 0) AS cases
+FROM summary_task GROUP BY universe
 """
-"""Runs per task universe: with one run each, task rows are already one per (config, task)."""
+"""Per task universe: runs (with one, task rows are one per configuration and task) and
+whether every configuration finished every task (done = configs x cases: none outside)."""
 
 _OUTSIDE_SQL = """
 CREATE OR REPLACE TEMP TABLE summary_outside AS
@@ -266,9 +271,13 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
         con.execute(_TASK_SQL.format(counts=counts.format(by_sel=by_sel, joins=joins,
                                                           where=where)), params)
-        one_run = all(n == 1 for _, n in con.execute(_UNIVERSES_SQL).fetchall())
-        con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
-        n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
+        universes = con.execute(_UNIVERSES_SQL).fetchall()
+        one_run = all(runs == 1 for _, runs, *_ in universes)
+        if one_run and all(done == n_cfg * n_case for _, _, done, n_cfg, n_case in universes):
+            n_outside = 0  # a full grid in every universe: nothing outside the common set
+        else:
+            con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
+            n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
         per_config = (_TASKS_PER_CONFIG_ONE_RUN_SQL.format(
             by_cols=by_list, per_config=_PER_CONFIG, common=_COMMON if n_outside else "TRUE")
             if one_run else _TASKS_PER_CONFIG_SQL.format(by_cols=by_list, per_config=_PER_CONFIG))
