@@ -65,6 +65,26 @@ COPY (
     con.close()
 
 
+DUCKDB_ALONE = """\
+import json, sys
+import duckdb
+valid = "outcome NOT IN ('infra_error', 'invalid')"
+rows = duckdb.execute(f\"\"\"
+SELECT model, harness, harness_version,
+       count(*) FILTER (WHERE {valid}) AS valid,
+       count(*) FILTER (WHERE outcome = 'accepted') AS solved,
+       count(*) FILTER (WHERE outcome = 'infra_error') AS infra,
+       median(steps) FILTER (WHERE {valid}) AS med_steps,
+       median(input_tokens + output_tokens) FILTER (WHERE {valid}) AS med_tokens,
+       sum(cost_usd) AS cost
+FROM read_parquet(? || '/*/*.parquet') WHERE complete GROUP BY ALL ORDER BY ALL
+\"\"\", [sys.argv[1]]).fetchall()
+print(json.dumps(rows, default=str))
+"""
+"""Reference point: the seed's columns (no task-level stats, no common-task set, no
+quantiles) as one DuckDB query in a bare Python process."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=1_000_000)
@@ -108,6 +128,11 @@ def main() -> None:
         "consistency": [py, "-m", "trialhouse", "consistency", "--json", "-w", str(wh)],
         "familiarity": [py, "-m", "trialhouse", "familiarity", "--json", "-w", str(wh)],
     }
+    # The issue's yardstick, "about what DuckDB alone reaches over Parquet": the seed
+    # script's columns as one DuckDB query over the trials Parquet, in a bare Python process.
+    alone = work / "duckdb_alone.py"
+    alone.write_text(DUCKDB_ALONE, encoding="utf-8")
+    cmds["duckdb alone"] = [py, str(alone), str(wh.with_suffix(".parquet") / "trials")]
     results = {}
     seed_wall, seed_cpu = min((timed([py, str(script), str(runs), str(prices)])
                                for _ in range(max(1, args.repeat - 1))), key=lambda r: r[1])
