@@ -9,24 +9,25 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from warehouse.schema import TABLES
+from warehouse.schema import DERIVED, TABLES
 
 
 def table_counts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Every table and view with its row count (views first by name order of TABLES)."""
-    names = list(TABLES)
+    """Every table, derived table and view with its row count (tables in TABLES order)."""
+    names = [*TABLES, *DERIVED]
     views = [
         r[0]
         for r in con.execute(
             "SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY view_name"
         ).fetchall()
-        if r[0] not in TABLES
+        if r[0] not in names
     ]
     rows = []
     for name in [*names, *sorted(set(views))]:
         # Names come from our own catalogue, never from user input.
         n = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]  # noqa: S608
-        rows.append({"name": name, "kind": "table" if name in TABLES else "view", "rows": n})
+        kind = "table" if name in TABLES else "derived" if name in DERIVED else "view"
+        rows.append({"name": name, "kind": kind, "rows": n})
     return pl.DataFrame(rows, schema={"name": pl.String, "kind": pl.String, "rows": pl.Int64})
 
 
