@@ -133,6 +133,12 @@ _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
 _TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6)
 
 _first = itemgetter(0)
+_NO_VARIANT = (None, None, None, False)
+
+
+def _variant_keys(variants: dict[str, ev.VariantInfo]) -> dict[str, tuple]:
+    """variant → (model, harness, harness_version, simulated) for the trial rows."""
+    return {k: (v.model, v.harness, v.harness_version, bool(v.simulated)) for k, v in variants.items()}
 
 
 def _seq(pair: tuple) -> int:
@@ -172,7 +178,7 @@ class RunNormalizer:
         self.need_start = False
         """Resolve only trials whose trial_started was seen (the second half of a split file)."""
         self._variants_for = -1
-        self._variants_map: dict[str, ev.VariantInfo] = {}
+        self._variants_map: dict[str, tuple] = {}
 
     def add(self, re: ReadEvent) -> bool:
         """Accept one event; False (and a quarantine row) when it belongs to another run."""
@@ -230,11 +236,11 @@ class RunNormalizer:
         else:
             self._controls.append((e, m))
 
-    def _variants(self) -> dict[str, ev.VariantInfo]:
-        """Variants of the latest run_started (cached until another one arrives)."""
+    def _variants(self) -> dict[str, tuple]:
+        """Variants of the latest run_started (cached until another one arrives), see ``_variant_keys``."""
         if self._variants_for != len(self._started):
             latest = max(self._started, key=lambda e: e.seq)
-            self._variants_map = {v.variant: v for v in latest.variants}
+            self._variants_map = _variant_keys({v.variant: v for v in latest.variants})
             self._variants_for = len(self._started)
         return self._variants_map
 
@@ -345,8 +351,7 @@ class RunNormalizer:
         _s, _k, ts, ts_m = events[0]
         ts = ts.__dict__
         fin, fin_m = next(((t[2], t[3]) for t in reversed(events) if t[1] == "trial_finished"), (None, None))
-        v = variants.get(ts["variant"])
-        model = v.model if v else None
+        model, harness, harness_version, simulated = variants.get(ts["variant"], _NO_VARIANT)
         attempts: dict[int, list] = {}
         stages: dict[tuple[int, str], list] = {}
         nflags = 0
@@ -373,10 +378,11 @@ class RunNormalizer:
                 a = attempts.get(d["attempt"])
                 if a is None:
                     a = attempts[d["attempt"]] = [trial_id, d["attempt"], None, None, None, None]
+                f = d["findings"]  # a list (model-checked)
                 if k == "attempt_started":
-                    a[4], a[3] = m, _j(d["findings"])
+                    a[4], a[3] = m, _j(f) if f else "[]"
                 else:
-                    a[2], a[5], a[3] = d["outcome"], m, _j(d["findings"])
+                    a[2], a[5], a[3] = d["outcome"], m, _j(f) if f else "[]"
             elif k == "grading":
                 gradings.append((trial_id, case_id, None, m, *_get_grading(d)))
             elif k == "judgment":
@@ -389,11 +395,10 @@ class RunNormalizer:
                 flags.append((trial_id, d["kind"], d["path"], d["detail"]))
         out["attempts"].extend(attempts.values())
         out["stages"].extend(stages.values())
-        simulated = bool(v.simulated) if v else False
         # Both are ints (model-checked): the same text as _j({"seed":…, "order":…}), cheaper.
         labels = f'{{"order":{ts["order"]:d},"seed":{ts["seed"]:d}}}'
         head = (trial_id, "trialhouse", trial_id, ts["config_id"], ts["variant"], model,
-                v.harness if v else None, v.harness_version if v else None, case_id, ts["repetition"])
+                harness, harness_version, case_id, ts["repetition"])
         if fin is not None:
             f = fin.__dict__
             u = f["usage"]
@@ -412,6 +417,7 @@ class RunNormalizer:
         """Rows per table (without run_id / ingest_batch_id, which the writer stamps): dicts for
         ``runs``/``configs``/``cases``, ``TRIAL_COLUMNS`` tuples for the per-trial tables."""
         runs, configs, cases, variants = self._run_rows()
+        variants = _variant_keys(variants)
         out = self.drain() if self.streaming else {t: [] for t in TRIAL_TABLES}
         incomplete = self._incomplete
         for trial_id in sorted(self._trials):
