@@ -104,3 +104,14 @@ def test_a_configuration_missing_from_configs_is_named_from_its_trials(wh_runs, 
     con.close()
     assert (rows["b"]["variant"], rows["b"]["model"], rows["b"]["harness"]) == ("b", "m", "h")
     assert rows["a"]["variant"] == "a"
+
+
+def test_median_wall_time_is_over_all_complete_trials(wh, grid):
+    import numpy as np
+
+    trials = grid({"c": {"t1": [A, R, "infra_error", A]}})
+    for t, d in zip(trials, [10.0, 20.0, 500.0, 40.0], strict=True):
+        t["duration_s"] = d
+    row = summarize(wh(trials)).rows[0]
+    assert row["med_duration_s"] == pytest.approx(np.median([10.0, 20.0, 500.0, 40.0]))
+    assert row["med_duration_s"] == row["latency_p50"]
