@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
+from operator import attrgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -335,12 +336,13 @@ class Block(NamedTuple):
         )
 
 
+_get_seq = attrgetter("seq")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
-_TS = re.compile(
-    rb'"ts"[ \t\r\n]*:[ \t\r\n]*(?:"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|\+00:00))")?'
-)
-"""The ``"ts"`` key and, when it is a UTC timestamp in the canonical ISO form, its value."""
+_TS = re.compile(rb'"ts"(?:[ \t\r\n]*:[ \t\r\n]*"([^"\\]{0,40})")?')
+"""Every ``"ts"`` in the bytes, with the string that follows it when it is a key with a string value."""
+_TS_CANONICAL = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|\+00:00)$"
+"""The UTC forms Arrow parses to exactly the instant pydantic does."""
 
 
 def exact_micros(t: datetime | None) -> int | None:
@@ -366,21 +368,21 @@ def ts_micros(events: list, raws: list[bytes], versions: list[int] | None) -> li
     caps = None
     if versions is None:
         joined = b"\n".join(raws)
-        if joined.count(b'"ts"') == n and b"\\u" not in joined:
-            caps = _TS.findall(joined)
+        if b"\\" not in joined or b"\\u" not in joined:  # a one-byte search first: escapes are rare
+            caps = _TS.findall(joined)  # one match per "ts" anywhere, key or not
         del joined
     if caps is None or len(caps) != n:
         return [exact_micros(e.ts) for e in events]
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    holes = b"" in caps
     try:
-        arr = pa.array([c or None for c in caps] if holes else caps, pa.binary()).cast(pa.string())
+        arr = pa.array(caps, pa.binary()).cast(pa.string())
+        arr = pc.if_else(pc.match_substring_regex(arr, _TS_CANONICAL), arr, None)
         micros = pc.cast(arr, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
     except (pa.ArrowInvalid, ValueError):
         return [exact_micros(e.ts) for e in events]
-    if holes:
+    if arr.null_count:
         for i, m in enumerate(micros):
             if m is None:
                 micros[i] = exact_micros(events[i].ts)
@@ -432,7 +434,7 @@ def read_blocks(
                         stats.upgraded += 1
             nums = list(range(first, first + len(lines))) if idx is None else [first + i for i in idx]
             offs = offsets if idx is None else [offsets[i] for i in idx]
-            seqs = [e.seq if e is not None else -1 for e in events]
+            seqs = [e.seq if e is not None else -1 for e in events] if bad else list(map(_get_seq, events))
             s0 = seqs[0]
             n = len(seqs)
             if not bad and s0 > last_seq and seqs[-1] < 1 << 28 and seqs == list(range(s0, s0 + n)):
