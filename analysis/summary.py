@@ -61,6 +61,13 @@ FROM ({counts}) k
 LEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id
 LEFT JOIN runs r ON r.run_id = k.run_id
 """
+_TASK_NO_BENCHMARK_SQL = """
+CREATE OR REPLACE TEMP TABLE summary_task AS
+SELECT k.*, coalesce(r.manifest_id, k.run_id) AS universe
+FROM ({counts}) k
+LEFT JOIN runs r ON r.run_id = k.run_id
+"""
+"""The same when no case carries a ``benchmark`` label (no per-task join needed)."""
 _COUNTS_FROM_ROLLUP = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
          t.trials - t.complete AS n_incomplete, t.valid AS n_valid, t.solved AS n_solved,
@@ -88,14 +95,19 @@ the trials themselves when a filter needs a trial's own start time (--since/--un
 """
 
 _UNIVERSES_SQL = """
-SELECT universe, count(DISTINCT run_id) AS runs,
-       count(*) FILTER (WHERE n_complete > 0) AS done,
-       count(DISTINCT config_id) FILTER (WHERE n_complete > 0) AS configs,
-       count(DISTINCT case_id) FILTER (WHERE n_complete > 0) AS cases
-FROM summary_task GROUP BY universe
+SELECT universe, config_id, min(run_id) AS first_run, max(run_id) AS last_run,
+       count(*) FILTER (WHERE n_complete > 0) AS done
+FROM summary_task GROUP BY universe, config_id
 """
-"""Per task universe: runs (with one, task rows are one per configuration and task) and
-whether every configuration finished every task (done = configs x cases: none outside)."""
+"""Per task universe and configuration: its runs and finished tasks. With one run per
+universe, task rows are already one per (configuration, task)."""
+
+_FEWEST_CONFIGS_SQL = """
+SELECT universe, min(k) FROM (
+  SELECT universe, case_id, count(*) AS k FROM summary_task WHERE n_complete > 0 GROUP BY ALL
+) GROUP BY universe
+"""
+"""One run per universe: the fewest configurations that finished any one task."""
 
 _OUTSIDE_SQL = """
 CREATE OR REPLACE TEMP TABLE summary_outside AS
@@ -269,12 +281,17 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     by_list = "".join(f", {b}" for b in by_cols)
     try:
         counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
-        con.execute(_TASK_SQL.format(counts=counts.format(by_sel=by_sel, joins=joins,
-                                                          where=where)), params)
-        universes = con.execute(_UNIVERSES_SQL).fetchall()
-        one_run = all(runs == 1 for _, runs, *_ in universes)
-        if one_run and all(done == n_cfg * n_case for _, _, done, n_cfg, n_case in universes):
-            n_outside = 0  # a full grid in every universe: nothing outside the common set
+        labelled = con.execute("SELECT count(benchmark) FROM cases").fetchall()[0][0]
+        con.execute((_TASK_SQL if labelled else _TASK_NO_BENCHMARK_SQL).format(
+            counts=counts.format(by_sel=by_sel, joins=joins, where=where)), params)
+        runs: dict = {}
+        configs: dict = {}
+        for universe, _, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
+            runs.setdefault(universe, set()).update({first, last})
+            configs[universe] = configs.get(universe, 0) + (done > 0)
+        one_run = all(len(r) == 1 for r in runs.values())
+        if one_run and all(k == configs[u] for u, k in con.execute(_FEWEST_CONFIGS_SQL).fetchall()):
+            n_outside = 0  # every task finished by every configuration of its universe
         else:
             con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
             n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
