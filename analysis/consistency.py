@@ -15,20 +15,30 @@ if TYPE_CHECKING:
     import polars as pl
 
 
-_SQL = """
-WITH f AS MATERIALIZED (
-  SELECT t.config_id, {universe} AS universe, t.case_id, t.complete,
-         t.complete AND t.outcome NOT IN ('infra_error', 'invalid') AS valid,
-         t.outcome = 'accepted' AS accepted{by_sel}
+_CELLS_FROM_ROLLUP = """
+  SELECT t.run_id, t.config_id, {universe} AS universe, t.case_id, t.valid, t.solved{by_sel}
+  FROM task_rollup t
+  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+  LEFT JOIN runs r ON r.run_id = t.run_id
+  WHERE {where}"""
+_CELLS_FROM_TRIALS = """
+  SELECT t.run_id, t.config_id, {universe} AS universe, t.case_id,
+         count(*) FILTER (WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid'))
+           AS valid,
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS solved{by_sel}
   FROM trials t
   LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
   LEFT JOIN runs r ON r.run_id = t.run_id
   WHERE {where}
-),
+  GROUP BY ALL"""
+"""(run, configuration, task) cells with valid and accepted trial counts: from
+``task_rollup``, or from the trials when a filter reads a trial's start time."""
+
+_SQL = """
+WITH f AS ({cells}),
 task AS MATERIALIZED (
-  SELECT config_id{by_cols}, universe, case_id, count(*) AS n,
-         count(*) FILTER (WHERE accepted) AS c
-  FROM f WHERE valid GROUP BY ALL
+  SELECT config_id{by_cols}, universe, case_id, sum(valid) AS n, sum(solved) AS c
+  FROM f WHERE valid > 0 GROUP BY ALL
 ),
 done AS (SELECT DISTINCT config_id, universe, case_id FROM task),
 ucfg AS (SELECT universe, count(DISTINCT config_id) AS n_cfg FROM done GROUP BY universe),
@@ -47,16 +57,20 @@ ORDER BY config_id{by_cols}, n, c
 """  # noqa: S608 -- fixed fragments only; values are parameters
 
 _NAMES_SQL = """
-SELECT t.config_id, min({variant}), min({model}), min({harness}), min({harness_version})
-FROM (SELECT DISTINCT t.run_id, t.config_id, t.variant, t.model, t.harness,
-             t.harness_version
-      FROM trials t
-      LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
-      LEFT JOIN runs r ON r.run_id = t.run_id
-      WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid') AND {where}) t
-LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
-GROUP BY t.config_id
-"""  # noqa: S608 -- fixed fragments only; values are parameters
+SELECT p.config_id, min(cf.variant), min(cf.model), min(cf.harness), min(cf.harness_version),
+       count(*) FILTER (WHERE cf.config_id IS NULL) AS unnamed
+FROM (SELECT DISTINCT run_id, config_id FROM consistency_cells WHERE valid > 0) p
+LEFT JOIN configs cf ON cf.run_id = p.run_id AND cf.config_id = p.config_id
+GROUP BY p.config_id
+"""
+"""Names from the configs table of the runs with a valid trial."""
+
+_TRIAL_NAMES_SQL = """
+SELECT config_id, min(variant), min(model), min(harness), min(harness_version)
+FROM trials WHERE config_id IN (SELECT unnest(?::VARCHAR[]))
+GROUP BY config_id
+"""
+"""Fallback for a run whose trials name a configuration its configs table lacks."""
 
 
 def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
@@ -81,21 +95,36 @@ def _sort_key(row: dict, keys: list[str]) -> tuple:
 
 
 def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-                     by: list[str] | str | None = None) -> list[dict]:
+                     by: list[str] | str | None = None, from_trials: bool = False
+                     ) -> list[dict]:
     """``consistency`` as plain rows (the CLI prints these without loading polars).
 
     Uses the tasks on which every configuration of the same task universe (benchmark)
     has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
-    DuckDB reduces the trials to a histogram of per-task (n, c) per configuration; only
-    that histogram reaches Python.
+    DuckDB reduces the (run, configuration, task) cells of ``task_rollup`` to a histogram
+    of per-task (n, c) per configuration; only that histogram reaches Python.
+    ``from_trials`` counts the cells from the trials instead (same result; tested).
     """
     filters = filters or Filters()
     by_cols = check_by(by)
     where, params = filters.where()
-    sql = _SQL.format(universe=_COLUMNS["universe"], where=where,
-                      by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
-                      by_cols="".join(f", {b}" for b in by_cols))
-    hist = con.execute(sql, params).fetchall()
+    cells = (_CELLS_FROM_TRIALS if filters.needs_runs or from_trials else _CELLS_FROM_ROLLUP)
+    cells = cells.format(universe=_COLUMNS["universe"], where=where,
+                         by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols))
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE consistency_cells AS {cells}", params)
+        hist = con.execute(_SQL.format(cells="SELECT * FROM consistency_cells",
+                                       by_cols="".join(f", {b}" for b in by_cols))).fetchall()
+        names = {}
+        if hist:
+            names = {r[0]: r for r in con.execute(_NAMES_SQL).fetchall()}
+            unnamed = sorted(k for k, r in names.items() if r[5])
+            for cid, *vals in (con.execute(_TRIAL_NAMES_SQL, [unnamed]).fetchall()
+                               if unnamed else []):
+                names[cid] = (cid, *(a if a is not None else b
+                                     for a, b in zip(names[cid][1:5], vals, strict=True)), 0)
+    finally:
+        con.execute("DROP TABLE IF EXISTS consistency_cells")
     if not hist:
         count_sql = ("SELECT count(*) FROM trials t LEFT JOIN cases c ON c.run_id = t.run_id "  # noqa: S608
                      "AND c.case_id = t.case_id LEFT JOIN runs r ON r.run_id = t.run_id "
@@ -107,9 +136,7 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
                 "or ingest a run first")
         raise AnalysisError("no task has a valid trial for every configuration; narrow the "
                             "selection with --run or --label")
-    names = {r[0]: dict(zip(CONFIG_KEYS, r, strict=True)) for r in con.execute(
-        _NAMES_SQL.format(where=where, **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]}),
-        params).fetchall()}
+    names = {cid: dict(zip(CONFIG_KEYS, r[:5], strict=True)) for cid, r in names.items()}
     nkey = 1 + len(by_cols)
     rows = []
     for key, part in itertools.groupby(hist, key=lambda r: r[:nkey]):

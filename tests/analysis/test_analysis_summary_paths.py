@@ -1,4 +1,4 @@
-"""summarize's two ways to count tasks (task_rollup or the trials) and its pooling rules.
+"""summarize and consistency: their two ways to count tasks (task_rollup or the trials) and pooling.
 
 The rollup path is the fast default; counting from trials is what --since/--until use.
 Both must give the same summary on warehouses that exercise every branch: tasks outside
@@ -115,3 +115,14 @@ def test_median_wall_time_is_over_all_complete_trials(wh, grid):
     row = summarize(wh(trials)).rows[0]
     assert row["med_duration_s"] == pytest.approx(np.median([10.0, 20.0, 500.0, 40.0]))
     assert row["med_duration_s"] == row["latency_p50"]
+
+
+@pytest.mark.parametrize("by", [None, "task_class"])
+def test_consistency_counts_the_same_from_the_rollup_and_the_trials(two_runs, by):
+    from analysis.consistency import consistency_rows
+
+    _same(consistency_rows(two_runs, by=by), consistency_rows(two_runs, by=by, from_trials=True))
+    rows = {r["config_id"]: r for r in consistency_rows(two_runs)}
+    # Common tasks with a valid trial for a and b: t1, t2, t4. a: t1 2/3, t2 2/2, t4 1/1.
+    assert rows["a"]["tasks"] == 3 and rows["a"]["consistent"] == 2
+    assert rows["a"]["excluded_tasks"] == 1  # t3
