@@ -1,14 +1,15 @@
-"""Stream an ``events.jsonl`` file line by line into validated events.
+"""Stream an ``events.jsonl`` file, a block of lines at a time, into validated events.
 
-Why streaming: a run's event file can be gigabytes; the reader holds one line at a
-time (lines above ``MAX_LINE_BYTES`` are skipped in chunks and quarantined with only
-their first ``RAW_TEXT_CAP`` bytes). Rules:
+Why streaming: a run's event file can be gigabytes; the reader holds one block (a few
+MB) at a time (lines above ``MAX_LINE_BYTES`` are skipped in chunks and quarantined
+with only their first ``RAW_TEXT_CAP`` bytes). Rules:
 
 - a last line without a newline is a write in progress (torn): it is left for the
   next ingest, not quarantined, and reported in ``notes``;
-- v1 lines take the fast path (``validate_json`` on bytes); anything that fails it is
+- every line is validated against the event contract: a block's lines in one pydantic
+  call (``list[Json[Event]]``, each line its own JSON document); a line that fails is
   re-read with ``json.loads`` + ``runner.events.upgrade_event`` so older versions are
-  upgraded and every bad line gets a precise reason;
+  upgraded and every bad line gets a precise reason (file, line, reason);
 - a repeated ``seq`` with identical bytes is dropped and counted; with different
   content it is quarantined;
 - out-of-order events are accepted (consumers order by ``seq``).
