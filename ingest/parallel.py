@@ -194,6 +194,7 @@ class _FileHash:
     def __init__(self, path: Path, size: int) -> None:
         self._h = hashlib.sha256()
         self._error: BaseException | None = None
+        self._stop = False
         self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True)
         self._thread.start()
 
@@ -201,11 +202,15 @@ class _FileHash:
         try:
             with path.open("rb", buffering=0) as f:
                 left = size
-                while left > 0 and (chunk := f.read(min(4 * _CHUNK, left))):
+                while left > 0 and not self._stop and (chunk := f.read(min(4 * _CHUNK, left))):
                     self._h.update(chunk)
                     left -= len(chunk)
         except BaseException as exc:  # reported by hexdigest()
             self._error = exc
+
+    def cancel(self) -> None:
+        """Stop reading (the split declined or failed); the digest is then meaningless."""
+        self._stop = True
 
     def hexdigest(self) -> str:
         self._thread.join()
@@ -255,6 +260,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
             raise
         half = child.result()
         if half is None:  # the child failed: one process does it all
+            hasher.cancel()
             _discard(stagers)
             return None
         hs = half.stats
@@ -267,10 +273,12 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
             or not half.resolved.isdisjoint(norm._trials.keys() | norm._resolved)
             or not norm._resolved.isdisjoint(half.pending.keys())
         ):
+            hasher.cancel()
             _discard(stagers)
             _unlink_parts(half)
             return None
     except BaseException:
+        hasher.cancel()
         _discard(stagers)
         if half is not None:
             _unlink_parts(half)

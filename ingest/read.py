@@ -183,8 +183,8 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
 def _blocks(
     f, stats: ReadStats, block: int = _BLOCK, *, start: int = 0, end: int | None = None,
     first_line: int = 1, h=None,
-) -> Iterator[tuple[int, list[int], list[bytes], bool]]:
-    """Yield (number of the first line, byte offset of each line, lines, no blank line) per block.
+) -> Iterator[tuple[int, list[int], list[bytes]]]:
+    """Yield (number of the first line, byte offset of each line, lines) per block of complete lines.
 
     Reading a few MB at a time and splitting in C is several times cheaper than one
     ``readline`` per line. Lines come without their newline (and trailing ``\\r``). An
@@ -241,10 +241,7 @@ def _blocks(
         body, tail = buf[:cut], buf[cut + 1 :]
         lines = body.split(b"\n")
         offsets = list(accumulate(map(_plus1, map(len, lines)), initial=pos))
-        # No blank line in the block: every line starts with "{".
-        clean = body[:1] == b"{" and body.count(b"\n{") == len(lines) - 1
         if len(body) > MAX_LINE_BYTES:
-            clean = False
             for i, raw in enumerate(lines):
                 if len(raw) > MAX_LINE_BYTES:
                     stats.quarantine.append(QuarantineRow(
@@ -254,7 +251,7 @@ def _blocks(
                     lines[i] = b""
         if b"\r" in body:
             lines = [raw.rstrip(b"\r") for raw in lines]
-        yield n + 1, offsets, lines, clean
+        yield n + 1, offsets, lines
         n += len(lines)
         pos += cut + 1
     if tail:  # EOF without newline: a write in progress (torn), left for the next ingest
@@ -409,32 +406,35 @@ def read_blocks(
     v1 = SCHEMA_VERSION
     with path.open("rb", buffering=0) as f:
         stats.size = path.stat().st_size
-        for first, offsets, lines, clean in _blocks(
+        for first, offsets, lines in _blocks(
             f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher,
         ):
-            if clean:  # blank lines are skipped; a clean block has none
-                idx = None
-                raws = lines
-            else:
-                idx = [i for i, raw in enumerate(lines) if raw and (raw[0] not in b" \t\r" or raw.strip())]
-                raws = [lines[i] for i in idx]
-            if not raws:
-                continue
-            events, bad = _validate(raws)
+            events, bad = _validate(lines)
+            idx = None
             versions = None
-            if bad:  # full diagnosis (and upgrades of older versions) line by line
-                versions = [v1] * len(raws)
+            if bad:  # blank lines are skipped; the others get a full diagnosis (and upgrades) one by one
+                blank = [i for i in bad if not (raw := lines[i]) or (raw[0] in b" \t\r" and not raw.strip())]
+                if blank:
+                    bad.difference_update(blank)
+                    skip = set(blank)
+                    idx = [i for i in range(len(lines)) if i not in skip]
+                    if not idx:
+                        continue
+                versions = [v1] * len(lines)
                 for i in sorted(bad):
-                    raw = raws[i]
+                    raw = lines[i]
                     try:
                         events[i], versions[i] = _slow_parse(raw)
                     except ValueError as exc:
-                        quarantine.append(QuarantineRow(src, first + (i if idx is None else idx[i]), str(exc), _raw_text(raw)))
+                        quarantine.append(QuarantineRow(src, first + i, str(exc), _raw_text(raw)))
                         continue
                     if versions[i] != v1:
                         stats.upgraded += 1
-            nums = list(range(first, first + len(lines))) if idx is None else [first + i for i in idx]
-            offs = offsets if idx is None else [offsets[i] for i in idx]
+            if idx is None:
+                raws, nums, offs = lines, list(range(first, first + len(lines))), offsets
+            else:
+                raws, nums, offs = [lines[i] for i in idx], [first + i for i in idx], [offsets[i] for i in idx]
+                events, versions = [events[i] for i in idx], [versions[i] for i in idx]
             seqs = [e.seq if e is not None else -1 for e in events] if bad else list(map(_get_seq, events))
             s0 = seqs[0]
             n = len(seqs)

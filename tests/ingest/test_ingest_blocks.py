@@ -163,3 +163,18 @@ def test_block_validation_equals_line_by_line(tmp_path, gen):
         assert (i in failed) == (want is None), raw
         assert events[i] == want
     assert len(failed) == len(bad)
+
+
+def test_blank_lines_are_skipped_and_other_whitespace_is_judged(tmp_path, gen):
+    """Empty and space/tab-only lines are skipped (not quarantined) wherever they fall in a block;
+    a line of other control bytes is a bad line like any other."""
+    evs = gen.run_events()
+    lines = [_line(e) for e in evs]
+    body = [lines[0], b"", *lines[1:4], b"   ", b"\t\r", *lines[4:9], b"\x0b", *lines[9:], b""]
+    p = tmp_path / "events.jsonl"
+    p.write_bytes(b"\n".join(body) + b"\n")
+    stats = ReadStats(p)
+    got = list(read_events(p, stats))
+    assert [r.event for r in got] == evs
+    assert [q.line for q in stats.quarantine] == [body.index(b"\x0b") + 1]
+    assert [r.line for r in got][:2] == [1, 3]
