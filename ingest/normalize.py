@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from datetime import datetime
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -36,7 +36,7 @@ def _j(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-_get_envelope = attrgetter("seq", "event", "trial_id")
+_fourth = itemgetter(3)
 
 
 class EventsColumns:
@@ -63,7 +63,7 @@ class EventsColumns:
             payload = [raw if v == v1 else e.model_dump_json().encode()
                        for raw, v, e in zip(block.raws, block.versions, events, strict=True)]
             versions = pa.array(block.versions, pa.int32())
-        seqs, kinds, trial_ids = zip(*map(_get_envelope, events), strict=True)
+        seqs, kinds, trial_ids, _rids = zip(*block.envelope(), strict=True)
         cols = {
             "seq": pa.array(seqs, pa.int64()),
             "event": pa.array(kinds, pa.string()),
@@ -191,7 +191,8 @@ class RunNormalizer:
         if self.run_id is None and events:
             self.run_id = events[0].run_id
         rid = self.run_id
-        if [e.run_id for e in events].count(rid) != len(events):
+        env = block.envelope()
+        if list(map(_fourth, env)).count(rid) != len(events):
             keep = []
             for i, e in enumerate(events):
                 if e.run_id == rid:
@@ -202,11 +203,13 @@ class RunNormalizer:
                     f"run_id {e.run_id!r} differs from this file's run {self.run_id!r}",
                     block.raws[i][:4096].decode("utf-8", errors="replace"),
                 ))
-            block = block.take(keep)
-            events = block.events
+            block = block._replace(env=env).take(keep)
+            events, env = block.events, block.env
+        elif block.env is None:
+            block = block._replace(env=env)
         trials = self._trials
         streaming, resolved = self.streaming, self._resolved
-        for (seq, kind, tid), e, m in zip(map(_get_envelope, events), events, block.micros, strict=True):
+        for (seq, kind, tid, _rid), e, m in zip(env, events, block.micros, strict=True):
             if kind in _RUN_KINDS:
                 self._run_event(e, m, kind)
                 continue

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -321,6 +321,12 @@ class Block(NamedTuple):
     """Schema version as written per event; None when every one is the current version."""
     micros: list[int] | None = None
     """Each event's ``ts`` as microseconds since the epoch (UTC; see ``ts_micros``)."""
+    env: list[tuple] | None = None
+    """Each event's ``(seq, event, trial_id, run_id)``, read once: every pass over a block's
+    models costs a cache miss per model, so consumers use these instead (see ``envelope``)."""
+
+    def envelope(self) -> list[tuple]:
+        return self.env if self.env is not None else list(map(get_envelope, self.events))
 
     def read_events(self) -> list[ReadEvent]:
         v = self.versions or [SCHEMA_VERSION] * len(self.events)
@@ -331,10 +337,12 @@ class Block(NamedTuple):
             [self.events[i] for i in idx], [self.lines[i] for i in idx], [self.raws[i] for i in idx],
             None if self.versions is None else [self.versions[i] for i in idx],
             None if self.micros is None else [self.micros[i] for i in idx],
+            None if self.env is None else [self.env[i] for i in idx],
         )
 
 
-_get_seq = attrgetter("seq")
+get_envelope = attrgetter("seq", "event", "trial_id", "run_id")
+_first = itemgetter(0)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 _TS = re.compile(rb'"ts"(?:[ \t\r\n]*:[ \t\r\n]*"([^"\\]{0,40})")?')
@@ -435,7 +443,12 @@ def read_blocks(
             else:
                 raws, nums, offs = [lines[i] for i in idx], [first + i for i in idx], [offsets[i] for i in idx]
                 events, versions = [events[i] for i in idx], [versions[i] for i in idx]
-            seqs = [e.seq if e is not None else -1 for e in events] if bad else list(map(_get_seq, events))
+            if bad:
+                env = None
+                seqs = [e.seq if e is not None else -1 for e in events]
+            else:
+                env = list(map(get_envelope, events))
+                seqs = list(map(_first, env))
             s0 = seqs[0]
             n = len(seqs)
             if not bad and s0 > last_seq and seqs[-1] < 1 << 28 and seqs == list(range(s0, s0 + n)):
@@ -444,7 +457,7 @@ def read_blocks(
                 last_seq = seqs[-1]
                 if s0 < stats.min_seq:
                     stats.min_seq = s0
-                blk = Block(events, nums, raws, None)
+                blk = Block(events, nums, raws, None, None, env)
             else:
                 keep: list[int] = []
                 for i, seq in enumerate(seqs):
@@ -465,7 +478,7 @@ def read_blocks(
                     if seq < stats.min_seq:
                         stats.min_seq = seq
                     keep.append(i)
-                blk = Block(events, nums, raws, versions)
+                blk = Block(events, nums, raws, versions, None, env)
                 if len(keep) != n:
                     blk = blk.take(keep)
                 if blk.versions is not None and blk.versions.count(v1) == len(blk.versions):
