@@ -85,3 +85,26 @@ def test_rewriting_or_deleting_a_run_rewrites_or_deletes_its_rollup(tmp_path):
     assert not (db.parquet_root(path) / "task_rollup" / "run_id=synthetic").exists()
     con = db.open(path, read_only=True)
     assert con.execute("SELECT count(*) FROM task_rollup").fetchone() == (0,)
+
+
+def test_every_importer_leaves_a_rollup_equal_to_its_trials(tmp_path):
+    import importlib.util
+
+    from ingest.api import ingest_paths
+
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("eventgen", repo / "tests/ingest/eventgen.py")
+    eventgen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(eventgen)
+    events = eventgen.write_jsonl(tmp_path / "run" / "events.jsonl",
+                                  eventgen.run_events("ours", cases=("c1", "c2", "c3")))
+    foreign = repo / "examples" / "foreign"
+    path = tmp_path / "w.duckdb"
+    ingest_paths([events, foreign / "runs.jsonl", foreign / "inspect-arith.eval",
+                  foreign / "harbor-job"], path, prices=foreign / "prices.json",
+                 allow_quarantine=True)
+    assert rollup.missing(db.parquet_root(path)) == []
+    con = db.open(path, read_only=True)
+    got, want = _stored(con), _expected(con)
+    assert set(got["run_id"]) == set(want["run_id"]) and got["run_id"].n_unique() >= 4
+    assert_frame_equal(got, want, check_column_order=False, check_dtypes=False, rel_tol=1e-12)
