@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -345,10 +344,12 @@ get_envelope = attrgetter("seq", "event", "trial_id", "run_id")
 _first = itemgetter(0)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
-_TS = re.compile(rb'"ts"(?:[ \t\r\n]*:[ \t\r\n]*"([^"\\]{0,40})")?')
-"""Every ``"ts"`` in the bytes, with the string that follows it when it is a key with a string value."""
-_TS_CANONICAL = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|\+00:00)$"
-"""The UTC forms Arrow parses to exactly the instant pydantic does."""
+_TS_VALUE = (
+    r'^[ \t\r\n]*:[ \t\r\n]*"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|\+00:00))"'
+)
+"""What follows the ``"ts"`` key when its value is in a UTC form Arrow parses to exactly the
+instant pydantic does."""
+_head = itemgetter(slice(0, 48))
 
 
 def exact_micros(t: datetime | None) -> int | None:
@@ -365,27 +366,30 @@ def ts_micros(events: list, raws: list[bytes], versions: list[int] | None) -> li
     canonical UTC form (``YYYY-MM-DDTHH:MM:SS[.ffffff]`` + ``Z`` or ``+00:00``, what the
     runner writes) is cut from the line bytes and parsed by Arrow in one call. That is
     only done when the bytes cannot point elsewhere: every line is at the current
-    version and has exactly one ``"ts"`` in it and the block no ``\\u`` escape (so the
+    version, the block holds exactly one ``"ts"`` per line and no ``\\u`` escape (so the
     top-level key, which the event validated with, is written literally and is that one
     occurrence). Any other value (an offset, a number, more digits, …) is taken from the
     validated model.
     """
     n = len(events)
-    caps = None
+    heads = None
     if versions is None:
         joined = b"\n".join(raws)
         if b"\\" not in joined or b"\\u" not in joined:  # a one-byte search first: escapes are rare
-            caps = _TS.findall(joined)  # one match per "ts" anywhere, key or not
+            parts = joined.split(b'"ts"')
+            if len(parts) == n + 1:  # exactly one "ts" per line (each has at least its key)
+                heads = list(map(_head, parts[1:]))
+            del parts
         del joined
-    if caps is None or len(caps) != n:
+    if heads is None:
         return [exact_micros(e.ts) for e in events]
     import pyarrow as pa
     import pyarrow.compute as pc
 
     try:
-        arr = pa.array(caps, pa.binary()).cast(pa.string())
-        arr = pc.if_else(pc.match_substring_regex(arr, _TS_CANONICAL), arr, None)
-        micros = pc.cast(arr, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
+        # struct_field, not .field(): the value of a row that did not match must be null
+        arr = pc.struct_field(pc.extract_regex(pa.array(heads, pa.binary()), _TS_VALUE), "ts")
+        micros = pc.cast(arr.cast(pa.string()), pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
     except (pa.ArrowInvalid, ValueError):
         return [exact_micros(e.ts) for e in events]
     if arr.null_count:

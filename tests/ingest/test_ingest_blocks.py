@@ -178,3 +178,21 @@ def test_blank_lines_are_skipped_and_other_whitespace_is_judged(tmp_path, gen):
     assert [r.event for r in got] == evs
     assert [q.line for q in stats.quarantine] == [body.index(b"\x0b") + 1]
     assert [r.line for r in got][:2] == [1, 3]
+
+
+def test_canonical_timestamps_are_read_from_the_bytes(gen, monkeypatch):
+    """The runner's own lines take the vectorised path (no per-event datetime arithmetic);
+    a line with another form falls back for that value only."""
+    evs = gen.run_events()
+    lines = [_line(e) for e in evs]
+    calls = []
+    real = rd.exact_micros
+    monkeypatch.setattr(rd, "exact_micros", lambda t: calls.append(t) or real(t))
+    assert rd.ts_micros(evs, lines, None) == [real(e.ts) for e in evs]
+    assert calls == []
+    odd = lines[3].replace(b'Z"', b'+02:00"', 1)
+    assert odd != lines[3]
+    odd_ev = ev.EVENT_ADAPTER.validate_json(odd)
+    calls.clear()
+    got = rd.ts_micros([*evs[:3], odd_ev, *evs[4:]], [*lines[:3], odd, *lines[4:]], None)
+    assert got[3] == _micros_by_pyarrow(odd_ev.ts) and len(calls) == 1
