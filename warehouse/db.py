@@ -26,14 +26,10 @@ import duckdb
 
 from warehouse import rollup
 from warehouse.errors import WarehouseError
-from warehouse.schema import DUCKDB_TYPES, TABLES, columns
+from warehouse.schema import DUCKDB_TYPES, ROW_GROUP_ROWS, TABLES, columns
 
 if TYPE_CHECKING:  # pyarrow is imported where tables are written or read, not to query
     import pyarrow as pa
-
-
-ROW_GROUP_ROWS = 122_880
-"""Rows per Parquet row group written here (DuckDB's default; it parallelises by row group)."""
 
 
 class WarehouseLocked(WarehouseError):

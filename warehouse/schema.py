@@ -28,6 +28,10 @@ class Column(NamedTuple):
 _RUN = Column("run_id", "string", False)
 _BATCH = Column("ingest_batch_id", "string", False)
 
+ROW_GROUP_ROWS = 122_880
+"""Rows per Parquet row group the warehouse writes: DuckDB's own row-group size, since it
+scans a file in parallel by row group (one 1M-row group would use one core)."""
+
 DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT",
                 "float64": "DOUBLE", "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
 
