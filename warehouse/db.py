@@ -156,17 +156,31 @@ def _view_sql(root: Path, name: str) -> str:
 def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = False) -> None:
     """(Re)create one view per table over its Parquet files (absolute paths).
 
-    ``temp`` creates session-only views, which a read-only connection may do; they
-    shadow the stored ones, so a warehouse that was moved still reads its own files.
+    A writer stores the views and the SQL it made them from (``_view_sql``). ``temp``
+    (a read-only connection) creates a session-only view only where that stored SQL is
+    not what the files need now (a moved warehouse, a table that gained its first files,
+    a rollup still missing), so a reader still reads its own files but usually pays for
+    no view at all.
     """
     root = parquet_root(Path(db_path).resolve())
-    for name in TABLES:
-        sql = _view_sql(root, name)
-        if temp:
-            sql = sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
-        con.execute(sql)
-    kind = "TEMP VIEW" if temp else "VIEW"
-    con.execute(f"CREATE OR REPLACE {kind} {rollup.NAME} AS {rollup.view_sql(root)}")
+    views = {name: _view_sql(root, name) for name in TABLES}
+    views[rollup.NAME] = f"CREATE OR REPLACE VIEW {rollup.NAME} AS {rollup.view_sql(root)}"
+    if not temp:
+        con.execute("BEGIN TRANSACTION")
+        for sql in views.values():
+            con.execute(sql)
+        con.execute("CREATE TABLE IF NOT EXISTS _view_sql (name VARCHAR PRIMARY KEY, sql VARCHAR NOT NULL)")
+        con.execute("DELETE FROM _view_sql")
+        con.executemany("INSERT INTO _view_sql VALUES (?, ?)", list(views.items()))
+        con.execute("COMMIT")
+        return
+    stored: dict[str, str] = {}
+    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_view_sql' "
+                   "AND NOT temporary").fetchall()[0][0]:
+        stored = dict(con.execute("SELECT name, sql FROM _view_sql").fetchall())
+    for name, sql in views.items():
+        if stored.get(name) != sql:
+            con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
 
 
 def read_partition(db_path: Path, table: str, run_id: str) -> pa.Table | None:

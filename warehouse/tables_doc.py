@@ -110,6 +110,8 @@ def render() -> str:
         "",
         "- `_migrations(name, applied_at)`: applied migrations, see `warehouse/migrations.py`.",
         "- `_warehouse_info(key, value)`: layout description and version.",
+        "- `_view_sql(name, sql)`: the SQL each stored view was made from; a read-only open",
+        "  shadows a view with a session-only one when its files need different SQL (`warehouse/db.py`).",
         "",
     ]
     return "\n".join(lines)

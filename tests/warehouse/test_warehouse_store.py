@@ -60,6 +60,36 @@ def test_open_read_only_and_after_move(tmp_path):
     assert con.execute("SELECT count(*) FROM trial_facts").fetchone() == (5,)
 
 
+def test_read_only_open_shadows_only_the_views_whose_files_changed(tmp_path):
+    wh = tmp_path / "a" / "w.duckdb"
+    with db.write_lock(wh):
+        db.replace_run(wh, "r1", {"trials": table_from_rows("trials", _trial_rows(5, "b1"))})
+    warehouse.open(wh).close()  # the writer stores views and their SQL
+
+    def temp_views(path):
+        con = warehouse.open(path, read_only=True)
+        names = {r[0] for r in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal").fetchall()}
+        return con, names
+
+    con, names = temp_views(wh)
+    assert names == set()  # nothing changed since the writer: the stored views serve
+    con.close()
+    with db.write_lock(wh):  # a table gets its first files, without a writer's open
+        db.replace_run(wh, "r1", {"flags": table_from_rows("flags", [
+            {"run_id": "r1", "trial_id": "t0", "kind": "k", "ingest_batch_id": "b1"}])})
+    con, names = temp_views(wh)
+    assert names == {"flags"}
+    assert con.execute("SELECT count(*) FROM flags").fetchone() == (1,)
+    con.close()
+    shutil.move(tmp_path / "a", tmp_path / "b")  # every stored path is now wrong
+    con, names = temp_views(tmp_path / "b" / "w.duckdb")
+    assert {"trials", "task_rollup", "flags"} <= names
+    assert con.execute("SELECT count(*) FROM trials").fetchone() == (5,)
+    assert con.execute("SELECT sum(trials) FROM task_rollup").fetchone() == (5,)
+    con.close()
+
+
 _row = st.fixed_dictionaries({
     "trial_id": st.text(min_size=1, max_size=8),
     "case_id": st.text(min_size=1, max_size=8),
