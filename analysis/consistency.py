@@ -6,7 +6,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import _COLUMNS, CONFIG_KEYS
+from analysis.data import _COLUMNS, CONFIG_KEYS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
 
@@ -56,21 +56,6 @@ JOIN alltasks a USING (config_id)
 ORDER BY config_id{by_cols}, n, c
 """  # noqa: S608 -- fixed fragments only; values are parameters
 
-_NAMES_SQL = """
-SELECT p.config_id, min(cf.variant), min(cf.model), min(cf.harness), min(cf.harness_version),
-       count(*) FILTER (WHERE cf.config_id IS NULL) AS unnamed
-FROM (SELECT DISTINCT run_id, config_id FROM consistency_cells WHERE valid > 0) p
-LEFT JOIN configs cf ON cf.run_id = p.run_id AND cf.config_id = p.config_id
-GROUP BY p.config_id
-"""
-"""Names from the configs table of the runs with a valid trial."""
-
-_TRIAL_NAMES_SQL = """
-SELECT config_id, min(variant), min(model), min(harness), min(harness_version)
-FROM trials WHERE config_id IN (SELECT unnest(?::VARCHAR[]))
-GROUP BY config_id
-"""
-"""Fallback for a run whose trials name a configuration its configs table lacks."""
 
 
 def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
@@ -115,14 +100,8 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
         con.execute(f"CREATE OR REPLACE TEMP TABLE consistency_cells AS {cells}", params)
         hist = con.execute(_SQL.format(cells="SELECT * FROM consistency_cells",
                                        by_cols="".join(f", {b}" for b in by_cols))).fetchall()
-        names = {}
-        if hist:
-            names = {r[0]: r for r in con.execute(_NAMES_SQL).fetchall()}
-            unnamed = sorted(k for k, r in names.items() if r[5])
-            for cid, *vals in (con.execute(_TRIAL_NAMES_SQL, [unnamed]).fetchall()
-                               if unnamed else []):
-                names[cid] = (cid, *(a if a is not None else b
-                                     for a, b in zip(names[cid][1:5], vals, strict=True)), 0)
+        names = config_names(con, "SELECT DISTINCT run_id, config_id FROM consistency_cells "
+                                  "WHERE valid > 0") if hist else {}
     finally:
         con.execute("DROP TABLE IF EXISTS consistency_cells")
     if not hist:
@@ -136,7 +115,6 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
                 "or ingest a run first")
         raise AnalysisError("no task has a valid trial for every configuration; narrow the "
                             "selection with --run or --label")
-    names = {cid: dict(zip(CONFIG_KEYS, r[:5], strict=True)) for cid, r in names.items()}
     nkey = 1 + len(by_cols)
     rows = []
     for key, part in itertools.groupby(hist, key=lambda r: r[:nkey]):
@@ -147,7 +125,8 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
         lo, hi = stats.wilson(consistent, tasks)
         hat, at = stats.pass_curves(counts)
         ns = [n for n, _ in counts]
-        rows.append({**names[key[0]], **dict(zip(by_cols, key[1:], strict=True)),
+        rows.append({"config_id": key[0], **{k: names[key[0]][k] for k in CONFIG_KEYS[1:]},
+                     **dict(zip(by_cols, key[1:], strict=True)),
                      "tasks": tasks, "consistent": consistent, "ci_low": lo, "ci_high": hi,
                      "min_n": min(ns), "max_n": max(ns), "equal_n": min(ns) == max(ns),
                      "pass_hat_k": hat, "pass_at_k": at,

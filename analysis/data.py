@@ -191,3 +191,37 @@ def require_trials(df: pl.DataFrame, filters: Filters) -> None:
             f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
             "or ingest a run first"
         )
+
+
+_NAMES_SQL = """
+SELECT p.config_id, min(cf.variant), min(cf.model), min(cf.harness), min(cf.harness_version),
+       bool_or(cf.simulated), count(*) FILTER (WHERE cf.config_id IS NULL)
+FROM ({pairs}) p
+LEFT JOIN configs cf ON cf.run_id = p.run_id AND cf.config_id = p.config_id
+GROUP BY p.config_id
+"""
+_TRIAL_NAMES_SQL = """
+SELECT config_id, min(variant), min(model), min(harness), min(harness_version),
+       bool_or(simulated)
+FROM trials WHERE config_id IN (SELECT unnest(?::VARCHAR[]))
+GROUP BY config_id
+"""
+NAME_KEYS = [*CONFIG_KEYS[1:], "simulated"]
+
+
+def config_names(con: duckdb.DuckDBPyConnection, pairs: str) -> dict[str, dict]:
+    """config_id → variant, model, harness, harness_version, simulated.
+
+    From the ``configs`` rows of the (run_id, config_id) pairs selected by ``pairs`` (a
+    fixed SELECT over a table the caller built); a run whose trials name a configuration
+    its configs table lacks is named from those trials.
+    """
+    rows = con.execute(_NAMES_SQL.format(pairs=pairs)).fetchall()
+    names = {cid: dict(zip(NAME_KEYS, vals, strict=True)) for cid, *vals, _ in rows}
+    unnamed = sorted(cid for cid, *_, missing in rows if missing)
+    if unnamed:
+        for cid, *vals in con.execute(_TRIAL_NAMES_SQL, [unnamed]).fetchall():
+            for key, value in zip(NAME_KEYS, vals, strict=True):
+                if names[cid][key] is None:
+                    names[cid][key] = value
+    return names

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import _COLUMNS, CONFIG_KEYS
+from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
 
@@ -56,18 +56,12 @@ class Summary:
 
 _TASK_SQL = """
 CREATE OR REPLACE TEMP TABLE summary_task AS
-SELECT k.*, coalesce(c.benchmark, r.manifest_id, k.run_id) AS universe
-FROM ({counts}) k
-LEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id
+SELECT k.*, coalesce({benchmark}r.manifest_id, k.run_id) AS universe
+FROM ({counts}) k{cases}
 LEFT JOIN runs r ON r.run_id = k.run_id
 """
-_TASK_NO_BENCHMARK_SQL = """
-CREATE OR REPLACE TEMP TABLE summary_task AS
-SELECT k.*, coalesce(r.manifest_id, k.run_id) AS universe
-FROM ({counts}) k
-LEFT JOIN runs r ON r.run_id = k.run_id
-"""
-"""The same when no case carries a ``benchmark`` label (no per-task join needed)."""
+_CASES_JOIN = "\nLEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id"
+"""Needed for the universe only when some case carries a ``benchmark`` label."""
 _COUNTS_FROM_ROLLUP = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
          t.trials - t.complete AS n_incomplete, t.valid AS n_valid, t.solved AS n_solved,
@@ -185,24 +179,6 @@ WHERE s.n_complete > 0
 GROUP BY s.config_id
 """
 
-_NAMES_SQL = """
-SELECT p.config_id, min(cf.variant) AS variant, min(cf.model) AS model,
-       min(cf.harness) AS harness, min(cf.harness_version) AS harness_version,
-       bool_or(cf.simulated) AS simulated,
-       count(*) FILTER (WHERE cf.config_id IS NULL) AS unnamed
-FROM (SELECT DISTINCT run_id, config_id FROM summary_task) p
-LEFT JOIN configs cf ON cf.run_id = p.run_id AND cf.config_id = p.config_id
-GROUP BY p.config_id
-"""
-"""Configuration names from the configs table of the runs in the selection."""
-
-_TRIAL_NAMES_SQL = """
-SELECT config_id, min(variant), min(model), min(harness), min(harness_version),
-       bool_or(simulated)
-FROM trials WHERE config_id IN (SELECT unnest(?::VARCHAR[]))
-GROUP BY config_id
-"""
-"""Fallback for a run whose trials name a configuration its configs table lacks."""
 
 
 def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool) -> str:
@@ -282,8 +258,10 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     try:
         counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
         labelled = con.execute("SELECT count(benchmark) FROM cases").fetchall()[0][0]
-        con.execute((_TASK_SQL if labelled else _TASK_NO_BENCHMARK_SQL).format(
-            counts=counts.format(by_sel=by_sel, joins=joins, where=where)), params)
+        con.execute(_TASK_SQL.format(
+            counts=counts.format(by_sel=by_sel, joins=joins, where=where),
+            benchmark="c.benchmark, " if labelled else "", cases=_CASES_JOIN if labelled else ""),
+            params)
         runs: dict = {}
         configs: dict = {}
         for universe, _, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
@@ -302,12 +280,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         cols = [d[0] for d in cur.description]
         recs = [rec for rec in (dict(zip(cols, r, strict=True)) for r in cur.fetchall())
                 if rec["trials"]]  # configurations with a complete trial on a common task
-        names = {rec[0]: rec[1:] for rec in con.execute(_NAMES_SQL).fetchall()}
-        unnamed = sorted(k for k, v in names.items() if v[5])
-        if unnamed:
-            for cid, *vals in con.execute(_TRIAL_NAMES_SQL, [unnamed]).fetchall():
-                names[cid] = (*(a if a is not None else b
-                                for a, b in zip(names[cid][:5], vals, strict=True)), 0)
+        names = config_names(con, "SELECT DISTINCT run_id, config_id FROM summary_task")
         excluded_ids = dict(con.execute(_EXCLUDED_SQL).fetchall()) if n_outside else {}
         holistic = {}
         if full:
@@ -320,13 +293,12 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         con.execute("DROP TABLE IF EXISTS summary_outside")
     excluded = {}
     for cid, case_ids in excluded_ids.items():
-        variant, model, harness, version, _, _ = names[cid]
-        excluded[cid] = {"config_id": cid, "variant": variant, "model": model,
-                         "harness": harness, "harness_version": version, "case_ids": case_ids}
+        excluded[cid] = {"config_id": cid, **{k: names[cid][k] for k in CONFIG_KEYS[1:]},
+                         "case_ids": case_ids}
     for rec in recs:
         rec["incomplete"] = int(rec["incomplete"] or 0)
         rec.update(holistic.get(tuple(rec[k] for k in ["config_id", *by_cols]), {}))
-        rec.update(zip([*CONFIG_KEYS[1:], "simulated"], names[rec["config_id"]][:5], strict=True))
+        rec.update({k: names[rec["config_id"]][k] for k in NAME_KEYS})
     recs.sort(key=lambda r: (*((r[k] is None, r[k] or "") for k in CONFIG_KEYS[2:]),
                              r["config_id"], *((r[b] is None, r[b] or "") for b in by_cols)))
     excluded = [excluded[k] for k in sorted(excluded)]

@@ -26,7 +26,7 @@ import duckdb
 
 from warehouse import rollup
 from warehouse.errors import WarehouseError
-from warehouse.schema import DUCKDB_TYPES, ROW_GROUP_ROWS, TABLES, columns
+from warehouse.schema import ROW_GROUP_ROWS, TABLES, columns, empty_select
 
 if TYPE_CHECKING:  # pyarrow is imported where tables are written or read, not to query
     import pyarrow as pa
@@ -138,14 +138,10 @@ def delete_run(db_path: Path, run_id: str) -> None:
 def _view_sql(root: Path, name: str) -> str:
     """A view per table; an empty typed view when the table has no files yet."""
     files = list((root / name).glob("run_id=*/*.parquet"))
-    cols_spec = columns(name)
     if not files:
-        cols = ", ".join(
-            f"CAST(NULL AS {DUCKDB_TYPES[c.type]}) AS {c.name}" for c in cols_spec
-        )
-        return f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} WHERE FALSE"
+        return f"CREATE OR REPLACE VIEW {name} AS {empty_select(name)}"
     glob = str(root / name / "run_id=*" / "*.parquet").replace("'", "''")
-    cols = ", ".join(c.name for c in cols_spec)
+    cols = ", ".join(c.name for c in columns(name))
     # DDL takes no parameters; names come from TABLES and the path is quote-escaped.
     return (
         f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM read_parquet('{glob}', "  # noqa: S608

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.schema import DERIVED, ROW_GROUP_ROWS
+from warehouse.schema import DERIVED, ROW_GROUP_ROWS, arrow_schema, empty_select
 
 NAME = "task_rollup"
 _HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true"
@@ -45,7 +45,6 @@ def drop(root: Path, partition: str) -> None:
 
 def build(root: Path, partition: str) -> None:
     """(Re)build one run's rollup from its trials files; no trials, no rollup."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     files = sorted(str(f) for f in (root / "trials" / partition).glob("*.parquet"))
@@ -57,10 +56,8 @@ def build(root: Path, partition: str) -> None:
         table = con.sql(_select(f"read_parquet(?, {_HIVE})"), params=[files]).to_arrow_table()
     finally:
         con.close()
-    cols = [c for c in DERIVED[NAME][1] if c.name != "run_id"]
-    from warehouse.schema import _arrow_type
-
-    schema = pa.schema([pa.field(c.name, _arrow_type(c.type), c.nullable) for c in cols])
+    schema = arrow_schema(NAME)
+    schema = schema.remove(schema.get_field_index("run_id"))  # the partition
     table = table.select(schema.names).cast(schema)
     tmp = root / NAME / f".tmp-{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
@@ -97,9 +94,5 @@ def view_sql(root: Path) -> str:
         source = f"read_parquet({_files([root / 'trials' / p / '*.parquet' for p in lacking])}, {_HIVE})"
         parts.append(f"SELECT {cols} FROM ({_select(source)})")  # noqa: S608
     if not parts:
-        from warehouse.schema import DUCKDB_TYPES
-
-        return "SELECT " + ", ".join(
-            f"CAST(NULL AS {DUCKDB_TYPES[c.type]}) AS {c.name}" for c in DERIVED[NAME][1]
-        ) + " WHERE FALSE"
+        return empty_select(NAME)
     return "\nUNION ALL\n".join(parts)

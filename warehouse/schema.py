@@ -264,6 +264,21 @@ def _arrow_type(kind: str) -> pa.DataType:
             "timestamp": pa.timestamp("us", tz="UTC")}[kind]
 
 
+def arrow_schema(name: str) -> pa.Schema:
+    """The Arrow schema of a table or derived table (its doc in the metadata)."""
+    import pyarrow as pa
+
+    doc, cols = SPEC[name] if name in SPEC else DERIVED[name]
+    return pa.schema([pa.field(c.name, _arrow_type(c.type), c.nullable) for c in cols],
+                     metadata={"doc": doc})
+
+
+def empty_select(name: str) -> str:
+    """A SELECT of no rows with the table's columns and types (a view before any file)."""
+    cols = ", ".join(f"CAST(NULL AS {DUCKDB_TYPES[c.type]}) AS {c.name}" for c in columns(name))
+    return f"SELECT {cols} WHERE FALSE"
+
+
 class _ArrowSchemas(Mapping[str, "pa.Schema"]):
     """Table name → ``pa.Schema``, built on first use so readers don't import pyarrow."""
 
@@ -271,14 +286,10 @@ class _ArrowSchemas(Mapping[str, "pa.Schema"]):
         self._built: dict[str, pa.Schema] = {}
 
     def __getitem__(self, name: str) -> pa.Schema:
+        if name not in SPEC:
+            raise KeyError(name)
         if name not in self._built:
-            import pyarrow as pa
-
-            doc, cols = SPEC[name]
-            self._built[name] = pa.schema(
-                [pa.field(c.name, _arrow_type(c.type), c.nullable) for c in cols],
-                metadata={"doc": doc},
-            )
+            self._built[name] = arrow_schema(name)
         return self._built[name]
 
     def __iter__(self) -> Iterator[str]:

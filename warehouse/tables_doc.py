@@ -13,14 +13,10 @@ from importlib import resources
 
 import pyarrow as pa
 
-from warehouse.schema import DERIVED, TABLES, columns
+from warehouse.schema import DERIVED, TABLES, arrow_schema
 
 _FIELD = re.compile(r'Column\("(?P<name>\w+)".*?#\s*(?P<note>.+)$')
-
-
 _TABLE = re.compile(r'^\s+"(\w+)": _spec\(')
-_KINDS = {"string": "string", "int32": "int32", "int64": "int64", "float64": "float64",
-          "bool": "bool", "timestamp": "timestamp (UTC)"}
 _COMMON = {
     "run_id": "partition key: our run id, or one foreign source",
     "ingest_batch_id": "the ingest batch that wrote this row (see `ingest_batches`)",
@@ -65,6 +61,16 @@ def _views() -> list[tuple[str, str, str]]:
     return out
 
 
+def _table_section(name: str, notes: dict[tuple[str, str], str]) -> list[str]:
+    schema = arrow_schema(name)
+    lines = [f"### `{name}`", "", schema.metadata[b"doc"].decode(), "",
+             "| column | type | nullable | notes |", "|---|---|---|---|"]
+    for f in schema:
+        note = notes.get((name, f.name), _COMMON.get(f.name, ""))
+        lines.append(f"| `{f.name}` | {_type(f.type)} | {'yes' if f.nullable else 'no'} | {note} |")
+    return [*lines, ""]
+
+
 def render() -> str:
     """The full Markdown reference."""
     notes = _notes()
@@ -86,22 +92,13 @@ def render() -> str:
         "## Tables",
         "",
     ]
-    for name, schema in TABLES.items():
-        doc = (schema.metadata or {}).get(b"doc", b"").decode()
-        lines += [f"### `{name}`", "", doc, "", "| column | type | nullable | notes |", "|---|---|---|---|"]
-        for f in schema:
-            note = notes.get((name, f.name), _COMMON.get(f.name, ""))
-            lines.append(f"| `{f.name}` | {_type(f.type)} | {'yes' if f.nullable else 'no'} | {note} |")
-        lines.append("")
+    for name in TABLES:
+        lines += _table_section(name, notes)
     lines += ["## Derived tables", "",
               "Written by the warehouse itself whenever the tables they derive from are; never by "
               "an importer.", ""]
-    for name, (doc, _) in DERIVED.items():
-        lines += [f"### `{name}`", "", doc, "", "| column | type | nullable | notes |", "|---|---|---|---|"]
-        for c in columns(name):
-            note = notes.get((name, c.name), _COMMON.get(c.name, ""))
-            lines.append(f"| `{c.name}` | {_KINDS[c.type]} | {'yes' if c.nullable else 'no'} | {note} |")
-        lines.append("")
+    for name in DERIVED:
+        lines += _table_section(name, notes)
     lines += ["## Views", ""]
     for name, header, cols in _views():
         lines += [f"### `{name}`", "", header, "", f"Columns: {cols}.", ""]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -65,13 +66,15 @@ def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=Non
 
 
 @pytest.fixture
-def wh(tmp_path):
-    """Factory: wh(trials, **kw) -> read-only connection to a fresh warehouse."""
+def _warehouses(tmp_path):
+    """Factory: each call writes runs (make_warehouse keyword sets) into a fresh warehouse
+    and returns a read-only connection, closed at teardown."""
     opened = []
 
-    def build(trials, **kw):
+    def build(runs: list[dict]):
         path = tmp_path / f"w{len(opened)}" / "t.duckdb"
-        make_warehouse(path, trials, **kw)
+        for run in runs:
+            make_warehouse(path, **run)
         con = db.open(path, read_only=True)
         opened.append(con)
         return con
@@ -82,22 +85,38 @@ def wh(tmp_path):
 
 
 @pytest.fixture
-def wh_runs(tmp_path):
+def wh(_warehouses):
+    """Factory: wh(trials, **kw) -> read-only connection to a fresh one-run warehouse."""
+    return lambda trials, **kw: _warehouses([{"trials": trials, **kw}])
+
+
+@pytest.fixture
+def wh_runs(_warehouses):
     """Factory: wh_runs([(run_id, trials, cases), ...]) -> read-only connection to one
     warehouse holding several runs (runs sharing a ``benchmark`` case label pool tasks)."""
-    opened = []
+    return lambda runs: _warehouses([{"run_id": r, "trials": t, "cases": c} for r, t, c in runs])
 
-    def build(runs):
-        path = tmp_path / f"runs{len(opened)}" / "t.duckdb"
-        for run_id, trials, cases in runs:
-            make_warehouse(path, trials, run_id=run_id, cases=cases)
-        con = db.open(path, read_only=True)
-        opened.append(con)
-        return con
 
-    yield build
-    for con in opened:
-        con.close()
+def _close(a, b, rel_tol=1e-9, abs_tol=1e-12, path="") -> None:
+    """Nested equality with floats compared to ``rel_tol`` (DuckDB may sum in another order)."""
+    if isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=rel_tol, abs_tol=abs_tol), path
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and list(a) == list(b), path
+        for k in a:
+            _close(a[k], b[k], rel_tol, abs_tol, f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, rel_tol, abs_tol, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+@pytest.fixture
+def close():
+    """``_close`` as a fixture (conftest is not importable in importlib mode)."""
+    return _close
 
 
 def _grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:

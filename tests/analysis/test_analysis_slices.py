@@ -7,7 +7,6 @@ filter), and the analyses must run unchanged on a warehouse built from foreign r
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from pathlib import Path
 
@@ -20,22 +19,6 @@ from warehouse import db
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECT = ROOT / "examples" / "foreign" / "inspect-arith.eval"
-
-
-def _close(a, b, path="") -> None:
-    """Nested equality with floats compared to 1e-9 (sums may run in another order)."""
-    if isinstance(a, float) and isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), path
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and list(a) == list(b), path
-        for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _close(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +38,7 @@ def _values(con, col: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def test_compare_by_slice_equals_compare_on_the_slice(synth):
+def test_compare_by_slice_equals_compare_on_the_slice(synth, close):
     names = ["model-a+harness-0", "model-b+harness-0", "model-a+harness-1"]
     sliced = compare.compare(synth, Filters(), names[0], names[1:], by="task_class")
     classes = _values(synth, "task_class")
@@ -69,7 +52,7 @@ def test_compare_by_slice_equals_compare_on_the_slice(synth):
         for s, a in zip(here, alone, strict=True):
             got = s.as_dict()
             assert got.pop("slice") == {"task_class": value}
-            _close(got, a.as_dict())
+            close(got, a.as_dict())
             assert got["sign_test"]["n"] > 0 and got["directions"]
 
 
@@ -86,25 +69,25 @@ def test_compare_by_skips_slices_without_both_sides(wh, grid):
         compare.compare(apart, baseline="b", candidates=["c"], by=["task_class"])
 
 
-def test_pareto_by_slice_equals_pareto_on_the_slice(synth):
+def test_pareto_by_slice_equals_pareto_on_the_slice(synth, close):
     sliced = pareto.pareto(synth, x="cost_per_trial", convex=True, by="difficulty")
     assert sliced.columns[5] == "difficulty"
     for value in _values(synth, "difficulty"):
         part = sliced.filter(sliced["difficulty"] == value).drop("difficulty")
         alone = pareto.pareto(synth, Filters(labels=(("difficulty", value),)),
                               x="cost_per_trial", convex=True)
-        _close(part.to_dicts(), alone.to_dicts())
+        close(part.to_dicts(), alone.to_dicts())
         assert part["on_front"].any()
 
 
-def test_familiarity_by_slice_equals_familiarity_on_the_slice(synth):
+def test_familiarity_by_slice_equals_familiarity_on_the_slice(synth, close):
     sliced = familiarity.familiarity(synth, by=["language"])
     langs = _values(synth, "language")
     assert sorted(set(sliced["language"])) == langs
     for value in langs:
         part = sliced.filter(sliced["language"] == value).drop("language")
         alone = familiarity.familiarity(synth, Filters(labels=(("language", value),)))
-        _close(part.to_dicts(), alone.to_dicts())
+        close(part.to_dicts(), alone.to_dicts())
     with pytest.raises(AnalysisError, match="--by familiarity"):
         familiarity.familiarity(synth, by="familiarity")
 

@@ -7,7 +7,6 @@ the common set, several runs of one benchmark, incomplete trials, unlabelled sli
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,22 +25,6 @@ def _labels(case_ids, benchmark="B", task_class=None):
              "task_class": task_class(c) if task_class else None} for c in case_ids]
 
 
-def _same(a, b, path=""):
-    """Equal, with floats to 1e-12 (DuckDB may add task means in another order)."""
-    if isinstance(a, float) and isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15), path
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and list(a) == list(b), path
-        for k in a:
-            _same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, f"{path}: {a!r} != {b!r}"
-
-
 @pytest.fixture
 def two_runs(wh_runs, grid):
     """Run r1: configs a, b on t1–t3 (b lacks t3); run r2: config a again on t1, t4, and
@@ -58,10 +41,10 @@ def two_runs(wh_runs, grid):
 @pytest.mark.parametrize("by", [None, "task_class"])
 @pytest.mark.parametrize("filters", [Filters(), Filters.parse(runs=["r1"]),
                                      Filters.parse(labels=["task_class=bugfix"])])
-def test_rollup_and_trial_counts_give_the_same_summary(two_runs, by, filters):
+def test_rollup_and_trial_counts_give_the_same_summary(two_runs, by, filters, close):
     fast = summarize(two_runs, filters, by=by).as_dict()
     slow = summarize(two_runs, filters, by=by, from_trials=True).as_dict()
-    _same(fast, slow)
+    close(fast, slow, rel_tol=1e-12, abs_tol=1e-15)  # task means may add in another order
 
 
 def test_runs_of_one_benchmark_pool_their_tasks(two_runs):
@@ -118,10 +101,11 @@ def test_median_wall_time_is_over_all_complete_trials(wh, grid):
 
 
 @pytest.mark.parametrize("by", [None, "task_class"])
-def test_consistency_counts_the_same_from_the_rollup_and_the_trials(two_runs, by):
+def test_consistency_counts_the_same_from_the_rollup_and_the_trials(two_runs, by, close):
     from analysis.consistency import consistency_rows
 
-    _same(consistency_rows(two_runs, by=by), consistency_rows(two_runs, by=by, from_trials=True))
+    close(consistency_rows(two_runs, by=by), consistency_rows(two_runs, by=by, from_trials=True),
+          rel_tol=1e-12, abs_tol=1e-15)
     rows = {r["config_id"]: r for r in consistency_rows(two_runs)}
     # Common tasks with a valid trial for a and b: t1, t2, t4. a: t1 2/3, t2 2/2, t4 1/1.
     assert rows["a"]["tasks"] == 3 and rows["a"]["consistent"] == 2
