@@ -200,6 +200,17 @@ GROUP BY ALL
 """  # noqa: S608 -- fixed fragments only; values are parameters
 
 
+_HOLISTIC_FROM_ROLLUP_SQL = """
+SELECT run_id, config_id, med_steps, med_tokens,
+       [cost_p50, cost_p90, cost_p95] AS cost_q,
+       [latency_p50, latency_p90, latency_p95] AS lat_q
+FROM config_rollup
+WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
+"""
+"""The same medians and quantiles, stored per (run, configuration) when trials are written:
+exact when the summary's trials are each configuration's complete trials of one run."""
+
+
 def _row(rec: dict) -> dict:
     valid, solved = rec["valid"], rec["solved"]
     lo, hi = stats.wilson(solved, valid)
@@ -242,8 +253,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     runs, a runs-jsonl export, an Inspect log) sit side by side, each on the tasks it
     shares with the configurations of its own benchmark. ``full=False`` leaves the
     medians and quantiles null (cheaper; for callers that need only counts and cost).
-    ``from_trials`` counts tasks from the trials instead of ``task_rollup`` (same result;
-    the tests compare the two).
+    ``from_trials`` counts tasks from the trials instead of ``task_rollup`` and computes the
+    medians from them instead of ``config_rollup`` (same result; the tests compare the two).
     """
     filters = filters or Filters()
     by_cols = check_by(by)
@@ -264,8 +275,10 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             params)
         runs: dict = {}
         configs: dict = {}
-        for universe, _, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
+        config_runs: dict = {}
+        for universe, cid, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
             runs.setdefault(universe, set()).update({first, last})
+            config_runs.setdefault(cid, set()).update({first, last})
             configs[universe] = configs.get(universe, 0) + (done > 0)
         one_run = all(len(r) == 1 for r in runs.values())
         if one_run and all(k == configs[u] for u, k in con.execute(_FEWEST_CONFIGS_SQL).fetchall()):
@@ -283,7 +296,16 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM summary_task")
         excluded_ids = dict(con.execute(_EXCLUDED_SQL).fetchall()) if n_outside else {}
         holistic = {}
-        if full:
+        # Whole runs, one per configuration, every task common: config_rollup holds the answer.
+        whole_runs = not (by_cols or filters.needs_cases or filters.needs_runs or n_outside
+                          or from_trials) and all(
+            len(r) == 1 for r in config_runs.values())
+        if full and whole_runs:
+            pairs = {(next(iter(rs)), cid) for cid, rs in config_runs.items()}
+            cur = con.execute(_HOLISTIC_FROM_ROLLUP_SQL, [sorted({r for r, _ in pairs})])
+            holistic = {r[1:2]: dict(zip(["med_steps", "med_tokens", "cost_q", "lat_q"], r[2:],
+                                         strict=True)) for r in cur.fetchall() if r[:2] in pairs}
+        elif full:
             cur = con.execute(_holistic_sql(by_cols, where, joins, bool(n_outside)), params)
             hcols = [d[0] for d in cur.description][1 + len(by_cols):]
             holistic = {r[:1 + len(by_cols)]: dict(zip(hcols, r[1 + len(by_cols):], strict=True))

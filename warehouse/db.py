@@ -160,7 +160,8 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
     """
     root = parquet_root(Path(db_path).resolve())
     views = {name: _view_sql(root, name) for name in TABLES}
-    views[rollup.NAME] = f"CREATE OR REPLACE VIEW {rollup.NAME} AS {rollup.view_sql(root)}"
+    for name in rollup.NAMES:
+        views[name] = f"CREATE OR REPLACE VIEW {name} AS {rollup.view_sql(root, name)}"
     if not temp:
         con.execute("BEGIN TRANSACTION")
         for sql in views.values():

@@ -1,14 +1,18 @@
-"""``task_rollup``: per-(run, configuration, case) trial counts, derived when trials are written.
+"""Rollups: tables derived from a run's trials when they are written.
+
+- ``task_rollup``: trial counts per (run, configuration, case).
+- ``config_rollup``: medians and quantiles per (run, configuration).
 
 Why: the task-level questions (common tasks, task means, pass^k) group every trial
-into (configuration, case) cells; at millions of trials that grouping dominates a
-query, and it only changes when a run's trials do. So ``replace_run`` rebuilds the run's
-rollup right after its trials, from the same Parquet files.
+into (configuration, case) cells, and a whole-run summary needs medians over every
+trial; at millions of trials that work dominates a query, and it only changes when a
+run's trials do. So ``replace_run`` rebuilds the run's rollups right after its trials,
+from the same Parquet files.
 
-Never stale: the rollup partition is deleted *before* the trials are replaced, so a
-crash in between leaves it missing, not wrong. The ``task_rollup`` view reads the
-stored rollups and computes the rows of any run whose rollup is missing from its
-trials (correct, only slower); the next write rebuilds the missing ones.
+Never stale: a run's rollup partitions are deleted *before* its trials are replaced, so
+a crash in between leaves them missing, not wrong. Each rollup view reads the stored
+partitions and computes the rows of any run whose partition is missing from its trials
+(correct, only slower); the next write rebuilds the missing ones.
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ import duckdb
 
 from warehouse.schema import DERIVED, ROW_GROUP_ROWS, arrow_schema, empty_select
 
-NAME = "task_rollup"
+NAMES = ("task_rollup", "config_rollup")
 _HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true"
 
 
-def _select(source: str) -> str:
-    sql = resources.files("warehouse").joinpath("sql", "task_rollup.sql").read_text("utf-8")
+def _select(name: str, source: str) -> str:
+    sql = resources.files("warehouse").joinpath("sql", f"{name}.sql").read_text("utf-8")
     return sql.replace("{source}", source)
 
 
@@ -37,14 +41,15 @@ def _partitions(root: Path, table: str) -> set[str]:
 
 
 def drop(root: Path, partition: str) -> None:
-    """Remove one run's rollup (before its trials change)."""
-    target = root / NAME / partition
-    if target.exists():
-        shutil.rmtree(target)
+    """Remove one run's rollups (before its trials change)."""
+    for name in NAMES:
+        target = root / name / partition
+        if target.exists():
+            shutil.rmtree(target)
 
 
 def build(root: Path, partition: str) -> None:
-    """(Re)build one run's rollup from its trials files; no trials, no rollup."""
+    """(Re)build one run's rollups from its trials files; no trials, no rollups."""
     import pyarrow.parquet as pq
 
     files = sorted(str(f) for f in (root / "trials" / partition).glob("*.parquet"))
@@ -53,46 +58,49 @@ def build(root: Path, partition: str) -> None:
         return
     con = duckdb.connect()
     try:
-        table = con.sql(_select(f"read_parquet(?, {_HIVE})"), params=[files]).to_arrow_table()
+        tables = {name: con.sql(_select(name, f"read_parquet(?, {_HIVE})"), params=[files]
+                                ).to_arrow_table() for name in NAMES}
     finally:
         con.close()
-    schema = arrow_schema(NAME)
-    schema = schema.remove(schema.get_field_index("run_id"))  # the partition
-    table = table.select(schema.names).cast(schema)
-    tmp = root / NAME / f".tmp-{uuid.uuid4().hex}"
-    tmp.mkdir(parents=True)
-    pq.write_table(table, tmp / "part-0.parquet", compression="zstd",
-                   row_group_size=ROW_GROUP_ROWS // 2)  # ~1/5 of the trials' rows
-    tmp.rename(root / NAME / partition)
+    for name, table in tables.items():
+        schema = arrow_schema(name)
+        schema = schema.remove(schema.get_field_index("run_id"))  # the partition
+        table = table.select(schema.names).cast(schema)
+        tmp = root / name / f".tmp-{uuid.uuid4().hex}"
+        tmp.mkdir(parents=True)
+        pq.write_table(table, tmp / "part-0.parquet", compression="zstd",
+                       row_group_size=ROW_GROUP_ROWS // 2)  # task_rollup: ~1/5 of the trials
+        tmp.rename(root / name / partition)
 
 
 def missing(root: Path) -> list[str]:
-    """Run partitions that have trials but no stored rollup."""
-    return sorted(_partitions(root, "trials") - _partitions(root, NAME))
+    """Run partitions that have trials but lack a stored rollup."""
+    trials = _partitions(root, "trials")
+    return sorted(set().union(*(trials - _partitions(root, name) for name in NAMES)))
 
 
 def _files(paths: list[Path]) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
-def view_sql(root: Path) -> str:
-    """The ``task_rollup`` view: stored rollups plus on-the-fly rows for runs lacking one.
+def view_sql(root: Path, name: str) -> str:
+    """A rollup's view: stored partitions plus on-the-fly rows for runs lacking one.
 
     DDL takes no parameters: the only values in it are our own Parquet paths, quote-escaped.
     """
     trials = _partitions(root, "trials")
-    every = _partitions(root, NAME)
+    every = _partitions(root, name)
     stored = every & trials  # a rollup whose trials are gone is left out
-    cols = ", ".join(c.name for c in DERIVED[NAME][1])
+    cols = ", ".join(c.name for c in DERIVED[name][1])
     parts = []
     if stored:
-        globs = ([root / NAME / "run_id=*" / "*.parquet"] if stored == every
-                 else [root / NAME / p / "*.parquet" for p in sorted(stored)])
+        globs = ([root / name / "run_id=*" / "*.parquet"] if stored == every
+                 else [root / name / p / "*.parquet" for p in sorted(stored)])
         parts.append(f"SELECT {cols} FROM read_parquet({_files(globs)}, {_HIVE})")  # noqa: S608
     lacking = sorted(trials - stored)
     if lacking:
         source = f"read_parquet({_files([root / 'trials' / p / '*.parquet' for p in lacking])}, {_HIVE})"
-        parts.append(f"SELECT {cols} FROM ({_select(source)})")  # noqa: S608
+        parts.append(f"SELECT {cols} FROM ({_select(name, source)})")  # noqa: S608
     if not parts:
-        return empty_select(NAME)
+        return empty_select(name)
     return "\nUNION ALL\n".join(parts)

@@ -247,6 +247,23 @@ DERIVED: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("cost_usd", "float64"),  # exact sum (fsum) of the known costs of complete trials; null when none
         Column("cost_known", "int64", False),  # complete trials whose cost is known
     ),
+    "config_rollup": _spec(
+        "Derived, not ingested: one row per (run, configuration) with the medians and quantiles "
+        "of its complete trials, rebuilt with `task_rollup` (see `warehouse/rollup.py`). "
+        "`summarize` reads it when its trials are exactly each configuration's trials of one "
+        "run; any other selection scans the trials.",
+        Column("config_id", "string", False),
+        Column("complete", "int64", False),  # complete trials
+        Column("valid", "int64", False),  # complete and outcome not infra_error/invalid
+        Column("med_steps", "float64"),  # median steps of valid trials
+        Column("med_tokens", "float64"),  # median input + output tokens of valid trials
+        Column("cost_p50", "float64"),  # quantile_cont of the known costs; null when none
+        Column("cost_p90", "float64"),
+        Column("cost_p95", "float64"),
+        Column("latency_p50", "float64"),  # quantile_cont of duration_s (wall seconds)
+        Column("latency_p90", "float64"),
+        Column("latency_p95", "float64"),
+    ),
 }
 """Tables computed from other tables when they are written (never by an importer)."""
 

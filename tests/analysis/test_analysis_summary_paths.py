@@ -100,6 +100,47 @@ def test_median_wall_time_is_over_all_complete_trials(wh, grid):
     assert row["med_duration_s"] == row["latency_p50"]
 
 
+def _trial_passes(monkeypatch) -> list[bool]:
+    """Record each scan of the trial rows for medians (the path config_rollup replaces)."""
+    from analysis import summary
+
+    calls: list[bool] = []
+    real = summary._holistic_sql
+
+    def spy(*args, **kwargs):
+        calls.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(summary, "_holistic_sql", spy)
+    return calls
+
+
+def test_whole_runs_take_their_medians_from_config_rollup(tmp_path, monkeypatch, close):
+    from warehouse.synthetic import Spec, generate
+
+    path = tmp_path / "w.duckdb"
+    generate(path, Spec(models=2, harnesses=2, tasks=12, reps=3, incomplete=3, unknown_cost=4,
+                        run_id="r1"))
+    generate(path, Spec(models=1, harnesses=1, tasks=5, reps=2, seed=7, run_id="r2"))
+    con = db.open(path, read_only=True)
+    calls = _trial_passes(monkeypatch)
+    slow = summarize(con, Filters.parse(runs=["r1"]), from_trials=True).as_dict()
+    assert calls == [True]
+    fast = summarize(con, Filters.parse(runs=["r1"])).as_dict()
+    assert calls == [True]  # one run, every task common: no scan of the trial rows
+    close(fast, slow, rel_tol=1e-12, abs_tol=1e-15)
+    rows = fast["rows"]
+    assert len(rows) == 4 and all(r["med_steps"] is not None for r in rows)
+    assert any(r["cost_usd"] is None and r["cost_p50"] is not None for r in rows)  # unknown cost
+    # r2 repeats a configuration of r1, so its medians pool two runs: only the trials know them.
+    pooled = summarize(con).as_dict()
+    assert calls == [True, True]
+    close(pooled, summarize(con, from_trials=True).as_dict(), rel_tol=1e-12, abs_tol=1e-15)
+    summarize(con, Filters.parse(runs=["r1"], labels=["difficulty=hard"]))
+    summarize(con, Filters.parse(runs=["r1"]), by="repository")
+    assert len(calls) == 5  # a label filter or a slice selects trials within the run
+
+
 @pytest.mark.parametrize("by", [None, "task_class"])
 def test_consistency_counts_the_same_from_the_rollup_and_the_trials(two_runs, by, close):
     from analysis.consistency import consistency_rows
