@@ -487,7 +487,9 @@ def read_blocks(
                     blk = blk.take(keep)
                 if blk.versions is not None and blk.versions.count(v1) == len(blk.versions):
                     blk = blk._replace(versions=None)
-            del events, raws, lines
+            # The block owns what it needs; drop the frame's references so the consumer frees it all
+            # (the envelope tuples would otherwise outlive the block and be scanned by gc.collect(0)).
+            del events, raws, lines, env, seqs, nums, offs, offsets
             if blk.events:
                 blk = blk._replace(micros=ts_micros(blk.events, blk.raws, blk.versions))
             stats.accepted += len(blk.events)
