@@ -246,13 +246,17 @@ class _Stager:
         self.columns = TRIAL_COLUMNS[name]
         self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd",
                                        use_dictionary=_dictionary_columns(self.schema))
-        self.buf: list[tuple] = []
+        self.buf: list[pa.RecordBatch] = []
+        self.nbuf = 0
         self.n = 0
 
     def add(self, rows: list[tuple]) -> None:
-        self.buf.extend(rows)
-        if len(self.buf) >= self.chunk:
-            self.flush()
+        """Turn rows into Arrow now (while their values are still in the CPU cache); write per chunk."""
+        if rows:
+            self.buf.append(_tuples_batch(self.name, self.schema, self.columns, rows, self.batch_id))
+            self.nbuf += len(rows)
+            if self.nbuf >= self.chunk:
+                self.flush()
 
     def write_table(self, table: pa.Table) -> None:
         self.writer.write_table(table)
@@ -260,9 +264,9 @@ class _Stager:
 
     def flush(self) -> None:
         if self.buf:
-            self.writer.write_batch(_tuples_batch(self.name, self.schema, self.columns, self.buf, self.batch_id))
-            self.n += len(self.buf)
-            self.buf = []
+            self.writer.write_table(pa.Table.from_batches(self.buf, schema=self.schema))
+            self.n += self.nbuf
+            self.buf, self.nbuf = [], 0
 
     def close(self) -> tuple[Path, int]:
         self.flush()
@@ -303,6 +307,7 @@ class _EventsStager(_Stager):
             use_dictionary=_dictionary_columns(self.schema),
         )
         self.buf = []
+        self.nbuf = 0
         self.n = 0
 
 

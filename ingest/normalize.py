@@ -58,7 +58,7 @@ class EventsColumns:
         events, n = block.events, len(block.events)
         v1 = ev.SCHEMA_VERSION
         if block.versions is None:
-            payload = block.raws
+            payload = block.payload if block.payload is not None else block.raws
             versions = pa.repeat(pa.scalar(v1, pa.int32()), n)
         else:  # v1 lines are stored as read; upgraded ones re-dumped
             payload = [raw if v == v1 else e.model_dump_json().encode()
@@ -75,7 +75,7 @@ class EventsColumns:
             "source_file": pa.repeat(self._source_file, n),
             "line": pa.array(block.lines, pa.int64()),
             # bytes → UTF-8 checked by Arrow (large_binary: pyarrow builds binary from many bytes slowly)
-            "payload_json": pa.array(payload, pa.large_binary()),
+            "payload_json": payload if isinstance(payload, pa.Array) else pa.array(payload, pa.large_binary()),
             "ingest_batch_id": pa.repeat(self._batch_id, n),
         }
         arrays = [cols[f.name] if cols[f.name].type == f.type else cols[f.name].cast(f.type) for f in self.schema]

@@ -182,8 +182,13 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
 def _blocks(
     f, stats: ReadStats, block: int = _BLOCK, *, start: int = 0, end: int | None = None,
     first_line: int = 1, h=None,
-) -> Iterator[tuple[int, list[int], list[bytes]]]:
-    """Yield (number of the first line, byte offset of each line, lines) per block of complete lines.
+) -> Iterator[tuple[int, list[int], list[bytes], bytes | None]]:
+    """Yield (number of the first line, byte offset of each line, lines, bytes) per block of complete lines.
+
+    ``bytes`` holds the lines exactly as ``lines`` has them, each followed by a newline,
+    starting at ``offsets[0]``; None when a line was changed (a ``\\r`` stripped, an
+    over-long line blanked). It lets ``line_array`` build the lines' Arrow array from one
+    buffer instead of from thousands of bytes objects.
 
     Reading a few MB at a time and splitting in C is several times cheaper than one
     ``readline`` per line. Lines come without their newline (and trailing ``\\r``). An
@@ -237,10 +242,11 @@ def _blocks(
             ))
             pos += total
             continue
-        body, tail = buf[:cut], buf[cut + 1 :]
-        lines = body.split(b"\n")
+        lines = buf.split(b"\n")  # the complete lines and, last, the start of the next one
+        tail = lines.pop()
         offsets = list(accumulate(map(_plus1, map(len, lines)), initial=pos))
-        if len(body) > MAX_LINE_BYTES:
+        whole = buf  # lines as read: each line's bytes end just before offsets[i + 1] - pos - 1
+        if cut > MAX_LINE_BYTES:
             for i, raw in enumerate(lines):
                 if len(raw) > MAX_LINE_BYTES:
                     stats.quarantine.append(QuarantineRow(
@@ -248,9 +254,12 @@ def _blocks(
                         f"line is {len(raw) + 1} bytes, over the {MAX_LINE_BYTES}-byte limit", _raw_text(raw),
                     ))
                     lines[i] = b""
-        if b"\r" in body:
+                    whole = None
+        if buf.find(b"\r", 0, cut) >= 0:
             lines = [raw.rstrip(b"\r") for raw in lines]
-        yield n + 1, offsets, lines
+            whole = None
+        yield n + 1, offsets, lines, whole
+        del whole
         n += len(lines)
         pos += cut + 1
     if tail:  # EOF without newline: a write in progress (torn), left for the next ingest
@@ -258,6 +267,23 @@ def _blocks(
     stats.sha256 = h.hexdigest()
     stats.lines = n - (first_line - 1)
     stats.bytes_read = pos
+
+
+def line_array(whole: bytes, offsets: list[int]):
+    """The lines of a block (``_blocks``) as an Arrow ``large_binary`` array, from its bytes.
+
+    ``whole[offsets[i] - offsets[0] : offsets[i + 1] - offsets[0] - 1]`` is line ``i``: the
+    array is made over the buffer with the newlines and sliced one byte short (Arrow, no
+    Python object per line). Converting the lines' bytes objects instead
+    costs a cache miss each once the block has been validated.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(offsets) - 1
+    rel = pc.subtract(pa.array(offsets, pa.int64()), offsets[0])
+    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, rel.buffers()[1], pa.py_buffer(whole)])
+    return pc.binary_slice(arr, 0, -1)
 
 
 _LIST_ADAPTER = None
@@ -323,6 +349,9 @@ class Block(NamedTuple):
     env: list[tuple] | None = None
     """Each event's ``(seq, event, trial_id, run_id)``, read once: every pass over a block's
     models costs a cache miss per model, so consumers use these instead (see ``envelope``)."""
+    payload: object = None
+    """``raws`` as an Arrow ``large_binary`` array when the reader could build it from the
+    block's bytes (``line_array``); the events table's ``payload_json`` of v1 lines."""
 
     def envelope(self) -> list[tuple]:
         return self.env if self.env is not None else list(map(get_envelope, self.events))
@@ -337,6 +366,7 @@ class Block(NamedTuple):
             None if self.versions is None else [self.versions[i] for i in idx],
             None if self.micros is None else [self.micros[i] for i in idx],
             None if self.env is None else [self.env[i] for i in idx],
+            None if self.payload is None else self.payload.take(idx),
         )
 
 
@@ -359,7 +389,9 @@ def exact_micros(t: datetime | None) -> int | None:
     return ((t if t.tzinfo is not None else t.replace(tzinfo=UTC)) - _EPOCH) // _US
 
 
-def ts_micros(events: list, raws: list[bytes], versions: list[int] | None) -> list[int]:
+def ts_micros(
+    events: list, raws: list[bytes], versions: list[int] | None, joined: bytes | None = None, end: int = 0,
+) -> list[int]:
     """The events' ``ts`` as microseconds since the epoch, read from the lines where that is certain.
 
     Asking pydantic's datetimes for their offset costs microseconds per value, so the
@@ -369,16 +401,19 @@ def ts_micros(events: list, raws: list[bytes], versions: list[int] | None) -> li
     version, the block holds exactly one ``"ts"`` per line and no ``\\u`` escape (so the
     top-level key, which the event validated with, is written literally and is that one
     occurrence). Any other value (an offset, a number, more digits, …) is taken from the
-    validated model.
+    validated model. ``joined``, when given, is the block as read: ``raws`` joined by
+    newlines in its first ``end`` bytes (``"ts"`` has no newline, so none straddles ``end``).
     """
     n = len(events)
     heads = None
     if versions is None:
-        joined = b"\n".join(raws)
+        if joined is None:
+            joined, end = b"\n".join(raws), None
         if b"\\" not in joined or b"\\u" not in joined:  # a one-byte search first: escapes are rare
             parts = joined.split(b'"ts"')
-            if len(parts) == n + 1:  # exactly one "ts" per line (each has at least its key)
-                heads = list(map(_head, parts[1:]))
+            after = 0 if end is None else joined.count(b'"ts"', end)  # in the unread rest of the buffer
+            if len(parts) == n + 1 + after:  # exactly one "ts" per line (each has at least its key)
+                heads = list(map(_head, parts[1 : n + 1]))
             del parts
         del joined
     if heads is None:
@@ -418,7 +453,7 @@ def read_blocks(
     v1 = SCHEMA_VERSION
     with path.open("rb", buffering=0) as f:
         stats.size = path.stat().st_size
-        for first, offsets, lines in _blocks(
+        for first, offsets, lines, whole in _blocks(
             f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher,
         ):
             events, bad = _validate(lines)
@@ -461,7 +496,8 @@ def read_blocks(
                 last_seq = seqs[-1]
                 if s0 < stats.min_seq:
                     stats.min_seq = s0
-                blk = Block(events, nums, raws, None, None, env)
+                blk = Block(events, nums, raws, None, None, env,
+                            None if whole is None else line_array(whole, offsets))
             else:
                 keep: list[int] = []
                 for i, seq in enumerate(seqs):
@@ -489,15 +525,22 @@ def read_blocks(
                     blk = blk._replace(versions=None)
             # The block owns what it needs; drop the frame's references so the consumer frees it all
             # (the envelope tuples would otherwise outlive the block and be scanned by gc.collect(0)).
-            del events, raws, lines, env, seqs, nums, offs, offsets
+            del events, raws, lines, env, seqs, nums, offs
             if blk.events:
-                blk = blk._replace(micros=ts_micros(blk.events, blk.raws, blk.versions))
+                # the block as read is the accepted lines joined when nothing was dropped or changed
+                if whole is not None and blk.payload is not None:
+                    micros = ts_micros(blk.events, blk.raws, None, whole, offsets[-1] - offsets[0])
+                else:
+                    micros = ts_micros(blk.events, blk.raws, blk.versions)
+                blk = blk._replace(micros=micros)
+                del micros
             stats.accepted += len(blk.events)
             stats.max_seq = last_seq
             if blk.events:
                 hand = [blk]
                 del blk  # the consumer owns the block: it is freed as soon as the consumer drops it
                 yield hand.pop()
+            del whole, offsets
 
 
 def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEvent]:

@@ -196,3 +196,33 @@ def test_canonical_timestamps_are_read_from_the_bytes(gen, monkeypatch):
     calls.clear()
     got = rd.ts_micros([*evs[:3], odd_ev, *evs[4:]], [*lines[:3], odd, *lines[4:]], None)
     assert got[3] == _micros_by_pyarrow(odd_ev.ts) and len(calls) == 1
+
+
+def test_ts_micros_on_the_block_as_read_ignores_the_unread_rest(gen, monkeypatch):
+    """With the read buffer (lines + newlines, then the start of the next line) the values are
+    the model's, taken from the bytes; a "ts" in the unread rest neither counts nor shifts them."""
+    evs = gen.run_events()
+    lines = [_line(e) for e in evs]
+    body = b"\n".join(lines) + b"\n"
+    calls = []
+    real = rd.exact_micros
+    monkeypatch.setattr(rd, "exact_micros", lambda t: calls.append(t) or real(t))
+    want = [real(e.ts) for e in evs]
+    for rest in (b"", b'{"schema_version":1,"run_id":"x","ts":"2001-01-01T00:00:00Z","se', b'{"ts"'):
+        assert rd.ts_micros(evs, lines, None, body + rest, len(body)) == want
+        assert calls == []
+    # a line with two "ts" (a nested decoy) in the block: every value from the model
+    d = _line(evs[0]).replace(b'"initial_commit"', b'"settings_ts":{"ts":"2001-01-01T00:00:00Z"},"initial_commit"', 1)
+    assert rd.ts_micros(evs, [d, *lines[1:]], None, b"\n".join([d, *lines[1:]]) + b"\n", len(body) + len(d) - len(lines[0])) == want
+    assert len(calls) == len(evs)
+
+
+def test_line_array_is_the_lines(tmp_path):
+    """The block's lines as one Arrow array built over the read buffer equal the lines' bytes."""
+    lines = [b'{"a":1}', b"", b'{"b":"\xc3\xa9"}', b"x" * 300]
+    whole = b"\n".join(lines) + b"\n" + b'{"unread'
+    offsets = [1000]
+    for raw in lines:
+        offsets.append(offsets[-1] + len(raw) + 1)
+    arr = rd.line_array(whole, offsets)
+    assert arr.type == pa.large_binary() and arr.to_pylist() == lines
