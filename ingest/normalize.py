@@ -136,7 +136,6 @@ _TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6)
 
 _first = itemgetter(0)
 _second = itemgetter(1)
-_NO_COST = (None, None)
 _NO_VARIANT = (None, None, None, False)
 
 
@@ -328,8 +327,11 @@ class RunNormalizer:
 
     # ------------------------------------------------------------ trial level
 
-    def _cost(self, usage: ev.Usage, model: str | None, on: datetime | None) -> tuple[float | None, str | None]:
-        u = usage.__dict__
+    def _cost(self, u: dict, model: str | None, on: datetime | None) -> tuple[float | None, str | None]:
+        """The cost rule, in one place: reported wins, else priced from known tokens, else unknown.
+
+        ``u`` is a validated ``Usage``'s ``__dict__``.
+        """
         if u["cost_usd"] is not None:
             return u["cost_usd"], "reported"
         if self.prices is not None and u["input_tokens"] is not None and u["output_tokens"] is not None:
@@ -346,8 +348,7 @@ class RunNormalizer:
         with ``itemgetter``), which is a good deal cheaper than attribute access on models.
         This runs once per trial (≈ a third of the normaliser's time), so the common shape —
         one ``trial_started`` first, ``trial_finished`` last — is found with list methods
-        on the kinds rather than Python loops, and costs are read without a call when the
-        agent reported one or there is no price table.
+        on the kinds rather than Python loops. Costs follow the one rule in ``_cost``.
         """
         events.sort(key=_first)
         kinds = list(map(_second, events))
@@ -374,7 +375,6 @@ class RunNormalizer:
         else:
             fin = fin_m = None
         model, harness, harness_version, simulated = variants.get(ts["variant"], _NO_VARIANT)
-        priced = self.prices is not None
         attempts: dict[int, list] = {}
         stages: dict[tuple[int, str], list] = {}
         nflags = 0
@@ -388,14 +388,8 @@ class RunNormalizer:
                 if s is None:
                     s = stages[key] = [trial_id, d["attempt"], d["stage"], *_STAGE_NULLS]
                 if k == "stage_finished":
-                    u = d["usage"]
-                    ud = u.__dict__
-                    if ud["cost_usd"] is not None:
-                        s[6], s[7] = ud["cost_usd"], "reported"
-                    elif priced:
-                        s[6:8] = self._cost(u, model, d["ts"])
-                    else:
-                        s[6] = s[7] = None
+                    ud = d["usage"].__dict__
+                    s[6:8] = self._cost(ud, model, d["ts"])
                     s[8:14] = _get_stage_fin(d)
                     s[14:21] = _get_usage(ud)
                     s[4] = m
@@ -431,19 +425,12 @@ class RunNormalizer:
         labels = f'{{"order":{ts["order"]},"seed":{ts["seed"]}}}'
         if fin is not None:
             f = fin.__dict__
-            u = f["usage"]
-            ud = u.__dict__
-            if ud["cost_usd"] is not None:
-                cost = ud["cost_usd"], "reported"
-            elif priced:
-                cost = self._cost(u, model, f["ts"])
-            else:
-                cost = _NO_COST
+            ud = f["usage"].__dict__
             out["trials"].append((
                 trial_id, "trialhouse", trial_id, ts["config_id"], ts["variant"], model,
                 harness, harness_version, case_id, ts["repetition"],
                 True, ts_m, labels, max(f["flags"], nflags), f["simulated"] or simulated,
-                f["reason"] or None, fin_m, *cost, *_get_trial_fin(f), *_get_usage_t(ud),
+                f["reason"] or None, fin_m, *self._cost(ud, model, f["ts"]), *_get_trial_fin(f), *_get_usage_t(ud),
             ))
         else:
             out["trials"].append((
