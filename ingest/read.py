@@ -6,10 +6,11 @@ with only their first ``RAW_TEXT_CAP`` bytes). Rules:
 
 - a last line without a newline is a write in progress (torn): it is left for the
   next ingest, not quarantined, and reported in ``notes``;
-- every line is validated against the event contract: a block's lines in one pydantic
-  call (``list[Json[Event]]``, each line its own JSON document); a line that fails is
-  re-read with ``json.loads`` + ``runner.events.upgrade_event`` so older versions are
-  upgraded and every bad line gets a precise reason (file, line, reason);
+- every line is validated against the event contract, each line its own JSON document:
+  first by the contract compiled to msgspec structs (``ingest.fastdecode``, strict); a
+  line it refuses is re-read with ``json.loads`` + ``runner.events.upgrade_event`` and
+  the pydantic models, so lax values and older versions are accepted as before and every
+  bad line gets a precise reason (file, line, reason);
 - a repeated ``seq`` with identical bytes is dropped and counted; with different
   content it is quarantined;
 - out-of-order events are accepted (consumers order by ``seq``).
@@ -30,6 +31,7 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+from ingest import fastdecode
 from ingest.batch import QuarantineRow
 from runner.events import (
     EVENT_ADAPTER,
@@ -286,58 +288,12 @@ def line_array(whole: bytes, offsets: list[int]):
     return pc.binary_slice(arr, 0, -1)
 
 
-_LIST_ADAPTER = None
-
-
-def _list_adapter():
-    """``list[Json[Event]]``: a block of lines validated in one call, each line its own JSON document."""
-    global _LIST_ADAPTER
-    if _LIST_ADAPTER is None:
-        from pydantic import Json, TypeAdapter
-
-        from runner.events import Event
-
-        _LIST_ADAPTER = TypeAdapter(list[Json[Event]])
-    return _LIST_ADAPTER
-
-
-def _validate(raws: list[bytes]) -> tuple[list, set[int]]:
-    """Validate lines against the event contract: (events, indexes that failed).
-
-    One pydantic call per block (each line parsed on its own, so a line can never
-    borrow from its neighbour); when some fail, the others are validated again
-    together and the failures are left to the caller (``_slow_parse``). The failed
-    positions get ``None`` in the event list.
-    """
-    adapter = _list_adapter()
-    try:
-        return adapter.validate_python(raws), set()
-    except ValidationError as exc:
-        bad = {err["loc"][0] for err in exc.errors(include_url=False, include_input=False, include_context=False)
-               if err["loc"] and isinstance(err["loc"][0], int)}
-    good = [i for i in range(len(raws)) if i not in bad]
-    try:
-        evs = adapter.validate_python([raws[i] for i in good])
-    except ValidationError:  # cannot happen (each line stands alone), but never guess: one at a time
-        validate_json = EVENT_ADAPTER.validate_json
-        out: list = []
-        for raw in raws:
-            try:
-                out.append(validate_json(raw))
-            except ValueError:
-                out.append(None)
-        return out, {i for i, e in enumerate(out) if e is None}
-    out = [None] * len(raws)
-    for i, e in zip(good, evs, strict=True):
-        out[i] = e
-    return out, bad
-
-
 class Block(NamedTuple):
     """The accepted events of one block of lines, column-wise (the ingest hot path)."""
 
     events: list
-    """Validated event models, in file order."""
+    """Validated events in file order: compiled structs (``ingest.fastdecode``), or pydantic
+    models for the lines only pydantic accepts; both read alike by attribute."""
     lines: list[int]
     """1-based line numbers."""
     raws: list[bytes]
@@ -345,7 +301,7 @@ class Block(NamedTuple):
     versions: list[int] | None
     """Schema version as written per event; None when every one is the current version."""
     micros: list[int] | None = None
-    """Each event's ``ts`` as microseconds since the epoch (UTC; see ``ts_micros``)."""
+    """Each event's ``ts`` as microseconds since the epoch (UTC; ``fastdecode.decode_block``)."""
     env: list[tuple] | None = None
     """Each event's ``(seq, event, trial_id, run_id)``, read once: every pass over a block's
     models costs a cache miss per model, so consumers use these instead (see ``envelope``)."""
@@ -357,8 +313,9 @@ class Block(NamedTuple):
         return self.env if self.env is not None else list(map(get_envelope, self.events))
 
     def read_events(self) -> list[ReadEvent]:
+        """The block as ``ReadEvent``s holding the contract's pydantic models (not the hot path)."""
         v = self.versions or [SCHEMA_VERSION] * len(self.events)
-        return list(map(ReadEvent, self.events, self.lines, self.raws, v))
+        return list(map(ReadEvent, map(fastdecode.to_model, self.events), self.lines, self.raws, v))
 
     def take(self, idx: list[int]) -> Block:
         return Block(
@@ -374,12 +331,6 @@ get_envelope = attrgetter("seq", "event", "trial_id", "run_id")
 _first = itemgetter(0)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
-_TS_VALUE = (
-    r'^[ \t\r\n]*:[ \t\r\n]*"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|\+00:00))"'
-)
-"""What follows the ``"ts"`` key when its value is in a UTC form Arrow parses to exactly the
-instant pydantic does."""
-_head = itemgetter(slice(0, 48))
 
 
 def exact_micros(t: datetime | None) -> int | None:
@@ -387,51 +338,6 @@ def exact_micros(t: datetime | None) -> int | None:
     if t is None:
         return None
     return ((t if t.tzinfo is not None else t.replace(tzinfo=UTC)) - _EPOCH) // _US
-
-
-def ts_micros(
-    events: list, raws: list[bytes], versions: list[int] | None, joined: bytes | None = None, end: int = 0,
-) -> list[int]:
-    """The events' ``ts`` as microseconds since the epoch, read from the lines where that is certain.
-
-    Asking pydantic's datetimes for their offset costs microseconds per value, so the
-    canonical UTC form (``YYYY-MM-DDTHH:MM:SS[.ffffff]`` + ``Z`` or ``+00:00``, what the
-    runner writes) is cut from the line bytes and parsed by Arrow in one call. That is
-    only done when the bytes cannot point elsewhere: every line is at the current
-    version, the block holds exactly one ``"ts"`` per line and no ``\\u`` escape (so the
-    top-level key, which the event validated with, is written literally and is that one
-    occurrence). Any other value (an offset, a number, more digits, …) is taken from the
-    validated model. ``joined``, when given, is the block as read: ``raws`` joined by
-    newlines in its first ``end`` bytes (``"ts"`` has no newline, so none straddles ``end``).
-    """
-    n = len(events)
-    heads = None
-    if versions is None:
-        if joined is None:
-            joined, end = b"\n".join(raws), None
-        if b"\\" not in joined or b"\\u" not in joined:  # a one-byte search first: escapes are rare
-            parts = joined.split(b'"ts"')
-            after = 0 if end is None else joined.count(b'"ts"', end)  # in the unread rest of the buffer
-            if len(parts) == n + 1 + after:  # exactly one "ts" per line (each has at least its key)
-                heads = list(map(_head, parts[1 : n + 1]))
-            del parts
-        del joined
-    if heads is None:
-        return [exact_micros(e.ts) for e in events]
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    try:
-        # struct_field, not .field(): the value of a row that did not match must be null
-        arr = pc.struct_field(pc.extract_regex(pa.array(heads, pa.binary()), _TS_VALUE), "ts")
-        micros = pc.cast(arr.cast(pa.string()), pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_pylist()
-    except (pa.ArrowInvalid, ValueError):
-        return [exact_micros(e.ts) for e in events]
-    if arr.null_count:
-        for i, m in enumerate(micros):
-            if m is None:
-                micros[i] = exact_micros(events[i].ts)
-    return micros
 
 
 def read_blocks(
@@ -456,7 +362,7 @@ def read_blocks(
         for first, offsets, lines, whole in _blocks(
             f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher,
         ):
-            events, bad = _validate(lines)
+            events, bad, micros = fastdecode.decode_block(lines)
             idx = None
             versions = None
             if bad:  # blank lines are skipped; the others get a full diagnosis (and upgrades) one by one
@@ -475,6 +381,7 @@ def read_blocks(
                     except ValueError as exc:
                         quarantine.append(QuarantineRow(src, first + i, str(exc), _raw_text(raw)))
                         continue
+                    micros[i] = exact_micros(events[i].ts)
                     if versions[i] != v1:
                         stats.upgraded += 1
             if idx is None:
@@ -482,6 +389,7 @@ def read_blocks(
             else:
                 raws, nums, offs = [lines[i] for i in idx], [first + i for i in idx], [offsets[i] for i in idx]
                 events, versions = [events[i] for i in idx], [versions[i] for i in idx]
+                micros = [micros[i] for i in idx]
             if bad:
                 env = None
                 seqs = [e.seq if e is not None else -1 for e in events]
@@ -496,7 +404,7 @@ def read_blocks(
                 last_seq = seqs[-1]
                 if s0 < stats.min_seq:
                     stats.min_seq = s0
-                blk = Block(events, nums, raws, None, None, env,
+                blk = Block(events, nums, raws, None, micros, env,
                             None if whole is None else line_array(whole, offsets))
             else:
                 keep: list[int] = []
@@ -518,22 +426,14 @@ def read_blocks(
                     if seq < stats.min_seq:
                         stats.min_seq = seq
                     keep.append(i)
-                blk = Block(events, nums, raws, versions, None, env)
+                blk = Block(events, nums, raws, versions, micros, env)
                 if len(keep) != n:
                     blk = blk.take(keep)
                 if blk.versions is not None and blk.versions.count(v1) == len(blk.versions):
                     blk = blk._replace(versions=None)
             # The block owns what it needs; drop the frame's references so the consumer frees it all
             # (the envelope tuples would otherwise outlive the block and be scanned by gc.collect(0)).
-            del events, raws, lines, env, seqs, nums, offs
-            if blk.events:
-                # the block as read is the accepted lines joined when nothing was dropped or changed
-                if whole is not None and blk.payload is not None:
-                    micros = ts_micros(blk.events, blk.raws, None, whole, offsets[-1] - offsets[0])
-                else:
-                    micros = ts_micros(blk.events, blk.raws, blk.versions)
-                blk = blk._replace(micros=micros)
-                del micros
+            del events, raws, lines, env, seqs, nums, offs, micros
             stats.accepted += len(blk.events)
             stats.max_seq = last_seq
             if blk.events:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
+from ingest import fastdecode
 from ingest import read as rd
 from ingest.read import ReadStats, read_events
 from runner import events as ev
@@ -119,7 +120,7 @@ def test_ts_columns_equal_the_validated_datetimes(tmp_path, gen, layout):
         assert m == _micros_by_pyarrow(e.ts), (e.seq, e.ts)
 
 
-def test_ts_micros_takes_the_model_when_the_bytes_could_point_elsewhere(gen):
+def test_escaped_key_and_nested_decoy_give_the_top_level_instant(gen):
     """The top-level key written with an escape and a plain nested decoy: the decoy is never read."""
     import json
 
@@ -130,12 +131,15 @@ def test_ts_micros_takes_the_model_when_the_bytes_could_point_elsewhere(gen):
     line = json.dumps(d).encode()[:-1] + b', "t\\u0073": "' + real.encode() + b'"}'
     event = ev.EVENT_ADAPTER.validate_json(line)
     assert event.ts == e.ts
-    assert line.count(b'"ts"') == 1
-    assert rd.ts_micros([event], [line], None) == [_micros_by_pyarrow(e.ts)]
+    events, failed, micros = fastdecode.decode_block([line])
+    assert not failed and micros == [_micros_by_pyarrow(e.ts)]
+    assert fastdecode.to_model(events[0]) == event
 
 
-def test_block_validation_equals_line_by_line(tmp_path, gen):
-    """One pydantic call per block gives the same events and the same bad lines as one call per line."""
+def test_compiled_validation_then_pydantic_equals_pydantic_line_by_line(tmp_path, gen):
+    """Lines the compiled decoder accepts equal pydantic's models; the ones it refuses get
+    exactly pydantic's verdict from ``_slow_parse`` (lax values accepted, bad ones refused),
+    so the reader's result is pydantic's, line by line."""
     import json
 
     evs = gen.run_events()
@@ -148,21 +152,35 @@ def test_block_validation_equals_line_by_line(tmp_path, gen):
         good[5] + b" " + good[6],  # two events on one line
         good[7][:40], good[8][40:],  # one event cut in two lines
         b"\xff\xfe binary",
+        good[1].replace(b'Z"', b'.1234567Z"', 1),  # pydantic truncates a 7th digit: left to pydantic
+        good[2].replace(b'"seq":2', b'"seq":2.0'),  # lax: pydantic takes 2.0 as 2
+        good[3].replace(b"T09:", b" 09:", 1),  # another form pydantic reads
+        good[4].replace(b'-03-02T', b'-02-30T', 1),  # no such day: refused by Arrow, then by pydantic
     ]
     lines = []
     for i, g in enumerate(good):
         lines.append(g)
         if i < len(bad):
             lines.append(bad[i])
-    events, failed = rd._validate(lines)
+    assert all(b in lines for b in bad)
+    events, failed, micros = fastdecode.decode_block(lines)
     for i, raw in enumerate(lines):
         try:
             want = ev.EVENT_ADAPTER.validate_json(raw)
         except ValueError:
             want = None
-        assert (i in failed) == (want is None), raw
-        assert events[i] == want
-    assert len(failed) == len(bad)
+        if i in failed:
+            assert events[i] is None and micros[i] is None
+            if want is None:
+                with pytest.raises(ValueError):
+                    rd._slow_parse(raw)
+            else:
+                assert rd._slow_parse(raw) == (want, 1)
+        else:
+            assert want is not None, raw
+            assert fastdecode.to_model(events[i]) == want
+            assert micros[i] == _micros_by_pyarrow(want.ts)
+    assert failed == {i for i, raw in enumerate(lines) if raw in bad}
 
 
 def test_blank_lines_are_skipped_and_other_whitespace_is_judged(tmp_path, gen):
@@ -180,41 +198,25 @@ def test_blank_lines_are_skipped_and_other_whitespace_is_judged(tmp_path, gen):
     assert [r.line for r in got][:2] == [1, 3]
 
 
-def test_canonical_timestamps_are_read_from_the_bytes(gen, monkeypatch):
-    """The runner's own lines take the vectorised path (no per-event datetime arithmetic);
-    a line with another form falls back for that value only."""
+def test_the_runners_lines_take_the_compiled_path(tmp_path, gen, monkeypatch):
+    """The runner's own lines are all accepted by the compiled decoder (pydantic never runs, no
+    per-event datetime arithmetic); a line with another timestamp form goes to pydantic alone."""
     evs = gen.run_events()
     lines = [_line(e) for e in evs]
     calls = []
     real = rd.exact_micros
     monkeypatch.setattr(rd, "exact_micros", lambda t: calls.append(t) or real(t))
-    assert rd.ts_micros(evs, lines, None) == [real(e.ts) for e in evs]
-    assert calls == []
+    events, failed, micros = fastdecode.decode_block(lines)
+    assert not failed and micros == [real(e.ts) for e in evs]
+    assert not any(isinstance(e, ev.BaseModel) for e in events)
     odd = lines[3].replace(b'Z"', b'+02:00"', 1)
     assert odd != lines[3]
-    odd_ev = ev.EVENT_ADAPTER.validate_json(odd)
-    calls.clear()
-    got = rd.ts_micros([*evs[:3], odd_ev, *evs[4:]], [*lines[:3], odd, *lines[4:]], None)
-    assert got[3] == _micros_by_pyarrow(odd_ev.ts) and len(calls) == 1
-
-
-def test_ts_micros_on_the_block_as_read_ignores_the_unread_rest(gen, monkeypatch):
-    """With the read buffer (lines + newlines, then the start of the next line) the values are
-    the model's, taken from the bytes; a "ts" in the unread rest neither counts nor shifts them."""
-    evs = gen.run_events()
-    lines = [_line(e) for e in evs]
-    body = b"\n".join(lines) + b"\n"
-    calls = []
-    real = rd.exact_micros
-    monkeypatch.setattr(rd, "exact_micros", lambda t: calls.append(t) or real(t))
-    want = [real(e.ts) for e in evs]
-    for rest in (b"", b'{"schema_version":1,"run_id":"x","ts":"2001-01-01T00:00:00Z","se', b'{"ts"'):
-        assert rd.ts_micros(evs, lines, None, body + rest, len(body)) == want
-        assert calls == []
-    # a line with two "ts" (a nested decoy) in the block: every value from the model
-    d = _line(evs[0]).replace(b'"initial_commit"', b'"settings_ts":{"ts":"2001-01-01T00:00:00Z"},"initial_commit"', 1)
-    assert rd.ts_micros(evs, [d, *lines[1:]], None, b"\n".join([d, *lines[1:]]) + b"\n", len(body) + len(d) - len(lines[0])) == want
-    assert len(calls) == len(evs)
+    p = tmp_path / "events.jsonl"
+    p.write_bytes(b"\n".join([*lines[:3], odd, *lines[4:]]) + b"\n")
+    (blk,) = rd.read_blocks(p)
+    assert [isinstance(e, ev.BaseModel) for e in blk.events] == [i == 3 for i in range(len(evs))]
+    assert blk.micros[3] == _micros_by_pyarrow(ev.EVENT_ADAPTER.validate_json(odd).ts) and len(calls) == 1
+    assert [fastdecode.to_model(e) for e in blk.events] == [*evs[:3], ev.EVENT_ADAPTER.validate_json(odd), *evs[4:]]
 
 
 def test_line_array_is_the_lines(tmp_path):

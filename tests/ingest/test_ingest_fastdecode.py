@@ -1,0 +1,236 @@
+"""The compiled contract (``ingest.fastdecode``) against pydantic, the contract itself.
+
+The promise: whatever the compiled decoder accepts, pydantic accepts with the same values
+(type for type, the timestamp to the microsecond); what it refuses is left to pydantic.
+Checked on every event type, then on lines mutated at random (hypothesis) with values of
+every JSON type and number spellings ``json.dumps`` never writes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ingest import fastdecode
+from ingest.read import exact_micros
+from runner import events as ev
+
+_spec = importlib.util.spec_from_file_location("fastdecode_eventgen", Path(__file__).with_name("eventgen.py"))
+gen = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gen)
+
+
+def _every_event_type() -> list[ev.BaseModel]:
+    evs = gen.run_events()
+    s = gen.Seq("run-1")
+    evs += [
+        ev.PrepareFinished(**s.env("run-1-t001"), command=["make", "deps"], exit_code=0, duration_s=1.5),
+        ev.IntegrityCheck(**s.env("run-1-t001"), phase="before_grading", ok=False, mismatches=["a.py"]),
+        ev.Budget(**s.env("run-1-t001"), type="cost", status="exceeded", limit=2.0, used=2.5),
+    ]
+    assert {e.event for e in evs} == set(ev.EVENT_TYPES), "the sample must hold every event type"
+    return evs
+
+
+EVENTS = _every_event_type()
+LINES = [ev.dump_event(e).encode() for e in EVENTS]
+
+
+def _same(a: Any, b: Any, where: str = "") -> None:
+    """``a`` (compiled) reads exactly like ``b`` (pydantic): same fields, types and values."""
+    if isinstance(b, BaseModel):
+        assert type(a).__name__ == type(b).__name__, where
+        for name in type(b).model_fields:
+            _same(getattr(a, name), getattr(b, name), f"{where}.{name}")
+    elif isinstance(b, list):
+        assert isinstance(a, list) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(b, dict):
+        assert isinstance(a, dict) and list(a) == list(b), where
+        for k in b:
+            _same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(b, datetime):
+        assert isinstance(a, datetime) and a == b and a.utcoffset() == b.utcoffset(), where
+    elif isinstance(b, float):
+        assert type(a) is float and (repr(a) == repr(b) or (math.isnan(a) and math.isnan(b))), (where, a, b)
+    else:
+        assert type(a) is type(b) and a == b, (where, a, b)
+
+
+def _check(line: bytes) -> bool:
+    """Hold one line to the promise; True when the compiled decoder accepted it."""
+    events, bad, micros = fastdecode.decode_block([line])
+    try:
+        want = ev.EVENT_ADAPTER.validate_json(line)
+    except ValidationError:
+        want = None
+    if bad:
+        assert bad == {0} and events == [None] and micros == [None]
+        return False
+    assert want is not None, f"compiled decoder accepted a line pydantic refuses: {line!r}"
+    _same(events[0], want)
+    assert micros[0] == exact_micros(want.ts)
+    assert fastdecode.to_model(events[0]) == want
+    return True
+
+
+def test_every_event_type_is_compiled_with_the_models_fields():
+    assert set(fastdecode.STRUCTS) == set(ev.EVENT_TYPES)
+    for name, model in ev.EVENT_TYPES.items():
+        st_ = fastdecode.STRUCTS[name]
+        fields = {f.encode_name: f.required for f in msgspec.structs.fields(st_)}
+        want = {k: f.is_required() for k, f in model.model_fields.items() if k != "event"}
+        assert fields == want, name
+        assert st_.event == name and st_.__contract__ is model
+
+
+@pytest.mark.parametrize("i", range(len(EVENTS)), ids=[e.event for e in EVENTS])
+def test_the_runners_lines_are_accepted_with_the_models_values(i):
+    assert _check(LINES[i])
+
+
+def test_defaults_are_fresh_per_event_and_nested_defaults_are_structs():
+    a = fastdecode.decode(b'{"schema_version":1,"run_id":"r","seq":1,"ts":"2026-03-02T09:00:00Z",'
+                          b'"event":"stage_finished","attempt":1,"stage":"build","duration_s":1}')
+    b = fastdecode.decode(b'{"run_id":"r","seq":2,"ts":"2026-03-02T09:00:00Z","event":"case_validated",'
+                          b'"case_id":"c","ok":true}')
+    assert type(a.usage).__name__ == "Usage" and a.usage.input_tokens is None and a.usage.cost_usd is None
+    assert a.verdict_findings == [] and type(a.duration_s) is float
+    assert b.problems == [] and b.problems is not fastdecode.decode(LINES[1]).problems
+
+
+@pytest.mark.parametrize("line", [
+    b'{"schema_version":1,"run_id":"r","seq":1,"ts":"2026-02-30T09:00:00Z","event":"budget","type":"cost","status":"unknown"}',
+    b'{"schema_version":1,"run_id":"r","seq":1,"ts":"2026-02-28T24:00:00Z","event":"budget","type":"cost","status":"unknown"}',
+    b'{"schema_version":1,"run_id":"r","seq":1,"ts":"2026-03-02T09:00:00.1234567Z","event":"budget","type":"cost","status":"unknown"}',
+    b'{"schema_version":1,"run_id":"r","seq":1.0,"ts":"2026-03-02T09:00:00Z","event":"budget","type":"cost","status":"unknown"}',
+    b'{"schema_version":1,"run_id":"r","seq":1,"ts":"2026-03-02T09:00:00Z","event":"budget","type":"cost","status":"unknown","limit":1e999}',
+    b'{"schema_version":1,"run_id":"r","seq":1,"ts":"2026-03-02T09:00:00Z","event":"budget","event":"flag","type":"cost","status":"unknown"}',
+    b'{"type":"budget","run_id":"r","seq":1,"time":"2026-03-02T09:00:00Z","status":"unknown"}',
+])
+def test_lines_left_to_pydantic(line):
+    """Forms the compiled decoder refuses whatever pydantic makes of them: an impossible date, a
+    7th digit (pydantic truncates, msgspec would round), lax numbers, inf, a repeated tag, v0."""
+    assert fastdecode.decode_block([line])[1] == {0}
+
+
+def test_deeply_nested_and_binary_lines_are_refused_not_raised():
+    deep = LINES[0][:-1] + b',"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    events, bad, micros = fastdecode.decode_block([deep, b"\xff\xfe", LINES[1]])
+    assert bad == {0, 1} and events[2] is not None and micros[2] is not None
+
+
+def test_the_generator_refuses_what_it_cannot_compile():
+    """A contract change the compiler does not understand fails at import, not silently."""
+    class Pattern(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        x: str = Field(pattern="^a")
+
+    class Sets(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        x: set[int]
+
+    class Lax(BaseModel):
+        x: int
+
+    class Aliased(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        x: int = Field(alias="y")
+
+    for model in (Pattern, Sets, Lax, Aliased):
+        with pytest.raises(fastdecode.UnsupportedField):
+            fastdecode._Compiler().struct(model)
+
+
+# ------------------------------------------------------------------ random lines
+
+RAW_NUMBERS = ["1e999", "-1e400", "1.0", "2e3", "-0", "-0.0", "1E2", "0.1e1", "1e-400", "9223372036854775808",
+               "-9223372036854775809", "18446744073709551616", "1.5", "3", "0", "-1"]
+TS_FORMS = ["2026-03-02T09:00:01Z", "2026-03-02T09:00:01.5+00:00", "2026-03-02T09:00:01.123456Z",
+            "2026-03-02T09:00:01.1234567Z", "2026-03-02t09:00:01z", "2026-03-02 09:00:01Z", "2026-03-02T09:00:01",
+            "2026-03-02T09:00:01+02:00", "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "2026-03-02",
+            "0999-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "2026-03-02T23:59:60Z", "1772442001"]
+WORDS = ["build", "qa", "review", "passed", "failed", "inconclusive", "target", "regression", "command", "judge",
+         "accepted", "infra_error", "cost", "time", "exceeded", "unknown", "within", "negative", "completed",
+         "test_deleted", "true", "null", ""]
+
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6), st.sampled_from(TS_FORMS + WORDS),
+)
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=5,
+)
+value_texts = st.one_of(json_values.map(lambda v: json.dumps(v)), st.sampled_from(RAW_NUMBERS))
+
+
+def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
+    out = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.append((*prefix, k))
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out.append((*prefix, i))
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+_HOLE = "\u2063hole\u2063"
+
+
+def _mutate(line: bytes, data) -> bytes:
+    d = json.loads(line)
+    paths = _paths(d)
+    path = data.draw(st.sampled_from(paths))
+    op = data.draw(st.sampled_from(["replace", "replace", "replace", "delete", "add", "repeat"]))
+    parent = d
+    for p in path[:-1]:
+        parent = parent[p]
+    key = path[-1]
+    text = data.draw(value_texts)
+    if op == "delete" and isinstance(parent, dict):
+        del parent[key]
+        return json.dumps(d, ensure_ascii=data.draw(st.booleans())).encode()
+    if op == "add" and isinstance(parent, dict):
+        parent[data.draw(st.sampled_from(["extra", "Seq", "ts ", "usage", "event"]))] = _HOLE
+    elif op == "repeat" and isinstance(parent, dict):
+        parent[key] = _HOLE  # the hole keeps its place; the old value is written again after it
+        out = json.dumps(d).replace(json.dumps(_HOLE), text, 1)
+        return out[: out.rindex("}")].encode() + b"," + json.dumps(key).encode() + b":" + text.encode() + b"}" \
+            if len(path) == 1 else out.encode()
+    else:
+        parent[key] = _HOLE
+    return json.dumps(d, separators=data.draw(st.sampled_from([(",", ":"), (", ", ": ")]))) \
+        .replace(json.dumps(_HOLE), text, 1).encode()
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_mutations_are_never_accepted_unless_pydantic_agrees(data):
+    line = data.draw(st.sampled_from(LINES))
+    _check(_mutate(line, data))
+
+
+@settings(max_examples=200, deadline=None)
+@given(line=st.sampled_from(LINES), ts=st.sampled_from(TS_FORMS), ascii_=st.booleans(), seed=st.randoms())
+def test_key_order_spacing_escapes_and_timestamp_forms(line, ts, ascii_, seed):
+    d = json.loads(line)
+    d["ts"] = ts
+    items = list(d.items())
+    seed.shuffle(items)
+    text = json.dumps(dict(items), ensure_ascii=ascii_, separators=seed.choice([(",", ":"), (" , ", " : ")]))
+    _check(text.encode())
