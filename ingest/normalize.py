@@ -20,6 +20,7 @@ import pyarrow as pa
 from ingest.batch import QuarantineRow
 from ingest.fastdecode import to_model
 from ingest.read import Block, ReadEvent, exact_micros
+from ingest.seen import TrialIds
 from runner import events as ev
 from warehouse.schema import TABLES
 
@@ -169,7 +170,7 @@ class RunNormalizer:
         self.streaming = streaming
         self.ready: dict[str, list[tuple]] = {t: [] for t in TRIAL_TABLES}
         self.n_ready = 0
-        self._resolved: set[str] = set()
+        self._resolved = TrialIds()
         self._incomplete = 0
         self.run_id: str | None = None
         self.quarantine: list[QuarantineRow] = []
@@ -221,9 +222,11 @@ class RunNormalizer:
             if tid is None:
                 self._run_level_other += 1
                 continue
-            if streaming and tid in resolved:
-                raise NeedsBufferedPass(tid)
-            evs = trials[tid]
+            evs = trials.get(tid)
+            if evs is None:  # a trial not in flight: new, unless already resolved (streaming)
+                if streaming and tid in resolved:
+                    raise NeedsBufferedPass(tid)
+                evs = trials[tid] = []
             evs.append((seq, kind, e, m))
             if streaming and kind == "trial_finished" and self._started and (
                 not self.need_start or any(x[1] == "trial_started" for x in evs)

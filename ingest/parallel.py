@@ -29,6 +29,7 @@ from pathlib import Path
 from ingest.batch import QuarantineRow
 from ingest.normalize import NeedsBufferedPass, RunNormalizer
 from ingest.read import _CHUNK, ReadStats
+from ingest.seen import TrialIds
 from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted
 from warehouse import db
 
@@ -84,7 +85,7 @@ class HalfResult:
     validated: dict = field(default_factory=dict)
     controls: list = field(default_factory=list)
     pending: dict[str, list] = field(default_factory=dict)
-    resolved: set[str] = field(default_factory=set)
+    resolved: TrialIds = field(default_factory=TrialIds)
     incomplete: int = 0
     run_level_other: int = 0
     notes: list[str] = field(default_factory=list)
@@ -276,7 +277,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
             or len(norm._started) != 1
             or half.started
             or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
-            or not half.resolved.isdisjoint(norm._trials.keys() | norm._resolved)
+            or not half.resolved.isdisjoint(norm._trials.keys())
+            or not half.resolved.isdisjoint(norm._resolved)
             or not norm._resolved.isdisjoint(half.pending.keys())
         ):
             hasher.cancel()
@@ -300,7 +302,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
         norm._controls += half.controls
         for trial_id, evs in half.pending.items():
             norm._trials[trial_id].extend(evs)
-        norm._resolved |= half.resolved
+        norm._resolved.update(half.resolved)
         norm._incomplete += half.incomplete
         norm._run_level_other += half.run_level_other
         norm.notes += half.notes

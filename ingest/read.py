@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,6 +32,7 @@ from pydantic import ValidationError
 
 from ingest import fastdecode
 from ingest.batch import QuarantineRow
+from ingest.seen import SeqIndex
 from runner.events import (
     EVENT_ADAPTER,
     SCHEMA_VERSION,
@@ -93,51 +93,6 @@ class ReadStats:
         if self.out_of_order:
             out.append(f"{self.path}: {self.out_of_order} event(s) out of seq order (ordered by seq)")
         return out
-
-
-class _SeqIndex:
-    """seq → byte offset of its first line, to tell identical duplicates from conflicting ones.
-
-    An ``array('q')`` keeps memory at 8 bytes per event (a dict would cost ~100) and
-    nothing is hashed per line: on a repeated seq the first line is re-read from the
-    file and compared. Seqs far beyond any file size fall back to a dict.
-    """
-
-    __slots__ = ("_arr", "_far")
-
-    def __init__(self) -> None:
-        self._arr = array("q")
-        self._far: dict[int, int] = {}
-
-    def check_add(self, seq: int, offset: int) -> int | None:
-        """Record ``seq`` at ``offset``; return the earlier offset when it was already seen."""
-        if seq >= 1 << 28:
-            old = self._far.get(seq)
-            if old is None:
-                self._far[seq] = offset
-            return old
-        arr = self._arr
-        if seq >= len(arr):
-            arr.frombytes(bytes(8 * max(seq + 1 - len(arr), len(arr), 1024)))
-        old = arr[seq]
-        if old:
-            return old - 1
-        arr[seq] = offset + 1
-        return None
-
-    def set_run(self, first: int, offsets: list[int]) -> None:
-        """Record consecutive seqs ``first, first+1, …`` (all new, below ``1 << 28``) at ``offsets``."""
-        arr = self._arr
-        end = first + len(offsets)
-        if end > len(arr):
-            arr.frombytes(bytes(8 * max(end - len(arr), len(arr), 1024)))
-        arr[first:end] = array("q", map(_plus1, offsets))
-
-
-def _line_at(path: Path, offset: int) -> bytes:
-    with path.open("rb") as g:
-        g.seek(offset)
-        return g.readline(MAX_LINE_BYTES + 1).rstrip(b"\n").rstrip(b"\r")
 
 
 def _raw_text(raw: bytes) -> str:
@@ -352,7 +307,7 @@ def read_blocks(
     """
     path = Path(path)
     stats = stats if stats is not None else ReadStats(path)
-    seen = _SeqIndex()
+    seen = SeqIndex(path)
     last_seq = -1
     src = str(path)
     quarantine = stats.quarantine
@@ -398,9 +353,9 @@ def read_blocks(
                 seqs = list(map(_first, env))
             s0 = seqs[0]
             n = len(seqs)
-            if not bad and s0 > last_seq and seqs[-1] < 1 << 28 and seqs == list(range(s0, s0 + n)):
+            if not bad and s0 > last_seq and seqs == list(range(s0, s0 + n)):
                 # The common case: consecutive seqs above all earlier ones (no duplicate, none out of order).
-                seen.set_run(s0, offs[:n])
+                seen.add_run(s0, n, offs[0])
                 last_seq = seqs[-1]
                 if s0 < stats.min_seq:
                     stats.min_seq = s0
@@ -413,7 +368,7 @@ def read_blocks(
                         continue
                     old = seen.check_add(seq, offs[i])
                     if old is not None:
-                        if _line_at(path, old) == raws[i]:
+                        if old == raws[i]:
                             stats.duplicates += 1
                         else:
                             quarantine.append(QuarantineRow(

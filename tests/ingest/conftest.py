@@ -27,3 +27,13 @@ def wh(tmp_path: Path) -> Path:
 @pytest.fixture
 def golden() -> Path:
     return GOLDEN
+
+
+@pytest.fixture(params=["recent", "folded"])
+def trial_ids_mode(request, monkeypatch):
+    """Resolved trial ids kept as strings (recent) or, in this process, all folded into digests."""
+    if request.param == "folded":
+        from ingest.seen import TrialIds
+
+        monkeypatch.setattr(TrialIds, "RECENT", 1)
+    return request.param

@@ -178,7 +178,7 @@ def test_cli_ingest_exit_codes_and_lock(tmp_path, gen, wh):
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
 
 
-def test_late_line_for_a_finished_trial_gives_the_ordered_result(tmp_path, gen, wh):
+def test_late_line_for_a_finished_trial_gives_the_ordered_result(tmp_path, gen, wh, trial_ids_mode):
     """A file needing global order (late line of a finished trial) ends like the ordered file."""
     evs = gen.run_events("run-o")
     ordered = tmp_path / "ordered" / "events.jsonl"

@@ -91,7 +91,7 @@ def test_trial_straddling_the_split_is_merged(tmp_path, gen, monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["out_of_order", "duplicate", "late_line", "no_run_started_first", "resumed"])
-def test_split_declines_what_it_cannot_merge_and_result_is_unchanged(tmp_path, gen, monkeypatch, case):
+def test_split_declines_what_it_cannot_merge_and_result_is_unchanged(tmp_path, gen, monkeypatch, case, trial_ids_mode):
     evs = _run(gen, tmp_path)
     lines = [ev.dump_event(e).encode() for e in evs]
     if case == "out_of_order":
