@@ -79,7 +79,13 @@ def _bounds(info: FieldInfo, is_float: bool) -> dict[str, Any]:
     return meta
 
 
+_PLAIN_CONFIG = {"extra", "frozen", "title"}
+"""model_config keys that do not change what validation accepts."""
+
+
 class _Compiler:
+    """Builds (and caches) one struct per model; raises ``UnsupportedField`` rather than guess."""
+
     def __init__(self) -> None:
         self.structs: dict[type[BaseModel], type[msgspec.Struct]] = {}
 
@@ -93,7 +99,7 @@ class _Compiler:
             return Annotated[tp, msgspec.Meta(**bounds)]
         if bounds and not (origin in (Union, types.UnionType) and any(a in (int, float) for a in typing.get_args(tp))):
             raise UnsupportedField(f"{where}: bounds on a type that is not a number")
-        if tp in (str, bool, int, float, datetime):
+        if tp in (str, bool, int, float):
             return tp
         if tp is Any:
             return Any
@@ -122,6 +128,11 @@ class _Compiler:
         cfg = model.model_config
         if cfg.get("extra") != "forbid":
             raise UnsupportedField(f"{model.__name__}: the compiled decoder needs extra='forbid'")
+        if other := set(cfg) - _PLAIN_CONFIG:
+            raise UnsupportedField(f"{model.__name__}: model_config {sorted(other)} is not compiled")
+        hooks = model.__pydantic_decorators__
+        if hooks.validators or hooks.field_validators or hooks.root_validators or hooks.model_validators:
+            raise UnsupportedField(f"{model.__name__}: custom validators are not compiled")
         tag = None
         fields: list[tuple] = []
         renames: dict[str, str] = {}
@@ -134,10 +145,10 @@ class _Compiler:
                 tag = info.default
                 continue
             meta = _bounds(info, info.annotation in (float, float | None))
-            if info.annotation is datetime and info.is_required() and not meta:
-                # kept as its text; ``ts`` parses it on demand
+            if (name, info.annotation) == ("ts", datetime) and info.is_required() and not meta:
+                # kept as its text (decode_block checks and converts it); ``ts`` parses it on demand
                 text = f"{name}_text"
-                fields.append((text, str))  # its form is checked per block in Arrow (decode_block)
+                fields.append((text, str))
                 renames[text] = name  # read from (and written as) the model's key
                 ns_extra[name] = _ts_property(text)
                 continue

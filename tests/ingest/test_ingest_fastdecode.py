@@ -19,7 +19,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ingest import fastdecode
 from ingest.read import exact_micros
@@ -148,7 +148,25 @@ def test_the_generator_refuses_what_it_cannot_compile():
         model_config = ConfigDict(extra="forbid")
         x: int = Field(alias="y")
 
-    for model in (Pattern, Sets, Lax, Aliased):
+    class Checked(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        x: int
+
+        @field_validator("x")
+        @classmethod
+        def _even(cls, v: int) -> int:
+            assert v % 2 == 0
+            return v
+
+    class Stripped(BaseModel):
+        model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+        x: str
+
+    class OtherTime(BaseModel):  # only the envelope's ts is checked and converted in Arrow
+        model_config = ConfigDict(extra="forbid")
+        at: datetime
+
+    for model in (Pattern, Sets, Lax, Aliased, Checked, Stripped, OtherTime):
         with pytest.raises(fastdecode.UnsupportedField):
             fastdecode._Compiler().struct(model)
 
