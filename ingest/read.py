@@ -108,7 +108,16 @@ def _first_error(exc: ValidationError, tag: str) -> str:
 
 
 def _slow_parse(raw: bytes) -> tuple[object, int]:
-    """Full diagnosis of a line that failed the fast path: (event, original version)."""
+    """A line the compiled contract refused, judged by pydantic: (event, original version).
+
+    First pydantic's own JSON validation, lax (``"5"``, ``5.0``, other timestamp forms, a
+    missing ``schema_version`` taken as the current one); failing that, a full diagnosis
+    that upgrades older versions and names the reason for everything else.
+    """
+    try:
+        return EVENT_ADAPTER.validate_json(raw), SCHEMA_VERSION
+    except ValueError:
+        pass
     try:
         obj = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
