@@ -354,7 +354,9 @@ def read_blocks(
                 raws, nums, offs = [lines[i] for i in idx], [first + i for i in idx], [offsets[i] for i in idx]
                 events, versions = [events[i] for i in idx], [versions[i] for i in idx]
                 micros = [micros[i] for i in idx]
-            if bad:
+            # lines pydantic accepted at the current version are as good as compiled ones here
+            clean = not bad or (idx is None and versions.count(v1) == len(versions) and None not in events)
+            if not clean:
                 env = None
                 seqs = [e.seq if e is not None else -1 for e in events]
             else:
@@ -362,7 +364,7 @@ def read_blocks(
                 seqs = list(map(_first, env))
             s0 = seqs[0]
             n = len(seqs)
-            if not bad and s0 > last_seq and seqs == list(range(s0, s0 + n)):
+            if clean and s0 > last_seq and seqs == list(range(s0, s0 + n)):
                 # The common case: consecutive seqs above all earlier ones (no duplicate, none out of order).
                 seen.add_run(s0, n, offs[0])
                 last_seq = seqs[-1]

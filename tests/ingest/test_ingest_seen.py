@@ -44,6 +44,12 @@ def test_a_runners_file_is_remembered_as_one_record_per_block(tmp_path, gen, mon
     blocks = list(rd.read_blocks(p, rd.ReadStats(p)))
     (idx,) = made
     assert len(blocks) > 5 and len(idx._starts) == len(blocks) and not idx._single
+    # lines only pydantic accepts (another timestamp form) are still one record per block
+    lax = tmp_path / "lax.jsonl"
+    lax.write_bytes(p.read_bytes().replace(b'Z"', b'+02:00"'))
+    blocks = list(rd.read_blocks(lax, rd.ReadStats(lax)))
+    assert sum(len(b.events) for b in blocks) == len(evs) and all(isinstance(e, ev.BaseModel) for e in blocks[0].events)
+    assert len(made[-1]._starts) == len(blocks) and not made[-1]._single
     dup = gen.write_jsonl(tmp_path / "dup.jsonl", [*evs, evs[len(evs) // 2]])
     stats = rd.ReadStats(dup)
     assert sum(len(b.events) for b in rd.read_blocks(dup, stats)) == len(evs) and stats.duplicates == 1
