@@ -8,9 +8,10 @@ with only their first ``RAW_TEXT_CAP`` bytes). Rules:
   next ingest, not quarantined, and reported in ``notes``;
 - every line is validated against the event contract, each line its own JSON document:
   first by the contract compiled to msgspec structs (``ingest.fastdecode``, strict); a
-  line it refuses is re-read with ``json.loads`` + ``runner.events.upgrade_event`` and
-  the pydantic models, so lax values and older versions are accepted as before and every
-  bad line gets a precise reason (file, line, reason);
+  line it refuses goes to pydantic (``_slow_parse``: its lax JSON validation, then
+  ``json.loads`` + ``runner.events.upgrade_event``), so lax values and older versions
+  are accepted as before and every bad line gets a precise reason (file, line, reason);
+- memory does not grow with the file for the runner's consecutive seqs (``ingest.seen``);
 - a repeated ``seq`` with identical bytes is dropped and counted; with different
   content it is quarantined;
 - out-of-order events are accepted (consumers order by ``seq``).
