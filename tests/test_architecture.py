@@ -113,3 +113,34 @@ def test_cli_start_up_imports_only_click() -> None:
     heavy = {"rich", "typer", "pydantic", "polars", "pyarrow", "duckdb", "numpy",
              "runner", "ingest", "warehouse", "analysis"}
     assert not loaded & heavy, sorted(loaded & heavy)
+
+
+def test_every_third_party_import_is_declared_in_pyproject() -> None:
+    """CI installs only what pyproject declares: a library imported directly must be listed,
+    not merely arrive as another package's dependency."""
+    import importlib.metadata
+    import re
+    import sys
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = [*project["dependencies"], *(d for extra in project["optional-dependencies"].values() for d in extra)]
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    declared = {norm(re.split(r"[<>=!~\[; ]", s, maxsplit=1)[0]) for s in specs}
+    dists = importlib.metadata.packages_distributions()
+    ours = set(PACKAGES) | {"tests"}
+    missing = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            if "corpus" in path.parts or "example" in path.parts:
+                continue
+            for name in _imports(path):
+                top = name.split(".")[0]
+                if not top or top in ours or top in sys.stdlib_module_names or top == "__future__":
+                    continue
+                if not {norm(d) for d in dists.get(top, [top])} & declared:
+                    missing.setdefault(top, str(path.relative_to(ROOT)))
+    assert not missing, f"imported but not declared in pyproject: {missing}"
