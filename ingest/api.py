@@ -237,13 +237,17 @@ def _tuples_batch(name: str, schema: pa.Schema, names: tuple[str, ...], rows: li
 
 
 class _Stager:
-    """Streams one table's rows of one run into a staged Parquet file in chunks."""
+    """Streams one table's rows of one run into a staged Parquet file in chunks.
+
+    Per-trial tables come as row tuples (``add``); the ``events`` table as Arrow tables
+    from ``EventsColumns`` (``write_table``).
+    """
 
     def __init__(self, warehouse: Path, name: str, run_id: str, batch_id: str, chunk: int = 50_000) -> None:
         self.name, self.run_id, self.batch_id, self.chunk = name, run_id, batch_id, chunk
         self.path = db.staging_file(warehouse, name)
         self.schema = pa.schema([f for f in TABLES[name] if f.name != "run_id"])
-        self.columns = TRIAL_COLUMNS[name]
+        self.columns = TRIAL_COLUMNS.get(name, ())
         self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd",
                                        use_dictionary=_dictionary_columns(self.schema))
         self.buf: list[pa.RecordBatch] = []
@@ -283,32 +287,12 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
 
     A dictionary of distinct values is pure cost: the writer hashes every value into a
     dictionary as large as the column (a 100k-row chunk stays under the 1 MB limit at which
-    it would fall back to plain) and the file comes out larger. Without dictionaries for
-    ``seq``, ``line``, ``ts`` and the trial ids the staged files are written ≈ 20 % faster
-    and are ≈ 30 % smaller; every value read back is the same.
+    it would fall back to plain) and the file comes out larger. A dictionary of whole event
+    lines (``payload_json``) made writing ~30 % slower; without dictionaries for ``seq``,
+    ``line``, ``ts`` and the trial ids the staged files are written ≈ 20 % faster and are
+    ≈ 30 % smaller; every value read back is the same.
     """
     return [f.name for f in schema if f.name not in _UNIQUE_COLUMNS and not pa.types.is_timestamp(f.type)]
-
-
-class _EventsStager(_Stager):
-    """The ``events`` table's stager: written as Arrow tables from ``EventsColumns``.
-
-    No dictionary encoding for ``payload_json`` (every line differs): building and then
-    abandoning a dictionary of whole lines made writing ~30 % slower and the file larger
-    (nor for the other unique columns, see ``_dictionary_columns``).
-    """
-
-    def __init__(self, warehouse: Path, name: str, run_id: str, batch_id: str) -> None:
-        self.name, self.run_id, self.batch_id = name, run_id, batch_id
-        self.path = db.staging_file(warehouse, name)
-        self.schema = pa.schema([f for f in TABLES[name] if f.name != "run_id"])
-        self.writer = pq.ParquetWriter(
-            self.path, self.schema, compression="zstd",
-            use_dictionary=_dictionary_columns(self.schema),
-        )
-        self.buf = []
-        self.nbuf = 0
-        self.n = 0
 
 
 def ingest_run(warehouse: Path, events_path: Path, prices=None) -> BatchSummary:
@@ -359,7 +343,7 @@ def _gc_per_block() -> Iterator[None]:
 
 def _new_stagers(warehouse: Path, run_id: str, batch_id: str, stagers: dict[str, _Stager]) -> None:
     if "events" not in stagers:
-        stagers["events"] = _EventsStager(warehouse, "events", run_id, batch_id)
+        stagers["events"] = _Stager(warehouse, "events", run_id, batch_id)
     for name in TRIAL_TABLES:
         if name not in stagers:
             stagers[name] = _Stager(warehouse, name, run_id, batch_id)

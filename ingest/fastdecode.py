@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Union
 
 import annotated_types
 import msgspec
-from pydantic import BaseModel
+from pydantic import AllowInfNan, BaseModel
 from pydantic.fields import FieldInfo
 
 from runner import events as ev
@@ -69,7 +69,7 @@ def _bounds(info: FieldInfo, is_float: bool) -> dict[str, Any]:
             meta["le"] = m.le
         elif isinstance(m, annotated_types.Lt):
             meta["lt"] = m.lt
-        elif type(m).__name__ == "AllowInfNan":
+        elif isinstance(m, AllowInfNan):
             if not m.allow_inf_nan and is_float:
                 # JSON has no NaN, but 1e999 decodes to inf: bound it so pydantic sees (and refuses) it
                 meta.setdefault("le", _FLOAT_MAX)
@@ -196,7 +196,6 @@ decode = DECODER.decode
 
 _DECODE_ERRORS = (msgspec.MsgspecError, RecursionError)
 _ts_text = attrgetter("ts_text")
-_TS_UTC = None
 
 
 def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
@@ -207,12 +206,10 @@ def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
     timestamps are checked against ``CANONICAL_TS`` and converted by Arrow in one pass per
     block (a regex per line inside msgspec would cost as much as decoding the line).
     """
-    global _TS_UTC
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if _TS_UTC is None:
-        _TS_UTC = pa.timestamp("us", tz="UTC")
+    utc = pa.timestamp("us", tz="UTC")
     bad: set[int] = set()
     try:
         events = list(map(decode, raws))
@@ -234,7 +231,7 @@ def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
                 bad.add(i)
         texts = pc.if_else(canonical, texts, None)
     try:
-        stamps = pc.cast(texts, _TS_UTC)
+        stamps = pc.cast(texts, utc)
     except pa.ArrowInvalid:  # a date that does not exist (Feb 30): find it, leave it to pydantic
         for i, t in enumerate(texts.to_pylist()):
             if t is not None:
@@ -244,7 +241,7 @@ def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
                     events[i] = None
                     bad.add(i)
         texts = pa.array([None if e is None else e.ts_text for e in events], pa.string())
-        stamps = pc.cast(texts, _TS_UTC)
+        stamps = pc.cast(texts, utc)
     return events, bad, stamps.cast(pa.int64()).to_pylist()
 
 

@@ -428,19 +428,17 @@ class RunNormalizer:
         # Both are exact ints (contract-checked; pydantic turns true/1.0 into int 1): the same text
         # as _j({"seed":…, "order":…}), cheaper (no format spec: ``:d`` takes a slower path).
         labels = f'{{"order":{order},"seed":{seed}}}'
+        head = (trial_id, "trialhouse", trial_id, config_id, variant, model,
+                harness, harness_version, case_id, repetition)
         if fin is not None:
             u, fin_flags, fin_simulated, reason = _get_fin(fin)
             out["trials"].append((
-                trial_id, "trialhouse", trial_id, config_id, variant, model,
-                harness, harness_version, case_id, repetition,
-                True, ts_m, labels, max(fin_flags, nflags), fin_simulated or simulated,
+                *head, True, ts_m, labels, max(fin_flags, nflags), fin_simulated or simulated,
                 reason or None, fin_m, *self._cost(u, model, fin), *_get_trial_fin(fin), *_get_usage_t(u),
             ))
         else:
             out["trials"].append((
-                trial_id, "trialhouse", trial_id, config_id, variant, model,
-                harness, harness_version, case_id, repetition,
-                False, ts_m, labels, nflags, simulated, None, None, None, None,
+                *head, False, ts_m, labels, nflags, simulated, None, None, None, None,
                 None, len(attempts) or None, *_TRIAL_FIN_NULLS,
             ))
         return fin is not None

@@ -317,7 +317,7 @@ def read_blocks(
     """
     path = Path(path)
     stats = stats if stats is not None else ReadStats(path)
-    seen = SeqIndex(path)
+    seen = SeqIndex(path, MAX_LINE_BYTES)
     last_seq = -1
     src = str(path)
     quarantine = stats.quarantine

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def line_at(path: Path, offset: int, skip: int = 0, limit: int = 8 * 1024 * 1024) -> bytes:
+def line_at(path: Path, offset: int, skip: int, limit: int) -> bytes:
     """The line ``skip`` lines after the one starting at ``offset`` (no newline, no ``\\r``)."""
     with Path(path).open("rb") as f:
         f.seek(offset)
@@ -40,8 +40,8 @@ class SeqIndex:
     lookup is a binary search.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path, max_line: int) -> None:
+        self.path, self.max_line = Path(path), max_line
         self._starts = array("q")
         self._ends = array("q")
         self._offsets = array("q")
@@ -58,10 +58,10 @@ class SeqIndex:
         """Record ``seq`` at ``offset``; when it was seen before, return that earlier line instead."""
         old = self._single.get(seq)
         if old is not None:
-            return line_at(self.path, old)
+            return line_at(self.path, old, 0, self.max_line)
         i = bisect_right(self._starts, seq) - 1
         if i >= 0 and seq < self._ends[i]:
-            return line_at(self.path, self._offsets[i], seq - self._starts[i])
+            return line_at(self.path, self._offsets[i], seq - self._starts[i], self.max_line)
         self._single[seq] = offset
         return None
 

@@ -21,7 +21,7 @@ def test_seq_index_finds_the_first_line_of_a_seq_inside_a_run_and_one_by_one(tmp
     offsets = [0]
     for raw in lines:
         offsets.append(offsets[-1] + len(raw) + 2)
-    idx = SeqIndex(p)
+    idx = SeqIndex(p, 1000)
     idx.add_run(0, 10, offsets[0])
     idx.add_run(10, 20, offsets[10])
     for i in (35, 33):  # irregular ones, one at a time
@@ -37,7 +37,7 @@ def test_seq_index_finds_the_first_line_of_a_seq_inside_a_run_and_one_by_one(tmp
 def test_a_runners_file_is_remembered_as_one_record_per_block(tmp_path, gen, monkeypatch):
     """Consecutive seqs: nothing is kept per event (the reason peak memory stays flat)."""
     made = []
-    monkeypatch.setattr(rd, "SeqIndex", lambda path: made.append(SeqIndex(path)) or made[-1])
+    monkeypatch.setattr(rd, "SeqIndex", lambda path, limit: made.append(SeqIndex(path, limit)) or made[-1])
     monkeypatch.setattr(rd, "_BLOCK", 2000)
     evs = gen.run_events(repetitions=6)
     p = gen.write_jsonl(tmp_path / "events.jsonl", evs)
