@@ -211,13 +211,15 @@ def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
 
     utc = pa.timestamp("us", tz="UTC")
     bad: set[int] = set()
+    events: list = []
     try:
-        events = list(map(decode, raws))
+        events.extend(map(decode, raws))  # keeps the lines decoded before a refusal
     except _DECODE_ERRORS:
-        events = []
-        for i, raw in enumerate(raws):
+        bad.add(len(events))
+        events.append(None)
+        for i in range(len(events), len(raws)):
             try:
-                events.append(decode(raw))
+                events.append(decode(raws[i]))
             except _DECODE_ERRORS:
                 events.append(None)
                 bad.add(i)
