@@ -1,22 +1,55 @@
-"""The run's ``events.jsonl``: a single writer appending one flushed line at a time.
+"""The run's ``events.jsonl``: one writer, a hash chain, and a seal.
 
 Worker threads never write the file; they hand events to the driver's ``EventLog``,
-which assigns the per-run ``seq`` under a lock. A crash can therefore only tear the
-last line, and ``repair_tail`` truncates that before a resume appends more.
+which assigns the per-run ``seq`` and the chain link ``prev`` under a lock. A crash can
+therefore only tear the last line, and ``repair_tail`` truncates that before a resume
+appends more. After every finished trial and at close the log rewrites
+``events.seal.json`` (atomically) with the chain head it vouches for, so a forged,
+altered, reordered or truncated file is detected when it is read back
+(``read_verified``) here and by ingest.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.events import _Event, dump_event, parse_event, utc_now
+from runner.events import (
+    ChainLink,
+    ChainVerdict,
+    Seal,
+    _Event,
+    chain_digest,
+    chain_genesis,
+    dump_event,
+    parse_event,
+    utc_now,
+    verify_chain,
+)
+from runner.evidence import write_atomic
 
 Emit = Callable[..., _Event]
-"""``emit(EventClass, **fields)`` → the event as written (run_id/seq/ts filled in)."""
+"""``emit(EventClass, **fields)`` → the event as written (run_id/seq/ts/prev filled in)."""
+
+SEAL_NAME = "events.seal.json"
+
+
+def seal_path(events_path: Path) -> Path:
+    return events_path.with_name(SEAL_NAME)
+
+
+def read_seal(events_path: Path) -> Seal | None:
+    """The seal next to ``events_path``; None when absent or unreadable."""
+    try:
+        raw = json.loads(seal_path(events_path).read_bytes())
+        return Seal(str(raw["run_id"]), int(raw["lines"]), str(raw["head"]), bool(raw.get("closed")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def repair_tail(path: Path) -> int:
@@ -44,40 +77,116 @@ def repair_tail(path: Path) -> int:
     return len(data) - keep
 
 
-def read_events(path: Path) -> list[Any]:
-    """Every event in the file, parsed (the file must be intact: repair first)."""
-    events = []
+@dataclass
+class VerifiedEvents:
+    """The events of a file the chain vouches for, and what was refused."""
+
+    events: list[Any] = field(default_factory=list)
+    refused: list[tuple[int, str]] = field(default_factory=list)
+    """(line number, reason) of every line not taken as data."""
+    notes: list[str] = field(default_factory=list)
+    last_line: bytes | None = None
+    """The last line the chain vouches for (a resume chains its first line to it)."""
+    lines: int = 0
+    """How many lines the chain vouches for."""
+
+    @property
+    def intact(self) -> bool:
+        return not self.refused and not self.notes
+
+    def problems(self) -> str:
+        parts = [f"line {n}: {why}" for n, why in self.refused[:5]]
+        more = len(self.refused) - 5
+        return "; ".join(self.notes + parts + ([f"and {more} more"] if more > 0 else []))
+
+
+def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
+    """Parse ``path`` and keep the lines its hash chain and seal vouch for.
+
+    Lines that do not parse are refused with the parser's reason; lines of another
+    run are refused; the chain decides the rest (``runner.events.verify_chain``).
+    """
+    out = VerifiedEvents()
+    parsed: list[tuple[int, Any, bytes]] = []
     with path.open("rb") as f:
-        for line in f:
-            if line.strip():
-                events.append(parse_event(line))
-    return events
+        for number, raw in enumerate(f, start=1):
+            line = raw.rstrip(b"\r\n")
+            if not line.strip():
+                continue
+            try:
+                event = parse_event(line)
+            except (ValueError, RecursionError) as exc:
+                out.refused.append((number, f"not a valid event: {str(exc).splitlines()[0][:200]}"))
+                continue
+            parsed.append((number, event, line))
+    if not parsed:
+        return out
+    rid = run_id or next((e.run_id for _n, e, _l in parsed if e.event == "run_started"), parsed[0][1].run_id)
+    mine = []
+    for number, event, line in parsed:
+        if event.run_id != rid:
+            out.refused.append((number, f"belongs to run {event.run_id!r}, not {rid!r}"))
+        else:
+            mine.append((number, event, line))
+    seal = read_seal(path)
+    if seal is not None and seal.run_id != rid:
+        out.notes.append(f"{SEAL_NAME} names run {seal.run_id!r}, not {rid!r}; ignored")
+        seal = None
+    links = [ChainLink(n, chain_digest(line), e.prev) for n, e, line in mine]
+    verdict: ChainVerdict = verify_chain(links, chain_genesis(rid), seal)
+    out.notes += verdict.notes
+    out.refused += sorted(verdict.rejected.items())
+    out.refused.sort()
+    kept = [(n, e, line) for n, e, line in mine if n not in verdict.rejected]
+    out.events = [e for _n, e, _l in kept]
+    out.last_line = kept[-1][2] if kept else None
+    out.lines = len(kept)
+    return out
+
+
+def read_events(path: Path) -> list[Any]:
+    """Every event the hash chain vouches for, in file order."""
+    return read_verified(path).events
 
 
 class EventLog:
-    """Append-only writer. Thread-safe; the sole owner of ``seq``."""
+    """Append-only writer. Thread-safe; the sole owner of ``seq`` and the chain."""
 
     def __init__(self, path: Path, run_id: str, next_seq: int = 0,
-                 listener: Callable[[_Event], None] | None = None) -> None:
+                 listener: Callable[[_Event], None] | None = None, last_line: bytes | None = None,
+                 lines: int = 0) -> None:
         self.path = path
         self.run_id = run_id
         self._seq = next_seq
+        self._prev = chain_digest(last_line) if last_line is not None else chain_genesis(run_id)
+        self._lines = lines
         self._lock = threading.Lock()
-        self._file = path.open("ab")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        self._file = os.fdopen(fd, "ab")
         self._listener = listener
 
     def emit(self, cls: type[_Event], **fields: Any) -> _Event:
         with self._lock:
-            event = cls(run_id=self.run_id, seq=self._seq, ts=utc_now(), **fields)
-            self._file.write(dump_event(event).encode() + b"\n")
+            event = cls(run_id=self.run_id, seq=self._seq, ts=utc_now(), prev=self._prev, **fields)
+            line = dump_event(event).encode()
+            self._file.write(line + b"\n")
             self._file.flush()
             self._seq += 1
+            self._lines += 1
+            self._prev = chain_digest(line)
+            if event.event in ("trial_finished", "run_started", "case_validated"):
+                self._seal(closed=False)
         if self._listener is not None:
             self._listener(event)
         return event
 
-    def close(self) -> None:
+    def _seal(self, closed: bool) -> None:
+        seal = {"run_id": self.run_id, "lines": self._lines, "head": self._prev, "closed": closed}
+        write_atomic(seal_path(self.path), json.dumps(seal).encode() + b"\n")
+
+    def close(self, sealed: bool = True) -> None:
         with self._lock:
             if not self._file.closed:
                 os.fsync(self._file.fileno())
                 self._file.close()
+                self._seal(closed=sealed)

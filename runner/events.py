@@ -8,7 +8,10 @@ compatible; anything else bumps ``SCHEMA_VERSION`` and gets an upgrader in
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -49,6 +52,10 @@ class _Event(BaseModel):
     """Per-run sequence number, strictly increasing in file order."""
     ts: datetime
     """UTC timestamp of the event."""
+    prev: str | None = None
+    """Hash chain link: sha256 (hex) of the previous line of ``events.jsonl`` exactly as
+    written (without its newline); for a run's first line, ``chain_genesis(run_id)``.
+    A forged, altered, reordered or removed line breaks the chain (``verify_chain``)."""
 
 
 # ---------------------------------------------------------------- run level
@@ -82,6 +89,19 @@ class CriterionInfo(BaseModel):
     layer: Layer
     kind: Literal["command", "judge"]
     description: str = ""
+
+
+class IsolationInfo(BaseModel):
+    """How agents and graders of the run were contained (see docs/security.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: Literal["bubblewrap", "none"]
+    isolated: bool
+    """False for ``none``: reports say "not isolated" next to every result of the run."""
+    version: str | None = None
+    network: bool = True
+    """Whether sandboxed agents (and graders) could reach the network."""
 
 
 class CaseInfo(BaseModel):
@@ -123,6 +143,8 @@ class RunStarted(_Event):
     resumed: bool = False
     simulated: bool = False
     """True when any variant is simulated."""
+    isolation: IsolationInfo | None = None
+    """The isolation backend used; None in runs written before isolation existed."""
 
 
 class ControlResult(_Event):
@@ -186,6 +208,20 @@ class PrepareFinished(_Event):
     duration_s: float
 
 
+class WorkspacePrepared(_Event):
+    """The trial's starting state, captured by the runner after ``prepare_commands``."""
+
+    event: Literal["workspace_prepared"] = "workspace_prepared"
+    initial_tree: str
+    """Tree of the pinned initial commit (from the runner's own store)."""
+    prepared_tree: str
+    """Runner-captured tree after prepare: what ``changes.patch`` and patch flags compare to."""
+    ignored_tree: str | None = None
+    """Files prepare created that git ignores (restored for grading), when any."""
+    files: int = 0
+    bytes: int = 0
+
+
 class AttemptStarted(_Event):
     event: Literal["attempt_started"] = "attempt_started"
     attempt: int = Field(ge=1)
@@ -244,7 +280,9 @@ class Checkpoint(_Event):
     attempt: int = Field(ge=1)
     stage: Stage
     sha: str
+    """Runner-owned commit of the captured state (never the agent's own .git)."""
     files_changed: int
+    tree: str | None = None
 
 
 class IntegrityCheck(_Event):
@@ -271,6 +309,13 @@ class Grading(_Event):
     duration_s: float
     baseline: Verdict | None = None
     """Verdict of the same criterion on the initial commit, when known."""
+    tree: str | None = None
+    """The runner-captured tree this grading ran on (a fresh copy of it)."""
+    success_token: bool = False
+    """The criterion requires the grader to write the runner's one-time token to pass."""
+    token_ok: bool | None = None
+    """Whether that token came back (None when not required)."""
+    note: str = ""
 
 
 class Judgment(_Event):
@@ -287,7 +332,8 @@ class Judgment(_Event):
 
 class Budget(_Event):
     event: Literal["budget"] = "budget"
-    type: Literal["time", "cost"]
+    type: Literal["time", "cost", "workspace"]
+    """``workspace``: the workspace (with the trial's HOME and TMP) outgrew ``max_workspace_mb``."""
     status: Literal["exceeded", "unknown"]
     limit: float | None = None
     used: float | None = None
@@ -341,6 +387,9 @@ class TrialFinished(_Event):
     simulated: bool = False
     line: str = ""
     """The compact stable one-line summary printed for this trial."""
+    final_tree: str | None = None
+    """Runner-captured tree of the final state (graded, and diffed into changes.patch)."""
+    patch_truncated: bool = False
 
 
 Event = Annotated[
@@ -350,6 +399,7 @@ Event = Annotated[
     | RunFinished
     | TrialStarted
     | PrepareFinished
+    | WorkspacePrepared
     | AttemptStarted
     | StageStarted
     | StageFinished
@@ -409,6 +459,122 @@ def parse_event(line: str | bytes) -> Event:
     if not isinstance(raw, dict):
         raise ValueError("line is not a JSON object")
     return EVENT_ADAPTER.validate_python(upgrade_event(raw))
+
+
+def chain_genesis(run_id: str) -> str:
+    """The ``prev`` of a run's first line: binds the chain to its run id."""
+    return hashlib.sha256(b"trialhouse events chain\0" + run_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def chain_digest(line: bytes) -> str:
+    """The ``prev`` the line after ``line`` must carry."""
+    return hashlib.sha256(line.rstrip(b"\r\n")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """One line of a file, as far as the hash chain is concerned."""
+
+    line: int
+    digest: str
+    prev: str | None
+
+
+@dataclass
+class ChainVerdict:
+    """What ``verify_chain`` found: lines to refuse (with the reason) and run-level notes."""
+
+    rejected: dict[int, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    chained: bool = True
+    """False for files written before the chain existed (no line carries ``prev``)."""
+
+    @property
+    def intact(self) -> bool:
+        return not self.rejected and not self.notes
+
+
+@dataclass(frozen=True)
+class Seal:
+    """``events.seal.json``: the chain head the runner last vouched for."""
+
+    run_id: str
+    lines: int
+    head: str
+    closed: bool = False
+
+
+NOT_ON_CHAIN = "not on the run's hash chain (inserted, altered, duplicated or out of order)"
+
+
+def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = None) -> ChainVerdict:
+    """Which lines of one run's file the hash chain vouches for.
+
+    The chain is walked backwards from an anchor (the seal's head; without a usable
+    seal, the file's last line), so a forged line inserted anywhere is a dead branch
+    and is rejected. Where the backward walk stops short of ``genesis`` (lines removed
+    or altered), the lines that chain forward from ``genesis`` up to the break are kept
+    too, except the last of them: it cannot be told apart from an altered line. Past a
+    seal's head the chain is followed forwards only while the run was not closed.
+    """
+    verdict = ChainVerdict()
+    if not links:
+        return verdict
+    if all(link.prev is None for link in links):
+        verdict.chained = False
+        return verdict
+    by_digest: dict[str, ChainLink] = {}
+    for link in links:
+        if link.digest in by_digest:
+            verdict.rejected[link.line] = f"duplicate of line {by_digest[link.digest].line}; {NOT_ON_CHAIN}"
+        else:
+            by_digest[link.digest] = link
+    live = [link for link in links if link.line not in verdict.rejected]
+    anchor = by_digest.get(seal.head) if seal is not None else None
+    if seal is not None and anchor is None:
+        verdict.notes.append(
+            f"events.jsonl lacks the chain head its seal vouches for ({seal.lines} lines sealed): "
+            "lines were removed or the file was truncated")
+    if anchor is None:
+        anchor = live[-1]
+    accepted: set[int] = set()
+    path: list[int] = []
+    cur: ChainLink | None = anchor
+    oldest = anchor
+    while cur is not None and cur.line not in accepted:
+        accepted.add(cur.line)
+        path.append(cur.line)
+        oldest = cur
+        cur = None if cur.prev == genesis else by_digest.get(cur.prev or "")
+    if path != sorted(path, reverse=True):
+        verdict.notes.append("lines of events.jsonl are out of their hash-chain order (reordered)")
+    if oldest.prev != genesis:
+        verdict.notes.append(f"the hash chain is broken before line {oldest.line}: "
+                             "lines were removed or altered")
+        forward: list[ChainLink] = []
+        expected = genesis
+        for link in live:
+            if link.line >= oldest.line:
+                break
+            if link.prev == expected:
+                forward.append(link)
+                expected = link.digest
+        accepted |= {link.line for link in forward[:-1]}
+        if forward:
+            verdict.rejected[forward[-1].line] = (
+                "last line before a break in the hash chain (cannot be verified)")
+    tail = anchor
+    if seal is not None and by_digest.get(seal.head) is anchor and not seal.closed:
+        for link in live:
+            if link.line > tail.line and link.prev == tail.digest:
+                accepted.add(link.line)
+                tail = link
+    for link in live:
+        if link.line not in accepted and link.line not in verdict.rejected:
+            late = seal is not None and seal.closed and link.line > anchor.line
+            verdict.rejected[link.line] = (
+                f"appended after the run was sealed closed; {NOT_ON_CHAIN}" if late else NOT_ON_CHAIN)
+    return verdict
 
 
 def dump_event(event: _Event) -> str:

@@ -45,6 +45,9 @@ class Criterion(_Strict):
     files: list[NonEmptyStr] = Field(default_factory=list)
     """Operator-owned input files the criterion reads (relative to the manifest)."""
     timeout_seconds: float = Field(default=60, gt=0, le=600)
+    success_token: bool = False
+    """Pass only if the grader also writes the runner's one-time token (read from its
+    stdin) to ``$TRIALHOUSE_RESULT_FILE``: an early ``exit(0)`` is then a failure."""
 
     @model_validator(mode="after")
     def _command_xor_judge(self) -> Criterion:
@@ -140,6 +143,17 @@ class Variant(_Strict):
     """Stage → markdown paths (relative to the manifest) snapshotted into the stage prompt."""
 
 
+class Isolation(_Strict):
+    """How agents, prepare commands and graders are contained (docs/security.md)."""
+
+    backend: Literal["bubblewrap", "none"] = "bubblewrap"
+    """``none`` hides nothing; its runs are recorded and reported as not isolated."""
+    network: bool = True
+    """Agents call model APIs, so the network is on unless switched off here."""
+    read_only_paths: list[NonEmptyStr] = Field(default_factory=list)
+    """Absolute host paths (tool installs, e.g. an agent CLI) visible read-only inside."""
+
+
 class Manifest(_Strict):
     schema_version: Literal[1]
     id: Id
@@ -157,6 +171,13 @@ class Manifest(_Strict):
     """Opt in to passing grader output (not only descriptions) to retries."""
     benchmark_policy: str | None = None
     """Extra policy text prepended to every stage prompt."""
+    isolation: Isolation = Field(default_factory=Isolation)
+    max_workspace_mb: float = Field(default=4096, gt=0)
+    """Cap on the workspace plus the trial's HOME and TMP; above it the trial ends
+    ``budget_exhausted`` (the runner's own capture would otherwise be unbounded)."""
+    checkpoint_exclude: list[NonEmptyStr] | None = None
+    """gitignore patterns never captured (private files, runtime state); None → the
+    documented default list (runner.capture.DEFAULT_EXCLUDES)."""
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Manifest:

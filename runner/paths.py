@@ -9,8 +9,8 @@ grading: a changed grader invalidates the trial instead of silently grading it.
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -147,31 +147,87 @@ def _list(value: Any) -> list[Any]:
 
 @dataclass
 class Snapshot:
-    """The run's input snapshot: directory and sha256 per relative path."""
+    """The run's input snapshot: sha256 and content of every operator-owned input.
+
+    The content is held in the runner's memory, read once before any agent starts.
+    Graders never run in ``root`` (the copy kept in the run directory for people to
+    read): each grading gets a fresh copy written from memory and checked as a whole
+    tree, so an agent that changed, added or planted anything (a shadowing module, a
+    ``.pyc``, a ``.pth``) in any copy can neither affect a later trial nor go unseen.
+    """
 
     root: Path
     hashes: dict[str, str] = field(default_factory=dict)
+    contents: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def path(self, rel: str) -> Path:
         return self.root / rel
 
+    def text(self, rel: str) -> str:
+        return self.contents[rel].decode("utf-8")
+
     def verify(self) -> list[str]:
-        """Relative paths whose snapshot is missing or changed (empty when intact)."""
-        bad = []
-        for rel, digest in sorted(self.hashes.items()):
-            p = self.root / rel
-            try:
-                if p.is_symlink() or sha256_file(p) != digest:
-                    bad.append(rel)
-            except OSError:
-                bad.append(rel)
-        return bad
+        """What differs between ``root`` and the recorded hashes (empty when intact)."""
+        return verify_tree(self.root, self.hashes)
+
+    def materialise(self, dest: Path, only: list[str] | None = None) -> Path:
+        """Write a fresh copy (of every input, or the ``only`` ones) into ``dest``."""
+        for rel in sorted(self.hashes if only is None else only):
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self.contents[rel])
+        dest.mkdir(parents=True, exist_ok=True)
+        return dest
+
+    @classmethod
+    def load(cls, root: Path, hashes: dict[str, str]) -> tuple[Snapshot, list[str]]:
+        """Read a snapshot back from ``root``; the second value lists what does not match."""
+        bad = verify_tree(root, hashes)
+        contents = {}
+        if not bad:
+            contents = {rel: (root / rel).read_bytes() for rel in hashes}
+        return cls(root, dict(hashes), contents), bad
+
+
+def verify_tree(root: Path, hashes: dict[str, str]) -> list[str]:
+    """Whole-tree check: exactly the recorded files, each with its recorded sha256.
+
+    Anything else anywhere under ``root`` is reported: an unknown file (a module that
+    would shadow the standard library, a planted ``.pyc`` or ``.pth``), a symlink, a
+    special file, a missing or changed input.
+    """
+    problems: list[str] = []
+    seen: set[str] = set()
+    stack = [root]
+    if os.path.islink(root) or not root.is_dir():
+        return [f"{root}: not a directory"]
+    while stack:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for entry in it:
+                rel = Path(entry.path).relative_to(root).as_posix()
+                if entry.is_symlink():
+                    problems.append(f"{rel}: unexpected symlink")
+                elif entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif not entry.is_file(follow_symlinks=False):
+                    problems.append(f"{rel}: unexpected special file")
+                elif rel not in hashes:
+                    problems.append(f"{rel}: unexpected file")
+                else:
+                    seen.add(rel)
+                    if sha256_file(Path(entry.path)) != hashes[rel]:
+                        problems.append(f"{rel}: changed")
+    problems += [f"{rel}: missing" for rel in sorted(set(hashes) - seen)]
+    return sorted(problems)
 
 
 def snapshot_inputs(manifest_dir: Path, refs: list[InputRef], dest: Path) -> Snapshot:
-    """Copy every referenced input (directories recursively) into ``dest`` and hash it."""
+    """Read every referenced input (directories recursively), hash it, keep it in memory,
+    and write the run's reference copy into ``dest``."""
     snap = Snapshot(dest)
-    dest.mkdir(parents=True, exist_ok=True)
     files: set[str] = set()
     for ref in refs:
         src = manifest_dir / ref.rel
@@ -182,8 +238,8 @@ def snapshot_inputs(manifest_dir: Path, refs: list[InputRef], dest: Path) -> Sna
         else:
             files.add(ref.rel)
     for rel in sorted(files):
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(manifest_dir / rel, target)
-        snap.hashes[rel] = sha256_file(target)
+        data = (manifest_dir / rel).read_bytes()
+        snap.contents[rel] = data
+        snap.hashes[rel] = sha256_bytes(data)
+    snap.materialise(dest)
     return snap

@@ -66,6 +66,8 @@ def run_bounded(
     stdout_path: Path | None = None,
     stderr_path: Path | None = None,
     limit: int = OUTPUT_LIMIT,
+    stdin_bytes: bytes | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ProcResult:
     """Run ``argv`` (no shell) in its own session; kill the group on timeout or exit.
 
@@ -78,13 +80,17 @@ def run_bounded(
             argv,
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin_bytes is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except (OSError, ValueError) as exc:
         return ProcResult(None, None, False, True, time.monotonic() - start, error=str(exc))
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
     pgid = proc.pid
     with _live_lock:
         _live_groups.add(pgid)
@@ -95,6 +101,8 @@ def run_bounded(
     ]
     for t in pumps:
         t.start()
+    if stdin_bytes is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin_bytes), daemon=True).start()
     timed_out = False
     try:
         proc.wait(timeout=max(timeout, 0.001))
@@ -121,10 +129,27 @@ def run_bounded(
     )
 
 
+def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
+    if pipe is None:
+        return
+    try:
+        pipe.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            pipe.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+
 def _copy(src: IO[bytes], dest: Path | None, limit: int, flag: list[bool]) -> None:
     """Copy up to ``limit`` bytes from a pipe to ``dest``; read and discard the rest."""
     written = 0
-    out = dest.open("wb") if dest is not None else None
+    out = None
+    if dest is not None:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        out = os.fdopen(fd, "wb")
     try:
         while chunk := src.read1(65536):  # type: ignore[attr-defined]
             room = limit - written

@@ -32,7 +32,7 @@ def instruction_texts(variant: Variant, snapshot: Snapshot) -> dict[str, str]:
     texts: dict[str, str] = {}
     for paths in variant.stage_instructions.values():
         for rel in paths:
-            texts[rel] = snapshot.path(rel).read_text(encoding="utf-8")
+            texts[rel] = snapshot.text(rel)
     return texts
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import secrets
 import sys
@@ -22,17 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from runner import events as ev
+from runner import sandbox
+from runner.capture import DEFAULT_EXCLUDES, RunStore, TrialGit
 from runner.errors import RunnerError
-from runner.eventlog import EventLog, read_events, repair_tail
-from runner.grading import grade
+from runner.eventlog import EventLog, VerifiedEvents, read_events, read_verified, repair_tail
+from runner.git import GitError, git, git_version
+from runner.grading import GradingContext, argv_paths, grade_tree
 from runner.manifest import Case, Manifest, Variant, config_id
 from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
-from runner.procs import kill_all
+from runner.procs import kill_all, ordinary_env
 from runner.prompts import instruction_texts
 from runner.report import write_report
-from runner.trial import TrialInterrupted, TrialSpec, run_trial
+from runner.trial import Containment, TrialInterrupted, TrialSpec, create_workspace, remove_tree, run_trial
 from runner.validate import load_valid_manifest, repo_path
-from runner.workspace import apply_patch, create_workspace, git_version, tree_of
 
 
 class RunInterrupted(RunnerError):
@@ -62,6 +65,9 @@ class RunResult:
     lines: list[str] = field(default_factory=list)
     skipped: int = 0
     """Trials already finished before a ``--resume``."""
+    refused: list[tuple[int, str]] = field(default_factory=list)
+    """Lines of the resumed events.jsonl its hash chain refused (reported, not data)."""
+    isolated: bool = True
 
 
 def new_run_id() -> str:
@@ -109,11 +115,66 @@ class _Setup:
     texts: dict[str, dict[str, str]]
     config_ids: dict[str, str]
     prior: list[Any]
+    containment: Containment
+    refused: list[tuple[int, str]] = field(default_factory=list)
+    """Lines of a resumed events.jsonl its hash chain refused (reported, never data)."""
 
 
 def _case_source(s_manifest: Manifest, base: Path, case: Case) -> tuple[Path, str]:
     return (repo_path(base, case.repository or s_manifest.repository),
             case.initial_commit or s_manifest.initial_commit)
+
+
+SETUP_MARKER = ".trialhouse-setup"
+"""Written first into a new run directory; with no ``run_started`` line yet, the
+directory holds an interrupted setup that a new run (or ``--resume``) may clear."""
+
+
+def _interrupted_setup(run_dir: Path) -> bool:
+    """The directory holds only what an interrupted setup of ours left behind."""
+    if not (run_dir / SETUP_MARKER).exists():
+        return False
+    events = run_dir / "events.jsonl"
+    if not events.exists():
+        return True
+    verified = read_verified(events)
+    return not any(isinstance(e, ev.RunStarted) for e in verified.events)
+
+
+def _containment(manifest: Manifest, run_dir: Path) -> Containment:
+    backend = sandbox.backend(manifest.isolation.backend)
+    excludes = tuple(manifest.checkpoint_exclude) if manifest.checkpoint_exclude is not None else DEFAULT_EXCLUDES
+    return Containment(
+        backend=backend, store=RunStore(run_dir / ".runner" / "store.git"),
+        network=manifest.isolation.network,
+        read_only=tuple(Path(p) for p in manifest.isolation.read_only_paths),
+        excludes=excludes, max_workspace_bytes=int(manifest.max_workspace_mb * 2**20),
+    )
+
+
+def _sources(manifest: Manifest, base: Path) -> list[tuple[Path, str]]:
+    pairs = {(repo_path(base, manifest.repository), manifest.initial_commit)}
+    pairs |= {_case_source(manifest, base, c) for c in manifest.cases}
+    return sorted(pairs)
+
+
+def _resume_snapshot(run_dir: Path, base: Path, manifest: Manifest, hashes: dict[str, str]) -> Snapshot:
+    """The snapshot of a run being resumed: the run's copy, else the manifest's files."""
+    snap, bad = Snapshot.load(run_dir / "inputs", hashes)
+    if not bad:
+        return snap
+    fresh = snapshot_inputs(base, input_refs(manifest.model_dump(mode="json")), run_dir / ".runner" / "inputs-check")
+    remove_tree(run_dir / ".runner" / "inputs-check")
+    if fresh.hashes != hashes:
+        changed = sorted(k for k in set(hashes) | set(fresh.hashes) if hashes.get(k) != fresh.hashes.get(k))
+        raise RunnerError(
+            f"{run_dir / 'inputs'}: the run's input snapshot was changed ({', '.join(bad[:3])}) and "
+            f"the manifest's own input files differ from the recorded hashes too "
+            f"({', '.join(changed[:3])}); this run cannot be resumed — start a new one")
+    remove_tree(run_dir / "inputs")
+    fresh.root = run_dir / "inputs"
+    fresh.materialise(fresh.root)
+    return fresh
 
 
 def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_only: bool,
@@ -126,11 +187,19 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
     events_path = run_dir / "events.jsonl"
     manifest_sha = sha256_file(manifest_path)
     prior: list[Any] = []
+    refused: list[tuple[int, str]] = []
+    last_line: bytes | None = None
+    lines = 0
+    if resume and run_dir.is_dir() and _interrupted_setup(run_dir):
+        resume = False  # no run had started here: set it up afresh
+        remove_tree(run_dir)
     if resume:
         if not events_path.exists():
             raise RunnerError(f"{run_dir}: nothing to resume (no events.jsonl); start a run without --resume")
         repair_tail(events_path)
-        prior = read_events(events_path)
+        verified: VerifiedEvents = read_verified(events_path)
+        prior, refused = verified.events, list(verified.refused)
+        last_line, lines = verified.last_line, verified.lines
         starts = [e for e in prior if isinstance(e, ev.RunStarted)]
         if not starts:
             raise RunnerError(f"{events_path}: no run_started event; cannot resume this directory")
@@ -139,24 +208,33 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         if starts[0].validation_only:
             raise RunnerError(f"{run_dir}: a validation-only run cannot be resumed")
         run_id = starts[0].run_id
-        snapshot = Snapshot(run_dir / "inputs", dict(starts[0].input_hashes))
-        bad = snapshot.verify()
-        if bad:
-            raise RunnerError(f"{run_dir / 'inputs'}: snapshot changed since the run started ({', '.join(bad[:3])})")
+        snapshot = _resume_snapshot(run_dir, base, manifest, dict(starts[0].input_hashes))
         next_seq = max(e.seq for e in prior) + 1
     else:
+        if run_dir.exists() and _interrupted_setup(run_dir):
+            remove_tree(run_dir)
         if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
             raise RunnerError(
                 f"{run_dir}: output directory exists and is not empty; choose a new --output "
                 "(or pass --resume to continue an interrupted run)"
             )
         run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / SETUP_MARKER).write_text("a run is being set up here\n")
         run_id = new_run_id()
-        snapshot = snapshot_inputs(base, input_refs(manifest.model_dump(mode="json")), run_dir / "inputs")
+        staging = run_dir / ".runner" / "inputs-staging"
+        snapshot = snapshot_inputs(base, input_refs(manifest.model_dump(mode="json")), staging)
+        os.replace(staging, run_dir / "inputs")
+        snapshot.root = run_dir / "inputs"
         next_seq = 0
+    containment = _containment(manifest, run_dir)
+    try:
+        for repo, commit in _sources(manifest, base):
+            containment.store.pin(repo, commit)
+    except GitError as exc:
+        raise RunnerError(f"could not copy the pinned commits into the run's store: {exc}") from exc
     texts = {v.id: instruction_texts(v, snapshot) for v in manifest.variants}
     config_ids = {v.id: config_id(v, texts[v.id]) for v in manifest.variants}
-    log = EventLog(events_path, run_id, next_seq, listener=listener)
+    log = EventLog(events_path, run_id, next_seq, listener=listener, last_line=last_line, lines=lines)
     repo, commit = repo_path(base, manifest.repository), manifest.initial_commit
     log.emit(
         ev.RunStarted,
@@ -164,7 +242,7 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         manifest_sha256=manifest_sha, validation_only=validation_only,
         engine_version=engine_version(), os=platform.platform(), python=sys.version.split()[0],
         git_version=git_version(), repository=str(repo.resolve()), initial_commit=commit,
-        initial_tree=tree_of(repo, commit), input_hashes=snapshot.hashes,
+        initial_tree=containment.store.tree_of(commit), input_hashes=snapshot.hashes,
         repetitions=manifest.repetitions, max_attempts=manifest.max_attempts,
         timeout_seconds=manifest.timeout_seconds, max_cost_usd=manifest.max_cost_usd,
         stages=list(manifest.stages),
@@ -191,8 +269,14 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         ],
         jobs=jobs, resumed=resume,
         simulated=any(v.agent.kind == "simulated" for v in manifest.variants),
+        isolation=ev.IsolationInfo(backend=containment.backend.name,  # type: ignore[arg-type]
+                                   isolated=containment.backend.isolated,
+                                   version=containment.backend.version,
+                                   network=containment.network),
     )
-    return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids, prior)
+    (run_dir / SETUP_MARKER).unlink(missing_ok=True)
+    return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids,
+                  prior, containment, refused)
 
 
 # ---------------------------------------------------------------- controls
@@ -204,39 +288,50 @@ def _expected(control: str, layer: str) -> str:
 
 def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
                   stop: threading.Event) -> dict[str, Any]:
-    """Negative (and positive) control of one case; emits control_result + case_validated."""
-    repo, commit = _case_source(s.manifest, s.manifest_dir, case)
+    """Negative (and positive) control of one case; emits control_result + case_validated.
+
+    Each control is graded exactly as a trial is: a runner-captured tree of a fresh
+    workspace (after ``prepare_commands``; plus the reference patch for the positive
+    control), a fresh copy per criterion, inside the isolation backend.
+    """
+    _repo, commit = _case_source(s.manifest, s.manifest_dir, case)
     problems: list[str] = []
     verdicts: dict[tuple[str, str], list[str]] = {}
     baseline: dict[str, str] = {}
     controls = ("negative",) if negative_only else ("negative", "positive")
+    box = s.containment
     for control in controls:
         if stop.is_set():
             raise TrialInterrupted(case.id)
-        ws = s.run_dir / "controls" / case.id / control
+        where = s.run_dir / "controls" / case.id / control
+        remove_tree(where)
+        ws, tgit = where / "workspace", TrialGit(where / ".runner" / "git", box.store)
         try:
-            create_workspace(repo, commit, ws)
-        except Exception as exc:  # noqa: BLE001 - any failure here is infrastructure
-            problems.append(f"{control} control: could not create a workspace: {exc}")
+            tree, ignored, why = _control_state(s, case, control, ws, tgit, commit)
+        except (GitError, OSError) as exc:
+            tree, ignored, why = None, None, f"could not create a workspace: {exc}"
+        if tree is None:
+            problems.append(f"{control} control: {why}")
             continue
-        if control == "positive":
-            ok, msg = apply_patch(ws, s.snapshot.path(case.reference_patch))
-            if not ok:
-                problems.append(f"positive control: reference patch does not apply: {msg}")
-                continue
+        ctx = GradingContext(box.backend, s.snapshot, tgit, where / ".runner" / "grade",
+                             network=box.network, read_only=box.read_only)
+        log_dir = s.run_dir / "controls" / case.id / f"{control}-logs"
         for repeat in range(1, repeats + 1):
-            for crit in case.criteria:
-                if crit.command is None:
-                    continue
-                r = grade(crit, workspace=ws, inputs_dir=s.snapshot.root,
-                          log_dir=s.run_dir / "controls" / case.id / f"{control}-logs", tag=f".{repeat}")
-                expected = _expected(control, crit.layer)
+            run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored, log_dir=log_dir,
+                             tag=f".{repeat}")
+            for r in run.results:
+                expected = _expected(control, r.layer)
                 s.log.emit(ev.ControlResult, case_id=case.id, control=control,
-                           criterion_id=crit.id, layer=crit.layer, repeat=repeat,
+                           criterion_id=r.criterion_id, layer=r.layer, repeat=repeat,
                            exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
                            verdict=r.verdict, expected=expected, ok=r.verdict == expected,
                            duration_s=r.duration_s)
-                verdicts.setdefault((control, crit.id), []).append(r.verdict)
+                verdicts.setdefault((control, r.criterion_id), []).append(r.verdict)
+            if run.violations:
+                problems.append(f"{control} control: a grader changed its inputs: "
+                                f"{', '.join(run.violations[:3])}")
+                break
+        remove_tree(ws)
     flaky = sorted({cid for (_, cid), vs in verdicts.items() if len(set(vs)) > 1})
     for (control, cid), vs in sorted(verdicts.items()):
         layer = next(c.layer for c in case.criteria if c.id == cid)
@@ -253,6 +348,36 @@ def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
                flaky_criteria=flaky, baseline=baseline)
     return {"case_id": case.id, "ok": not problems, "problems": problems, "flaky": flaky,
             "baseline": baseline}
+
+
+def _control_state(s: _Setup, case: Case, control: str, ws: Path, tgit: TrialGit,
+                   commit: str) -> tuple[str | None, str | None, str]:
+    """(tree, ignored tree, problem) of a control's state, captured by the runner."""
+    box = s.containment
+    create_workspace(box.store, commit, ws)
+    initial = box.store.tree_of(commit)
+    home = ws.parent / ".sandbox" / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    for argv in s.manifest.prepare_commands:
+        req = sandbox.Request(argv=list(argv), cwd=ws, env=ordinary_env({"HOME": str(home)}),
+                              read_only=[*box.read_only, *argv_paths(list(argv))],
+                              read_write=[ws, home], network=box.network)
+        res = sandbox.run(box.backend, req, timeout=s.manifest.timeout_seconds)
+        if not res.ok:
+            return None, None, f"prepare command {argv[0]} failed (exit {res.exit_code})"
+    ignored = None
+    if s.manifest.prepare_commands:
+        cap = tgit.capture(ws, initial, excludes=box.excludes, ignored_only=True)
+        ignored = cap.tree if cap.files else None
+    if control == "positive":
+        patch = ws.parent / "reference.patch"
+        patch.write_bytes(s.snapshot.contents[case.reference_patch])
+        done = git(ws, "apply", "--whitespace=nowarn", str(patch), check=False)
+        if done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip()
+            return None, None, f"reference patch does not apply: {why}"
+    tree = tgit.capture(ws, initial, excludes=box.excludes).tree
+    return tree, ignored, ""
 
 
 def _progress(enabled: bool, total: int, label: str):
@@ -387,12 +512,13 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
             tid = trial_id(case.id, var.id, rep)
             if tid in finished:
                 continue
-            repo, commit = _case_source(m, s.manifest_dir, case)
+            _repo, commit = _case_source(m, s.manifest_dir, case)
             specs.append(TrialSpec(
                 run_id=s.run_id, trial_id=tid, order=idx, manifest=m, manifest_dir=s.manifest_dir,
                 case=case, variant=var, config_id=s.config_ids[var.id], repetition=rep,
-                seed=trial_seed(m.id, case.id, rep), repository=repo, initial_commit=commit,
+                seed=trial_seed(m.id, case.id, rep), initial_commit=commit,
                 snapshot=s.snapshot, trial_dir=s.run_dir / "trials" / tid,
+                containment=s.containment,
                 instruction_texts=s.texts[var.id], baseline=baselines.get(case.id, {}), stop=stop,
             ))
 
@@ -440,7 +566,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
             f"continue with: trialhouse run --manifest {manifest_path} --output {output_dir} --resume"
         )
     return RunResult(s.run_id, s.run_dir, s.log.path, report, dict(outcomes), status, lines,
-                     skipped=len(finished))
+                     skipped=len(finished), refused=s.refused, isolated=s.containment.backend.isolated)
 
 
 def read_report(path: Path) -> dict[str, Any]:

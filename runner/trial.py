@@ -3,6 +3,16 @@
 A trial owns its directory ``<run_dir>/trials/<trial_id>/`` and nothing else; it never
 writes ``events.jsonl`` itself. That keeps it runnable unchanged on another engine
 (a thread pool today, a distributed worker later).
+
+Layout of the trial directory (only ``workspace/`` and ``.sandbox/`` are ever visible to
+the agent, and only inside its sandbox):
+
+* ``workspace/``: the agent's repository (its ``.git`` is the agent's; never trusted);
+* ``.sandbox/home``, ``.sandbox/tmp``: the trial's private HOME and /tmp;
+* ``.sandbox/<stage>/in`` (read-only) and ``out`` (read-write): one stage's files;
+* ``.runner/``: the runner's private git directory and grading scratch;
+* ``prompts/``, ``logs/``, ``agent-events/``, ``verdicts/``, ``grading/``,
+  ``changes.patch``: evidence, written by the runner only.
 """
 
 from __future__ import annotations
@@ -10,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,21 +28,45 @@ from pathlib import Path
 from typing import Any
 
 from runner import events as ev
-from runner.agents.invoke import StageContext, build_invocation
+from runner import sandbox
+from runner.agents.invoke import StageContext, StageDirs, build_request
+from runner.agents.usage import AgentReport, parse_agent_output
+from runner.capture import DEFAULT_EXCLUDES, Capture, PatchInfo, RunStore, TrialGit, tree_size
 from runner.eventlog import Emit
-from runner.grading import GradeResult, grade
+from runner.evidence import read_capped, write_atomic
+from runner.git import GitError, git
+from runner.grading import GradeResult, GradingContext, argv_paths, grade_tree
 from runner.manifest import Case, Manifest, Variant
-from runner.paths import Snapshot, sha256_bytes
-from runner.procs import ordinary_env, run_bounded
+from runner.paths import Snapshot, sha256_bytes, verify_tree
+from runner.procs import ProcResult, ordinary_env
 from runner.prompts import build_prompt
-from runner.workspace import WorkspaceError, changes_patch, checkpoint, create_workspace, is_intact
+
+EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", ".runner", ".sandbox")
+"""Directories of a trial the runner writes into: created before any agent runs, and
+checked (same inode, still a directory) before every write, so a planted symlink is a
+violation instead of a path the runner writes through."""
 
 STAGE_OUTPUT_LIMIT = 1024 * 1024
 """Bytes of stdout and of stderr kept per stage."""
+AGENT_FILE_LIMIT = 4 * 1024 * 1024
+"""Bytes of an agent-written events file kept (the rest is dropped with a count)."""
+VERDICT_LIMIT = 256 * 1024
 
 
 class TrialInterrupted(Exception):
     """The run is stopping (Ctrl-C); the trial stays incomplete and resume re-runs it."""
+
+
+@dataclass(frozen=True)
+class Containment:
+    """What every trial of a run shares about containing agents and graders."""
+
+    backend: sandbox.Backend
+    store: RunStore
+    network: bool = True
+    read_only: tuple[Path, ...] = ()
+    excludes: tuple[str, ...] = DEFAULT_EXCLUDES
+    max_workspace_bytes: int = 4096 * 1024 * 1024
 
 
 @dataclass
@@ -48,10 +83,10 @@ class TrialSpec:
     config_id: str
     repetition: int
     seed: int
-    repository: Path
     initial_commit: str
     snapshot: Snapshot
     trial_dir: Path
+    containment: Containment
     instruction_texts: dict[str, str] = field(default_factory=dict)
     baseline: dict[str, str] = field(default_factory=dict)
     """Criterion id → verdict on the initial commit (negative control)."""
@@ -68,6 +103,29 @@ class TrialOutcome:
     usage: ev.Usage
     flags: int = 0
     attempts: int = 0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a trial (or an attempt) ends before or instead of a grade."""
+
+    outcome: str
+    reason: str
+    grade: bool = True
+    """Whether the state reached is still graded (a timed-out stage is; an oversized
+    workspace, an integrity violation or an infrastructure failure is not)."""
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """One stage invocation as the runner saw it."""
+
+    stage: str
+    attempt: int
+    proc: ProcResult
+    report: AgentReport
+    claimed_status: str | None
+    findings: list[str]
 
 
 @dataclass
@@ -101,16 +159,18 @@ def _known_cost(stages: list[_Stage]) -> float:
     return sum(s.usage.cost_usd for s in stages if s.usage.cost_usd is not None)
 
 
-def _read_verdict(path: Path) -> tuple[str | None, list[str]]:
+def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
     """What a stage claimed in its verdict file (recorded, never a grade)."""
+    if data is None:
+        return None, []
     try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+        parsed = json.loads(data.decode("utf-8", errors="replace"))
+    except ValueError:
         return None, []
-    if not isinstance(data, dict):
+    if not isinstance(parsed, dict):
         return None, []
-    status = data.get("status")
-    findings = data.get("findings")
+    status = parsed.get("status")
+    findings = parsed.get("findings")
     findings = [str(f)[:2000] for f in findings[:50]] if isinstance(findings, list) else []
     return (str(status)[:100] if status is not None else None), findings
 
@@ -124,9 +184,9 @@ def _store_redacted(raw: Path, dest: Path, secrets: list[str]) -> int:
     """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted."""
     from runner.redact import redact
 
-    text = raw.read_bytes().decode("utf-8", errors="replace") if raw.exists() else ""
-    clean, count = redact(text, secrets)
-    dest.write_text(clean, encoding="utf-8")
+    data, _cut = read_capped(raw, STAGE_OUTPUT_LIMIT + 1)
+    clean, count = redact((data or b"").decode("utf-8", errors="replace"), secrets)
+    write_atomic(dest, clean.encode("utf-8"))
     raw.unlink(missing_ok=True)
     return count
 
@@ -177,22 +237,84 @@ def summary_line(case_id: str, variant: str, rep: int, outcome: str, layers: dic
     )
 
 
+def create_workspace(store: RunStore, commit: str, dest: Path) -> None:
+    """Make ``dest`` a new repository holding only ``commit`` (detached), no remote.
+
+    Fetched from the run's store, never the source repository; the agent owns it after.
+    """
+    dest.mkdir(parents=True, exist_ok=False)
+    git(dest, "init", "-q")
+    git(dest, "fetch", "-q", "--no-tags", "--depth", "1", str(store.path), commit)
+    git(dest, "checkout", "-q", "--detach", commit)
+    git(dest, "update-ref", "-d", "FETCH_HEAD", check=False)
+    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a directory an agent may have made hostile (read-only dirs, symlinks)."""
+    if not os.path.lexists(path):
+        return
+    if os.path.islink(path) or not path.is_dir():
+        path.unlink()
+        return
+
+    def retry(func: Any, name: str, _exc: Any) -> None:
+        try:
+            os.chmod(os.path.dirname(name), stat.S_IRWXU)
+            if not os.path.islink(name):
+                os.chmod(name, stat.S_IRWXU)
+        except OSError:
+            pass
+        func(name)
+
+    shutil.rmtree(path, onerror=retry)
+
+
 class _Trial:
     """The mutable state of one running trial (kept private; ``run_trial`` is the API)."""
 
     def __init__(self, spec: TrialSpec, emit: Emit) -> None:
         self.spec = spec
-        self.m = spec.manifest
+        self.manifest = spec.manifest
+        self.box = spec.containment
         self.tid = spec.trial_id
         self._emit = emit
         self.start = time.monotonic()
-        self.deadline = self.start + self.m.timeout_seconds
+        self.deadline = self.start + self.manifest.timeout_seconds
+        self.dir = spec.trial_dir
         self.ws = spec.trial_dir / "workspace"
+        self.home = spec.trial_dir / ".sandbox" / "home"
+        self.tmp = spec.trial_dir / ".sandbox" / "tmp"
+        self.git = TrialGit(spec.trial_dir / ".runner" / "git", self.box.store)
         self.stages: list[_Stage] = []
         self.verification_s = 0.0
         self.setup_s: float | None = None
-        self.cost_status = "unlimited" if self.m.max_cost_usd is None else "within"
+        self.cost_status = "unlimited" if self.manifest.max_cost_usd is None else "within"
         self.last_results: list[GradeResult] = []
+        self.prepared_tree: str | None = None
+        self.ignored_tree: str | None = None
+        self.current: Capture | None = None
+        self.checkpoint_sha: str | None = None
+        self.checkpoint_tree: str | None = None
+        self.patch: PatchInfo | None = None
+        self.dir_ids: dict[str, tuple[int, int]] = {}
+        for name in ("", *EVIDENCE_DIRS):
+            (self.dir / name).mkdir(exist_ok=True)
+            st = os.lstat(self.dir / name)
+            self.dir_ids[name] = (st.st_dev, st.st_ino)
+
+    def evidence_problems(self) -> list[str]:
+        """Evidence directories that are no longer the ones the runner created."""
+        bad = []
+        for name, ident in self.dir_ids.items():
+            try:
+                st = os.lstat(self.dir / name)
+                same = stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == ident
+            except OSError:
+                same = False
+            if not same:
+                bad.append(f"evidence directory {name or '(trial)'}/ replaced")
+        return bad
 
     def emit(self, cls: type[ev._Event], **fields: Any) -> None:
         self._emit(cls, trial_id=self.tid, **fields)
@@ -202,49 +324,61 @@ class _Trial:
 
     # -- integrity --------------------------------------------------------------
     def integrity(self, phase: str) -> list[str]:
-        bad = [f"inputs/{rel}" for rel in self.spec.snapshot.verify()]
-        if not is_intact(self.ws):
-            bad.append("workspace (missing or no longer a git repository)")
+        """What an agent or grader reached that it must not have (empty when nothing)."""
+        snap = self.spec.snapshot
+        bad = [f"inputs/{p}" for p in verify_tree(snap.root, snap.hashes)]
+        if bad:  # put the run's reference copy back so no other trial sees the change
+            remove_tree(snap.root)
+            snap.materialise(snap.root)
+        if os.path.islink(self.ws) or not self.ws.is_dir():
+            bad.append("workspace (replaced or removed)")
+        bad += self.evidence_problems()
         self.emit(ev.IntegrityCheck, phase=phase, ok=not bad, mismatches=bad)
         return bad
 
     # -- stages -----------------------------------------------------------------
-    def run_stage(self, attempt: int, stage: str, findings: list[str]) -> dict[str, Any]:
-        spec, d = self.spec, self.spec.trial_dir
+    def run_stage(self, attempt: int, stage: str, findings: list[str]) -> StageResult:
+        spec, d = self.spec, self.dir
         tag = f"a{attempt}-{stage}"
-        for sub in ("prompts", "logs", "agent-events", "verdicts", "ctx"):
-            (d / sub).mkdir(exist_ok=True)
-        prompt = build_prompt(self.m, spec.case, spec.variant, stage, attempt, findings,
+        prompt = build_prompt(self.manifest, spec.case, spec.variant, stage, attempt, findings,
                               spec.instruction_texts, spec.initial_commit)
-        prompt_file = d / "prompts" / f"{tag}.md"
-        prompt_file.write_text(prompt, encoding="utf-8")
-        events_file = d / "agent-events" / f"{tag}.jsonl"
-        events_file.touch()
-        verdict_file = d / "verdicts" / f"{tag}.json"
+        write_atomic(d / "prompts" / f"{tag}.md", prompt.encode("utf-8"))
+        dirs = StageDirs(d / ".sandbox" / tag, self.home, self.tmp)
+        dirs.create(prompt)
         time_left = max(self.left(), 0.0)
         self.emit(ev.StageStarted, attempt=attempt, stage=stage, time_left_s=round(time_left, 3),
                   prompt_sha256=sha256_bytes(prompt.encode()))
         ctx = StageContext(
             kind=spec.variant.agent.kind, stage=stage, attempt=attempt, case_id=spec.case.id,
             repetition=spec.repetition, variant_id=spec.variant.id, model=spec.variant.model,
-            seed=spec.seed, workspace=str(self.ws.resolve()),
-            inputs_dir=str(spec.snapshot.root.resolve()),
-            reference_patch=str(spec.snapshot.path(spec.case.reference_patch).resolve()),
-            patches_dir=None, candidates_dir=None, skill=None, price_per_mtok=None,
-            findings=list(findings), prompt_file=str(prompt_file.resolve()),
-            events_file=str(events_file.resolve()), verdict_file=str(verdict_file.resolve()),
+            seed=spec.seed, workspace=str(self.ws), reference_patch=None, patches_dir=None,
+            candidates_dir=None, skill=None, price_per_mtok=None, findings=list(findings),
+            prompt_file=str(dirs.prompt_file), events_file=str(dirs.events_file),
+            verdict_file=str(dirs.verdict_file),
             labels=spec.case.labels.model_dump(exclude_none=True),
             reasoning_effort=spec.variant.reasoning_effort,
         )
-        argv, env = build_invocation(spec.variant, ctx, spec.manifest_dir, d / "ctx" / f"{tag}.json")
+        req = build_request(spec.variant, spec.case, ctx, spec.snapshot, dirs,
+                            network=self.box.network, read_only=list(self.box.read_only))
         raw_out, raw_err = d / "logs" / f"{tag}.stdout.raw", d / "logs" / f"{tag}.stderr.raw"
-        cwd = self.ws if self.ws.is_dir() else d
-        res = run_bounded(argv, cwd=cwd, env=env, timeout=time_left, stdout_path=raw_out,
+        res = sandbox.run(self.box.backend, req, timeout=time_left, stdout_path=raw_out,
                           stderr_path=raw_err, limit=STAGE_OUTPUT_LIMIT)
-        from runner.agents.usage import parse_agent_output
-
-        report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_file)
-        status, vfindings = _read_verdict(verdict_file)
+        if self.evidence_problems():  # not isolated, and it replaced our directories: write nothing
+            self.stages.append(_Stage(ev.Usage(), res.duration_s))
+            self.emit(ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
+                      signal=res.signal, timed_out=res.timed_out, could_not_start=res.could_not_start,
+                      duration_s=round(res.duration_s, 3))
+            return StageResult(stage, attempt, res, AgentReport(), None, [])
+        # Every process of the invocation is gone now; read what it left, never following links.
+        events_data, events_cut = read_capped(dirs.events_file, AGENT_FILE_LIMIT)
+        events_copy = d / "agent-events" / f"{tag}.jsonl"
+        write_atomic(events_copy, events_data or b"")
+        verdict_data, _ = read_capped(dirs.verdict_file, VERDICT_LIMIT)
+        if verdict_data is not None:
+            write_atomic(d / "verdicts" / f"{tag}.json", verdict_data)
+        remove_tree(dirs.root)
+        report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_copy)
+        status, vfindings = _parse_verdict(verdict_data)
         secrets = _secrets(spec.variant)
         out_path, err_path = d / "logs" / f"{tag}.stdout", d / "logs" / f"{tag}.stderr"
         redactions = _store_redacted(raw_out, out_path, secrets) + _store_redacted(raw_err, err_path, secrets)
@@ -254,29 +388,83 @@ class _Trial:
             duration_s=round(res.duration_s, 3), usage=report.usage, verdict_status=status,
             verdict_findings=vfindings, stdout_path=str(out_path.relative_to(d)),
             stderr_path=str(err_path.relative_to(d)),
-            stdout_truncated=res.stdout_truncated or res.stderr_truncated, redactions=redactions,
+            stdout_truncated=res.stdout_truncated or res.stderr_truncated or events_cut,
+            redactions=redactions,
         )
         self.stages.append(_Stage(report.usage, res.duration_s))
-        return {"res": res, "report": report, "status": status, "findings": vfindings}
+        return StageResult(stage, attempt, res, report, status, vfindings)
+
+    def after_stage(self, st: StageResult) -> Stop | None:
+        """Checks, capture and checkpoint after a stage; a ``Stop`` ends the attempt."""
+        bad = self.integrity(f"after:{st.stage}#{st.attempt}")
+        if bad:
+            return Stop("invalid", f"integrity violated after {st.stage}: {', '.join(bad)}", grade=False)
+        res, report = st.proc, st.report
+        if res.could_not_start:
+            return Stop("infra_error", f"agent could not start: {res.error}", grade=False)
+        size_stop = self.check_size()
+        if size_stop:
+            return size_stop
+        try:
+            self.current = self.git.capture(self.ws, self.prepared_tree or "", excludes=self.box.excludes,
+                                            timeout=max(self.left(), 0.01))
+        except GitError as exc:
+            return self.runner_work_failed("capturing the workspace", exc)
+        if res.timed_out:
+            self.emit(ev.Budget, type="time", status="exceeded", limit=self.manifest.timeout_seconds,
+                      used=round(time.monotonic() - self.start, 3))
+            return Stop("budget_exhausted",
+                        f"time budget of {self.manifest.timeout_seconds:g}s exhausted in {st.stage}")
+        if report.infra_error and not res.ok:
+            return Stop("infra_error",
+                        f"agent reported an infrastructure failure: {report.message or report.status}",
+                        grade=False)
+        if self.cost_exceeded():
+            return Stop("budget_exhausted", f"known spend above max_cost_usd={self.manifest.max_cost_usd:g}")
+        if res.ok and st.stage in ("build", "qa"):
+            previous = self.checkpoint_tree or self.prepared_tree or ""
+            sha = self.git.commit(self.current.tree, self.checkpoint_sha,
+                                  f"trialhouse checkpoint: {st.stage} (attempt {st.attempt})")
+            self.emit(ev.Checkpoint, attempt=st.attempt, stage=st.stage, sha=sha,
+                      files_changed=self.git.changed_paths(previous, self.current.tree),
+                      tree=self.current.tree)
+            self.checkpoint_sha, self.checkpoint_tree = sha, self.current.tree
+        return None
+
+    def check_size(self) -> Stop | None:
+        used = tree_size(self.ws, self.home, self.tmp)
+        cap = self.box.max_workspace_bytes
+        if used <= cap:
+            return None
+        self.emit(ev.Budget, type="workspace", status="exceeded", limit=round(cap / 2**20, 3),
+                  used=round(used / 2**20, 3))
+        return Stop("budget_exhausted", f"workspace grew to {used / 2**20:.0f} MB, over "
+                                        f"max_workspace_mb={cap / 2**20:g}", grade=False)
+
+    def runner_work_failed(self, what: str, exc: GitError) -> Stop:
+        if self.left() <= 0:
+            return Stop("budget_exhausted", f"time budget exhausted while {what}", grade=False)
+        return Stop("infra_error", f"{what} failed: {exc}", grade=False)
 
     # -- grading ----------------------------------------------------------------
-    def grade_all(self, attempt: int) -> list[GradeResult]:
-        log_dir = self.spec.trial_dir / "grading" / f"a{attempt}"
-        results = []
-        for crit in self.spec.case.criteria:
-            if crit.command is None:
-                continue  # judges are supplementary and never invoked by the runner core
-            results.append(grade(crit, workspace=self.ws, inputs_dir=self.spec.snapshot.root,
-                                 log_dir=log_dir))
-        self.verification_s += sum(r.duration_s for r in results)
-        return results
+    def grade(self, attempt: int) -> tuple[list[GradeResult], list[str]]:
+        assert self.current is not None
+        ctx = GradingContext(self.box.backend, self.spec.snapshot, self.git,
+                             self.dir / ".runner" / f"grade-a{attempt}", network=self.box.network,
+                             read_only=self.box.read_only)
+        run = grade_tree(ctx, list(self.spec.case.criteria), self.current.tree,
+                         overlay=self.ignored_tree, log_dir=self.dir / "grading" / f"a{attempt}",
+                         deadline_s=max(self.left(), 0.01))
+        self.verification_s += sum(r.duration_s for r in run.results)
+        return run.results, run.violations
 
     def emit_gradings(self, attempt: int, results: list[GradeResult], final: bool) -> None:
         for r in results:
             self.emit(ev.Grading, attempt=attempt, final=final, criterion_id=r.criterion_id,
                       layer=r.layer, exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
                       verdict=r.verdict, duration_s=r.duration_s,
-                      baseline=self.spec.baseline.get(r.criterion_id))
+                      baseline=self.spec.baseline.get(r.criterion_id), tree=r.tree,
+                      success_token=r.success_token, token_ok=r.token_ok, note=r.note)
 
     def retry_findings(self, stage_findings: list[str], results: list[GradeResult]) -> list[str]:
         """Concrete findings for the next attempt: review findings + failed criteria."""
@@ -287,32 +475,52 @@ class _Trial:
                 continue
             desc = crit[r.criterion_id].description or "(no description)"
             text = f"criterion {r.criterion_id} ({r.layer}) did not pass: {desc}"
-            if self.m.reveal_grader_output and r.output_path:
-                try:
-                    tail = Path(r.output_path).read_text(errors="replace")[-2000:]
-                    text += f"\ngrader output:\n{tail}"
-                except OSError:
-                    pass
+            if self.manifest.reveal_grader_output and r.output_path:
+                data, _cut = read_capped(Path(r.output_path), GRADER_TAIL * 64)
+                if data is not None:
+                    text += f"\ngrader output:\n{data.decode('utf-8', 'replace')[-GRADER_TAIL:]}"
             out.append(text)
         return out
 
     # -- the whole trial --------------------------------------------------------
-    def prepare(self) -> tuple[str, str] | None:
+    def prepare(self) -> Stop | None:
+        for sub in (self.home, self.tmp):
+            sub.mkdir(parents=True, exist_ok=True)
         try:
-            create_workspace(self.spec.repository, self.spec.initial_commit, self.ws)
-        except (WorkspaceError, OSError) as exc:
-            return "infra_error", f"could not create the workspace: {exc}"
-        for argv in self.m.prepare_commands:
-            logs = self.spec.trial_dir / "logs"
+            create_workspace(self.box.store, self.spec.initial_commit, self.ws)
+            initial_tree = self.box.store.tree_of(self.spec.initial_commit)
+            self.git.remember_checkout(self.ws, initial_tree)
+        except (GitError, OSError) as exc:
+            return Stop("infra_error", f"could not create the workspace: {exc}")
+        for argv in self.manifest.prepare_commands:
+            logs = self.dir / "logs"
             logs.mkdir(exist_ok=True)
-            res = run_bounded(list(argv), cwd=self.ws, env=ordinary_env(), timeout=max(self.left(), 0.001),
+            req = sandbox.Request(argv=list(argv), cwd=self.ws, env=ordinary_env({"HOME": str(self.home)}),
+                                  read_only=[*self.box.read_only, *argv_paths(list(argv))],
+                                  read_write=[self.ws, self.home], tmp=self.tmp,
+                                  network=self.box.network)
+            res = sandbox.run(self.box.backend, req, timeout=max(self.left(), 0.001),
                               stdout_path=logs / "prepare.stdout", stderr_path=logs / "prepare.stderr")
             self.emit(ev.PrepareFinished, command=list(argv), exit_code=res.exit_code,
                       timed_out=res.timed_out, duration_s=round(res.duration_s, 3))
             if not res.ok:
                 why = "timed out" if res.timed_out else (
-                    "could not start" if res.could_not_start else f"exited {res.exit_code if res.exit_code is not None else 'by signal ' + str(res.signal)}")
-                return "infra_error", f"prepare command {argv[0]} {why}"
+                    f"could not start ({res.error})" if res.could_not_start else
+                    f"exited {res.exit_code if res.exit_code is not None else 'by signal ' + str(res.signal)}")
+                return Stop("infra_error", f"prepare command {argv[0]} {why}")
+        try:
+            cap = self.git.capture(self.ws, initial_tree, excludes=self.box.excludes,
+                                   timeout=max(self.left(), 0.01))
+            self.prepared_tree = cap.tree
+            if self.manifest.prepare_commands:
+                ignored = self.git.capture(self.ws, initial_tree, excludes=self.box.excludes,
+                                           ignored_only=True, timeout=max(self.left(), 0.01))
+                self.ignored_tree = ignored.tree if ignored.files else None
+        except GitError as exc:
+            return self.runner_work_failed("capturing the prepared workspace", exc)
+        self.current = cap
+        self.emit(ev.WorkspacePrepared, initial_tree=initial_tree, prepared_tree=cap.tree,
+                  ignored_tree=self.ignored_tree, files=cap.files, bytes=cap.bytes)
         return None
 
     def run(self) -> TrialOutcome:
@@ -322,67 +530,47 @@ class _Trial:
                   workspace=str(self.ws), order=spec.order)
         early = self.prepare()
         self.setup_s = time.monotonic() - self.start
-        outcome, reason, attempts = (early or ("", ""))[0], (early or ("", ""))[1], 0
+        outcome, reason = (early.outcome, early.reason) if early else ("", "")
+        attempts = 0
         findings: list[str] = []
-        while not early and attempts < self.m.max_attempts:
+        while not early and attempts < self.manifest.max_attempts:
             attempts += 1
             attempt = attempts
             self.emit(ev.AttemptStarted, attempt=attempt, findings=findings)
-            stop: tuple[str, str] | None = None
+            stop: Stop | None = None
             stage_findings: list[str] = []
-            for stage in self.m.stages:
+            for stage in self.manifest.stages:
                 _check_stop(spec)
                 if self.left() <= 0:
-                    stop = ("budget_exhausted", "time budget exhausted before " + stage)
+                    stop = Stop("budget_exhausted", "time budget exhausted before " + stage)
                     break
                 st = self.run_stage(attempt, stage, findings)
                 _check_stop(spec)
-                res, report = st["res"], st["report"]
-                stage_findings += st["findings"]
-                bad = self.integrity(f"after:{stage}#{attempt}")
-                if bad:
-                    stop = ("invalid", f"integrity violated after {stage}: {', '.join(bad)}")
-                    break
-                if res.could_not_start:
-                    stop = ("infra_error", f"agent could not start: {res.error}")
-                    break
-                if res.timed_out:
-                    self.emit(ev.Budget, type="time", status="exceeded",
-                              limit=self.m.timeout_seconds, used=round(time.monotonic() - self.start, 3))
-                    stop = ("budget_exhausted", f"time budget of {self.m.timeout_seconds:g}s exhausted in {stage}")
-                    break
-                if report.infra_error and not res.ok:
-                    stop = ("infra_error", f"agent reported an infrastructure failure: {report.message or report.status}")
-                    break
-                if self.cost_exceeded():
-                    stop = ("budget_exhausted", f"known spend above max_cost_usd={self.m.max_cost_usd:g}")
-                    break
-                if not res.ok:
-                    break  # the stage failed: grade what is there
-                if stage in ("build", "qa"):
-                    cp = checkpoint(self.ws, f"trialhouse checkpoint: {stage} (attempt {attempt})")
-                    self.emit(ev.Checkpoint, attempt=attempt, stage=stage, sha=cp.sha,
-                              files_changed=cp.files_changed)
-            if stop and stop[0] in ("invalid", "infra_error"):
-                outcome, reason = stop
+                stage_findings += st.findings
+                stop = self.after_stage(st)
+                if stop or not st.proc.ok:
+                    break  # a failed stage: grade what is there
+            if stop and not stop.grade:
+                outcome, reason = stop.outcome, stop.reason
                 self.emit(ev.AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
                 break
             _check_stop(spec)
-            bad = self.integrity("before_grading")
-            if bad:
-                outcome, reason = "invalid", f"integrity violated before grading: {', '.join(bad)}"
+            try:
+                results, violations = self.grade(attempt)
+            except GitError as exc:
+                failed = self.runner_work_failed("preparing the grading copy", exc)
+                outcome, reason = failed.outcome, failed.reason
                 self.emit(ev.AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
                 break
-            results = self.grade_all(attempt)
-            bad = self.integrity("after_grading")
+            bad = self.integrity("after_grading") + violations
             if bad:
                 outcome, reason = "invalid", f"integrity violated during grading: {', '.join(bad)}"
             elif stop:
-                outcome, reason = stop
+                outcome, reason = stop.outcome, stop.reason
             else:
                 outcome, reason = grading_outcome(results, spec.baseline)
             final = (outcome in ("accepted", "invalid", "infra_error", "budget_exhausted")
-                     or attempt >= self.m.max_attempts or self.left() <= 0)
+                     or attempt >= self.manifest.max_attempts or self.left() <= 0)
             self.last_results = results
             self.emit_gradings(attempt, results, final)
             next_findings = [] if final else self.retry_findings(stage_findings, results)
@@ -393,28 +581,37 @@ class _Trial:
         return self.finish(outcome, reason, attempts)
 
     def cost_exceeded(self) -> bool:
-        if self.m.max_cost_usd is None:
+        if self.manifest.max_cost_usd is None:
             return False
         spent = _known_cost(self.stages)
-        if spent > self.m.max_cost_usd:
+        if spent > self.manifest.max_cost_usd:
             self.cost_status = "exceeded"
-            self.emit(ev.Budget, type="cost", status="exceeded", limit=self.m.max_cost_usd, used=spent)
+            self.emit(ev.Budget, type="cost", status="exceeded", limit=self.manifest.max_cost_usd, used=spent)
             return True
         if any(s.usage.cost_usd is None for s in self.stages) and self.cost_status != "unknown":
             self.cost_status = "unknown"
-            self.emit(ev.Budget, type="cost", status="unknown", limit=self.m.max_cost_usd, used=None)
+            self.emit(ev.Budget, type="cost", status="unknown", limit=self.manifest.max_cost_usd, used=None)
         return False
+
+    def write_patch(self) -> int:
+        """``changes.patch`` against the prepared tree, and the patch flags; returns flag count."""
+        if self.current is None or self.prepared_tree is None or self.evidence_problems():
+            return 0
+        tmp = self.dir / ".runner" / "changes.patch"
+        try:
+            self.patch = self.git.diff_to_file(self.prepared_tree, self.current.tree, tmp,
+                                               timeout=max(self.left(), 5.0))
+        except GitError:
+            return 0
+        os.replace(tmp, self.dir / "changes.patch")
+        data, _cut = read_capped(self.dir / "changes.patch", self.patch.bytes + 1)
+        return self.flag((data or b"").decode("utf-8", errors="replace"))
 
     def finish(self, outcome: str, reason: str, attempts: int) -> TrialOutcome:
         spec = self.spec
-        flags = 0
-        if is_intact(self.ws):
-            try:
-                diff = changes_patch(self.ws, spec.initial_commit)
-                (spec.trial_dir / "changes.patch").write_text(diff, encoding="utf-8")
-                flags = self.flag(diff)
-            except WorkspaceError as exc:
-                reason += f" (changes.patch unavailable: {exc})"
+        flags = self.write_patch()
+        if self.patch is not None and self.patch.summarised:
+            reason += f" (changes.patch summarises {len(self.patch.summarised)} large file(s))"
         layers, _ = _layers(self.last_results, spec.baseline)
         if not self.last_results:
             layers = {k: "none" for k in layers}
@@ -430,7 +627,11 @@ class _Trial:
             verification_s=round(self.verification_s, 3), usage=usage,
             cost_budget_status=self.cost_status, layers=layers, flags=flags,
             simulated=spec.variant.agent.kind == "simulated", line=line,
+            final_tree=self.current.tree if self.current else None,
+            patch_truncated=bool(self.patch and self.patch.truncated),
         )
+        if not self.evidence_problems():
+            remove_tree(self.dir / ".sandbox")
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 
     def flag(self, diff: str) -> int:
@@ -442,9 +643,12 @@ class _Trial:
         return len(findings)
 
 
+GRADER_TAIL = 2000
+"""Characters of grader output handed to a retry when ``reveal_grader_output`` is set."""
+
+
 def run_trial(spec: TrialSpec, emit: Emit) -> TrialOutcome:
     """Run one trial in a fresh directory; raises ``TrialInterrupted`` when stopping."""
-    if spec.trial_dir.exists():
-        shutil.rmtree(spec.trial_dir)
+    remove_tree(spec.trial_dir)
     spec.trial_dir.mkdir(parents=True)
     return _Trial(spec, emit).run()

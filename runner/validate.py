@@ -115,7 +115,7 @@ def repo_path(base: Path, repository: str) -> Path:
 
 def validate_manifest(path: Path) -> ValidationReport:
     """Check a manifest file completely; never raises for bad input."""
-    from runner import workspace as wsmod
+    from runner import git as wsmod
 
     path = Path(path)
     report = ValidationReport(path)
@@ -158,7 +158,7 @@ def validate_manifest(path: Path) -> ValidationReport:
     def check_repo(loc: str, repo: str) -> bool:
         if repo not in repo_ok:
             rp = repo_path(base, repo)
-            good = rp.is_dir() and wsmod.git(rp, "rev-parse", "--git-dir", check=False).returncode == 0
+            good = wsmod.is_repository(rp)
             repo_ok[repo] = good
             if not good:
                 report.problems.append(Problem(loc, f"not a git repository: {rp}"))

@@ -81,8 +81,16 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
     if json_out:
         echo_json({"run_id": result.run_id, "run_dir": str(result.run_dir),
                    "events": str(result.events_path), "report": str(result.report_path),
-                   "outcomes": result.outcomes, "skipped": result.skipped})
+                   "outcomes": result.outcomes, "skipped": result.skipped,
+                   "refused_lines": [{"line": n, "reason": why} for n, why in result.refused],
+                   "isolated": result.isolated})
         return
+    for number, why in result.refused[:20]:
+        click.echo(f"warning: {result.events_path}:{number}: refused on resume: {why}", err=True)
+    if len(result.refused) > 20:
+        click.echo(f"warning: {len(result.refused) - 20} more refused line(s)", err=True)
+    if not result.isolated:
+        click.echo("warning: isolation backend 'none': agents and graders were NOT isolated", err=True)
     if not progress:
         for line in result.lines:
             click.echo(line)

@@ -1,23 +1,71 @@
-"""Turn a variant's agent definition into argv + environment for one stage.
+"""Turn a variant's agent definition into one sandboxed invocation for one stage.
 
-Agents are always subprocesses. Built-in kinds run ``python -m runner.agents.builtin``
-with a context JSON file; ``command`` agents get their argv placeholders expanded
-inside single elements (no shell) and an allow-listed environment.
+Agents are always subprocesses inside the isolation backend. Each stage gets a private
+directory the runner created: ``in/`` (read-only inside: the prompt, the context, and
+for built-in kinds the one input their kind is defined to use — the reference patch,
+the recorded patch or the candidate changes of *this* case) and ``out/`` (read-write:
+the agent-events and verdict files the agent may write). The trial's HOME and TMP are
+per trial. Nothing else of the runner, the run or other trials is visible.
+
+Built-in kinds run the standard-library script ``runner/agents/builtin.py`` (copied into
+``in/``) with the base interpreter in isolated mode; ``command`` agents get their argv
+placeholders expanded inside single elements (no shell) and an allow-listed environment.
 """
 
 from __future__ import annotations
 
 import json
-import sys
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.grading import substitute
-from runner.manifest import Variant
+from runner import sandbox
+from runner.grading import argv_paths, substitute
+from runner.manifest import Case, Variant
+from runner.paths import Snapshot
 from runner.procs import ordinary_env
 
 BUILTIN_KINDS = ("null", "reference", "replay", "simulated")
+BUILTIN_SCRIPT = Path(__file__).with_name("builtin.py")
+
+
+@dataclass
+class StageDirs:
+    """The runner-created directories of one stage invocation."""
+
+    root: Path
+    home: Path
+    tmp: Path
+
+    @property
+    def inp(self) -> Path:
+        return self.root / "in"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def prompt_file(self) -> Path:
+        return self.inp / "prompt.md"
+
+    @property
+    def events_file(self) -> Path:
+        return self.out / "agent-events.jsonl"
+
+    @property
+    def verdict_file(self) -> Path:
+        return self.out / "verdict.json"
+
+    def create(self, prompt: str) -> None:
+        for d in (self.inp, self.out, self.home, self.tmp):
+            d.mkdir(parents=True, exist_ok=True)
+        self.prompt_file.write_text(prompt, encoding="utf-8")
+        self.events_file.touch()
+        gitconfig = self.home / ".gitconfig"
+        if not gitconfig.exists():
+            gitconfig.write_text("[user]\n\tname = trialhouse agent\n\temail = agent@trialhouse.local\n")
 
 
 @dataclass
@@ -33,8 +81,7 @@ class StageContext:
     model: str | None
     seed: int
     workspace: str
-    inputs_dir: str
-    reference_patch: str
+    reference_patch: str | None
     patches_dir: str | None
     candidates_dir: str | None
     skill: float | None
@@ -47,14 +94,29 @@ class StageContext:
     reasoning_effort: str | None = None
 
 
-def _abs(base: Path, rel: str | None) -> str | None:
-    return None if rel is None else str((base / rel).resolve())
+def _builtin_inputs(variant: Variant, case: Case, snapshot: Snapshot, inp: Path) -> dict[str, str | None]:
+    """Copy the one input this built-in kind may use into ``in/``; return its paths."""
+    kind, agent = variant.agent.kind, variant.agent
+    paths: dict[str, str | None] = {"reference_patch": None, "patches_dir": None, "candidates_dir": None}
+    if kind == "reference":
+        snapshot.materialise(inp / "reference", only=[case.reference_patch])
+        paths["reference_patch"] = str(inp / "reference" / case.reference_patch)
+    elif kind == "replay" and agent.patches_dir:
+        rel = f"{agent.patches_dir.rstrip('/')}/{case.id}.patch"
+        snapshot.materialise(inp / "recorded", only=[rel] if rel in snapshot.hashes else [])
+        paths["patches_dir"] = str(inp / "recorded" / agent.patches_dir)
+    elif kind == "simulated" and agent.candidates_dir:
+        prefix = f"{agent.candidates_dir.rstrip('/')}/{case.id}/"
+        snapshot.materialise(inp / "candidates", only=[r for r in snapshot.hashes if r.startswith(prefix)])
+        paths["candidates_dir"] = str(inp / "candidates" / agent.candidates_dir)
+    return paths
 
 
-def build_invocation(variant: Variant, ctx: StageContext, manifest_dir: Path,
-                     ctx_path: Path) -> tuple[list[str], dict[str, str]]:
-    """argv and env for this stage; writes ``ctx_path`` for built-in agents."""
+def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Snapshot,
+                  dirs: StageDirs, *, network: bool, read_only: list[Path]) -> sandbox.Request:
+    """The sandboxed invocation of this stage (writes ``in/ctx.json`` for built-in kinds)."""
     agent = variant.agent
+    ws = Path(ctx.workspace)
     env_extra = {
         "TRIALHOUSE_AGENT_EVENTS": ctx.events_file,
         "TRIALHOUSE_VERDICT_FILE": ctx.verdict_file,
@@ -63,19 +125,23 @@ def build_invocation(variant: Variant, ctx: StageContext, manifest_dir: Path,
         "TRIALHOUSE_ATTEMPT": str(ctx.attempt),
         "TRIALHOUSE_WORKSPACE": ctx.workspace,
         "TRIALHOUSE_CASE_ID": ctx.case_id,
+        "HOME": str(dirs.home),
     }
+    rw = [ws, dirs.out, dirs.home]
     if agent.kind in BUILTIN_KINDS:
-        ctx.patches_dir = _abs(manifest_dir, agent.patches_dir)
-        ctx.candidates_dir = _abs(manifest_dir, agent.candidates_dir)
+        for key, value in _builtin_inputs(variant, case, snapshot, dirs.inp).items():
+            setattr(ctx, key, value)
         ctx.skill = agent.skill
         ctx.price_per_mtok = agent.price_per_mtok
         data = asdict(ctx)
         data.pop("reasoning_effort")
+        ctx_path = dirs.inp / "ctx.json"
         ctx_path.write_text(json.dumps(data, indent=2))
-        env = ordinary_env(env_extra)
-        # The built-in agents live in this package: make it importable however we were installed.
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-        return [sys.executable, "-m", "runner.agents.builtin", "--context", str(ctx_path)], env
+        script = dirs.inp / "builtin_agent.py"
+        shutil.copyfile(BUILTIN_SCRIPT, script)
+        argv = [sandbox.interpreter(), "-I", "-B", str(script), "--context", str(ctx_path)]
+        return sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra), read_only=[dirs.inp],
+                               read_write=rw, tmp=dirs.tmp, network=network)
     assert agent.argv
     values = {
         "workspace": ctx.workspace,
@@ -88,6 +154,10 @@ def build_invocation(variant: Variant, ctx: StageContext, manifest_dir: Path,
         "events_file": ctx.events_file,
         "verdict_file": ctx.verdict_file,
         # Last, so placeholders inside the prompt text are left alone.
-        "prompt": Path(ctx.prompt_file).read_text(encoding="utf-8"),
+        "prompt": dirs.prompt_file.read_text(encoding="utf-8"),
     }
-    return substitute(list(agent.argv), values), ordinary_env(env_extra, pass_env=agent.pass_env)
+    argv = substitute(list(agent.argv), values)
+    env = ordinary_env(env_extra, pass_env=agent.pass_env)
+    return sandbox.Request(argv=argv, cwd=ws, env=env,
+                           read_only=[dirs.inp, *read_only, *argv_paths(argv)],
+                           read_write=rw, tmp=dirs.tmp, network=network)

@@ -33,8 +33,27 @@ def _git(cwd: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
-def make_corpus(root: Path, variants: list[dict] | None = None, **overrides) -> Path:
-    """Write repo + graders + reference patch + manifest under ``root``; return the manifest."""
+TOKEN_GRADER = """import os, sys
+token = sys.stdin.readline().strip()  # the runner's one-time token, read before any workspace code
+sys.path.insert(0, os.environ["TRIALHOUSE_WORKSPACE"])
+try:
+    import calc
+    ok = {check}
+except Exception:
+    ok = False
+if ok:
+    with open(os.environ["TRIALHOUSE_RESULT_FILE"], "w") as fh:
+        fh.write(token)
+sys.exit(0 if ok else 1)
+"""
+
+
+def make_corpus(root: Path, variants: list[dict] | None = None, token: bool = False,
+                **overrides) -> Path:
+    """Write repo + graders + reference patch + manifest under ``root``; return the manifest.
+
+    ``token``: graders use the success-token protocol and the criteria require it.
+    """
     repo = root / "repo"
     repo.mkdir(parents=True)
     _git(repo, "init", "-q")
@@ -50,8 +69,9 @@ def make_corpus(root: Path, variants: list[dict] | None = None, **overrides) -> 
     (root / "patches" / "mul.patch").write_text(patch)
     g = root / "graders"
     g.mkdir()
-    (g / "target_mul.py").write_text(GRADER.format(check="calc.mul(2, 3) == 6"))
-    (g / "regress_add.py").write_text(GRADER.format(check="calc.add(2, 3) == 5"))
+    source = TOKEN_GRADER if token else GRADER
+    (g / "target_mul.py").write_text(source.format(check="calc.mul(2, 3) == 6"))
+    (g / "regress_add.py").write_text(source.format(check="calc.add(2, 3) == 5"))
     py = sys.executable
     manifest = {
         "schema_version": 1,
@@ -67,9 +87,9 @@ def make_corpus(root: Path, variants: list[dict] | None = None, **overrides) -> 
             "reference_patch": "patches/mul.patch",
             "criteria": [
                 {"id": "mul_works", "description": "calc.mul multiplies", "layer": "target",
-                 "command": [py, "{inputs}/graders/target_mul.py"]},
+                 "command": [py, "{inputs}/graders/target_mul.py"], "success_token": token},
                 {"id": "add_works", "description": "calc.add still adds", "layer": "regression",
-                 "command": [py, "{inputs}/graders/regress_add.py"]},
+                 "command": [py, "{inputs}/graders/regress_add.py"], "success_token": token},
             ],
         }],
         "variants": variants or [

