@@ -11,7 +11,7 @@ FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examp
 RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint lab bench schema chromium clean
+.PHONY: help venv demo test lint lab bench schema chromium bubblewrap clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install trialhouse with test and notebook extras
 
-demo: $(STAMP) ## run the main job: example corpus → validate → controls → trials → warehouse → summary → report
+demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → controls → trials → warehouse → summary → report
 	@rm -rf $(DEMO)
 	$(TH) example $(DEMO)/corpus
 	$(TH) validate --manifest $(DEMO)/corpus/manifest.json
@@ -40,7 +40,7 @@ demo: $(STAMP) ## run the main job: example corpus → validate → controls →
 	@echo "report:     $(DEMO)/reports/latest/report.html"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium ## install everything, lint, and run the whole test suite
+test: $(STAMP) chromium bubblewrap ## install everything, lint, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -62,6 +62,12 @@ chromium: ## install Debian's headless Chromium for the browser test where missi
 	  echo "installing Debian chromium for the report browser test"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || { echo "could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
+
+bubblewrap: ## install Debian's bubblewrap (the default isolation backend) where missing
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "installing Debian bubblewrap (agents and graders run in its sandbox)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+	  || { echo "could not install bubblewrap: run 'apt-get install bubblewrap' as root, or set isolation.backend to none"; exit 1; }; }
 
 clean: ## remove the venv and demo output
 	rm -rf $(VENV) $(DEMO)

@@ -137,6 +137,8 @@ def _criterion(repo: Repo, check) -> dict:
         "command": ["python3", f"{{inputs}}/graders/{repo.grader}", check.check],
         "files": [f"graders/{repo.grader}", "graders/_harness.py"],
         "timeout_seconds": GRADER_TIMEOUT,
+        # The graders import workspace code: exit 0 alone must not be a pass.
+        "success_token": True,
     }
 
 

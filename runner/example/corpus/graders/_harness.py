@@ -3,6 +3,11 @@
 Every grader script calls ``run(CHECKS)``; the check name is the only argument.
 The code under test is imported from $TRIALHOUSE_WORKSPACE. Anything the workspace
 code raises (including a missing module or function) counts as "absent" (exit 1).
+
+The criteria use trialhouse's success token: the runner writes a one-time token to
+stdin, read here before any workspace code is importable, and written to
+$TRIALHOUSE_RESULT_FILE only after a check passed. Workspace code that ends this
+process early (``os._exit(0)``) therefore fails instead of passing.
 """
 
 from __future__ import annotations
@@ -21,8 +26,15 @@ def _infra(message: str) -> None:
     sys.exit(2)
 
 
+def _read_token() -> str:
+    if sys.stdin is None or sys.stdin.isatty():
+        return ""
+    return sys.stdin.readline().strip()
+
+
 def run(checks: dict) -> None:
     sys.dont_write_bytecode = True  # never leave __pycache__ in the workspace
+    token = _read_token()
     workspace = os.environ.get("TRIALHOUSE_WORKSPACE")
     if not workspace or not os.path.isdir(workspace):
         _infra("TRIALHOUSE_WORKSPACE is not set or is not a directory")
@@ -39,6 +51,10 @@ def run(checks: dict) -> None:
         print(f"FAIL {name}: workspace code raised {type(exc).__name__}: {exc}")
         sys.exit(1)
     print(f"PASS {name}")
+    result = os.environ.get("TRIALHOUSE_RESULT_FILE")
+    if token and result:
+        with open(result, "w", encoding="utf-8") as fh:
+            fh.write(token)
     sys.exit(0)
 
 
