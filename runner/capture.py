@@ -218,6 +218,15 @@ class TrialGit:
         index.unlink(missing_ok=True)
         return Capture(tree, len(entries), total, tuple(skipped))
 
+    def cached(self, rel: str, path: Path) -> str | None:
+        """The blob of ``rel`` if its file is unchanged since the runner last hashed it."""
+        entry = self._stats.get(rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        return entry.sha if entry is not None and entry.key == _stat_key(st) else None
+
     def _hash_one(self, path: Path, timeout: float | None) -> str:
         return self._git("hash-object", "-w", "--no-filters", "--stdin", input_bytes=path.read_bytes(),
                          timeout=timeout).stdout.decode().strip()

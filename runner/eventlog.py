@@ -32,6 +32,7 @@ from runner.events import (
     verify_chain,
 )
 from runner.evidence import write_atomic
+from runner.redact import Redactor
 
 Emit = Callable[..., _Event]
 """``emit(EventClass, **fields)`` → the event as written (run_id/seq/ts/prev filled in)."""
@@ -154,7 +155,7 @@ class EventLog:
 
     def __init__(self, path: Path, run_id: str, next_seq: int = 0,
                  listener: Callable[[_Event], None] | None = None, last_line: bytes | None = None,
-                 lines: int = 0) -> None:
+                 lines: int = 0, redactor: Redactor | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self._seq = next_seq
@@ -164,10 +165,17 @@ class EventLog:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         self._file = os.fdopen(fd, "ab")
         self._listener = listener
+        self._redactor = redactor
+        self.redactions = 0
 
     def emit(self, cls: type[_Event], **fields: Any) -> _Event:
         with self._lock:
             event = cls(run_id=self.run_id, seq=self._seq, ts=utc_now(), prev=self._prev, **fields)
+            if self._redactor is not None:  # no secret reaches the record, whatever field it hides in
+                data, count = self._redactor.value(event.model_dump(mode="json"))
+                if count:
+                    self.redactions += count
+                    event = cls.model_validate(data)
             line = dump_event(event).encode()
             self._file.write(line + b"\n")
             self._file.flush()

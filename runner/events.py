@@ -89,6 +89,8 @@ class CriterionInfo(BaseModel):
     layer: Layer
     kind: Literal["command", "judge"]
     description: str = ""
+    severity: Literal["blocker", "major", "minor"] | None = None
+    """Declared or defaulted severity of a failure of this criterion (None: older runs)."""
 
 
 class IsolationInfo(BaseModel):
@@ -113,6 +115,11 @@ class CaseInfo(BaseModel):
     """difficulty, task_class, subsystem, language, repository, familiarity (known/unknown)."""
     initial_commit: str
     criteria: list[CriterionInfo] = Field(default_factory=list)
+    fingerprint: str | None = None
+    """Evaluator fingerprint: criteria (commands, input contents, layers, timeouts,
+    severities), reference patch, prepare commands, initial commit and trialhouse's
+    grading semantics. Trials of one case with different fingerprints are different
+    task versions and are never pooled."""
 
 
 class RunStarted(_Event):
@@ -145,6 +152,10 @@ class RunStarted(_Event):
     """True when any variant is simulated."""
     isolation: IsolationInfo | None = None
     """The isolation backend used; None in runs written before isolation existed."""
+    control_repeats: int | None = None
+    controls_from: str | None = None
+    """Run id of the validation-only run whose controls this run reused (``--controls``)."""
+    grading_semantics: int | None = None
 
 
 class ControlResult(_Event):
@@ -175,6 +186,10 @@ class CaseValidated(_Event):
     flaky_criteria: list[str] = Field(default_factory=list)
     baseline: dict[str, Verdict] = Field(default_factory=dict)
     """Criterion id → verdict on the initial commit (the negative control)."""
+    repeats: int | None = None
+    fingerprint: str | None = None
+    from_run: str | None = None
+    """Set when copied from a validation-only run (``run --controls``)."""
 
 
 class RunFinished(_Event):
@@ -182,6 +197,8 @@ class RunFinished(_Event):
     status: Literal["completed", "interrupted", "failed_controls"]
     trials_total: int
     trials_finished: int
+    trials_skipped: int = 0
+    unscored_cases: list[str] = Field(default_factory=list)
     outcomes: dict[str, int] = Field(default_factory=dict)
     duration_s: float
 
@@ -198,6 +215,19 @@ class TrialStarted(_Event):
     seed: int
     workspace: str
     order: int = Field(ge=0, description="Position in the run's trial order.")
+    case_fingerprint: str | None = None
+
+
+class TrialSkipped(_Event):
+    """A trial not run because its case is not scored (failed or flaky controls)."""
+
+    event: Literal["trial_skipped"] = "trial_skipped"
+    case_id: str
+    variant: str
+    config_id: str
+    repetition: int = Field(ge=1)
+    reason: str
+    case_fingerprint: str | None = None
 
 
 class PrepareFinished(_Event):
@@ -390,6 +420,12 @@ class TrialFinished(_Event):
     final_tree: str | None = None
     """Runner-captured tree of the final state (graded, and diffed into changes.patch)."""
     patch_truncated: bool = False
+    case_fingerprint: str | None = None
+    scored: bool = True
+    """False when the case failed its controls and ``run --score-unvalidated`` ran it
+    anyway: analyses leave such trials out unless told ``--include-unvalidated``."""
+    redactions: int = 0
+    """Secrets redacted from this trial's stored evidence."""
 
 
 Event = Annotated[
@@ -398,6 +434,7 @@ Event = Annotated[
     | CaseValidated
     | RunFinished
     | TrialStarted
+    | TrialSkipped
     | PrepareFinished
     | WorkspacePrepared
     | AttemptStarted

@@ -28,6 +28,7 @@ from runner.evidence import read_capped
 from runner.manifest import Criterion
 from runner.paths import Snapshot, verify_tree
 from runner.procs import ProcResult, ordinary_env
+from runner.redact import Redactor
 
 GRADER_OUTPUT_LIMIT = 256 * 1024
 
@@ -86,6 +87,8 @@ class GradingContext:
     """Runner-owned directory for the fresh copies (never visible to an agent)."""
     network: bool = True
     read_only: tuple[Path, ...] = ()
+    redactor: Redactor | None = None
+    """Applied to every grader output kept as evidence."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,10 @@ def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run
             note = ("exited 0 without writing its success token to $TRIALHOUSE_RESULT_FILE "
                     "(ended early, e.g. by os._exit in the code under test)")
     shutil.rmtree(run_dir, ignore_errors=True)
+    if ctx.redactor is not None:
+        for path in (out, err):
+            if path is not None:
+                ctx.redactor.file(path, GRADER_OUTPUT_LIMIT)
     return GradeResult(
         criterion_id=crit.id, layer=crit.layer, verdict=verdict, exit_code=res.exit_code,
         signal=res.signal, timed_out=res.timed_out, duration_s=round(res.duration_s, 3),

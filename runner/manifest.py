@@ -35,6 +35,10 @@ class Judge(_Strict):
     model: str | None = None
 
 
+DEFAULT_SEVERITY = {"target": "major", "regression": "major", "repository": "minor"}
+"""Severity of a criterion that declares none: nothing is a blocker unless declared."""
+
+
 class Criterion(_Strict):
     id: Id
     description: str = ""
@@ -48,6 +52,16 @@ class Criterion(_Strict):
     success_token: bool = False
     """Pass only if the grader also writes the runner's one-time token (read from its
     stdin) to ``$TRIALHOUSE_RESULT_FILE``: an early ``exit(0)`` is then a failure."""
+    severity: Literal["blocker", "major", "minor"] | None = None
+    """How bad a regression of this criterion is; None → the layer's default
+    (``DEFAULT_SEVERITY``). A configuration with a blocker regression is ineligible."""
+    flaky_fixed: NonEmptyStr | None = None
+    """Set (with a note) once a criterion found flaky has been fixed: it becomes a new
+    evaluator version, and its controls must agree with themselves again."""
+
+    @property
+    def resolved_severity(self) -> str:
+        return self.severity or DEFAULT_SEVERITY[self.layer]
 
     @model_validator(mode="after")
     def _command_xor_judge(self) -> Criterion:
@@ -175,6 +189,9 @@ class Manifest(_Strict):
     max_workspace_mb: float = Field(default=4096, gt=0)
     """Cap on the workspace plus the trial's HOME and TMP; above it the trial ends
     ``budget_exhausted`` (the runner's own capture would otherwise be unbounded)."""
+    control_repeats: int = Field(default=5, ge=1, le=20)
+    """Repeats of each control; 5 catches a 50% coin-flip criterion with probability
+    1 - 4·2⁻¹⁰ ≈ 0.996 (docs/runner.md). ``run --repeats`` overrides it."""
     checkpoint_exclude: list[NonEmptyStr] | None = None
     """gitignore patterns never captured (private files, runtime state); None → the
     documented default list (runner.capture.DEFAULT_EXCLUDES)."""

@@ -227,7 +227,14 @@ def verify_tree(root: Path, hashes: dict[str, str]) -> list[str]:
 def snapshot_inputs(manifest_dir: Path, refs: list[InputRef], dest: Path) -> Snapshot:
     """Read every referenced input (directories recursively), hash it, keep it in memory,
     and write the run's reference copy into ``dest``."""
-    snap = Snapshot(dest)
+    snap = read_inputs(manifest_dir, refs, dest)
+    snap.materialise(dest)
+    return snap
+
+
+def read_inputs(manifest_dir: Path, refs: list[InputRef], root: Path) -> Snapshot:
+    """Every referenced input read and hashed into memory; nothing is written."""
+    snap = Snapshot(root)
     files: set[str] = set()
     for ref in refs:
         src = manifest_dir / ref.rel
@@ -241,5 +248,4 @@ def snapshot_inputs(manifest_dir: Path, refs: list[InputRef], dest: Path) -> Sna
         data = (manifest_dir / rel).read_bytes()
         snap.contents[rel] = data
         snap.hashes[rel] = sha256_bytes(data)
-    snap.materialise(dest)
     return snap

@@ -29,6 +29,10 @@ TOKEN_PATTERNS: tuple[str, ...] = (
     r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
     r"\bglpat-[A-Za-z0-9_\-]{20,MAX}",  # GitLab
     r"(?P<bearer>\bBearer\s{1,8})[A-Za-z0-9\-._~+/]{12,MAX}={0,3}",
+    # password=…-style assignments (also "key": "value" in JSON/YAML): the name is kept.
+    r"(?P<assign>\b(?i:password|passwd|passphrase|secret|secret[_-]?key|api[_-]?key|access[_-]?token"
+    r"|auth[_-]?token|client[_-]?secret|private[_-]?key|aws_secret_access_key)[\"']?\s{0,8}[:=]\s{0,8}"
+    r"[\"']?)(?!\[REDACTED\])[^\s\"',;&<>]{4,MAX}",
 )
 """``MAX`` is replaced by ``_MAX_TOKEN_CHARS``: every match has a bounded length, so
 streaming with an overlap longer than any match finds exactly what one pass would."""
@@ -41,7 +45,7 @@ _LINE_SEARCH_BYTES = 64 * 1024
 """How far a truncation cut may move to land on a line break (tokens never span lines)."""
 
 
-_PATTERN_FIRST_CHARS = "-sgAxB"
+_PATTERN_FIRST_CHARS = "-sgAxBpPSaAcC"
 """First character of every token pattern: a lookahead on these lets ``re`` skip
 quickly over ordinary text (about 5x faster than trying each branch everywhere)."""
 
@@ -59,7 +63,7 @@ def compile_redactor(secrets: Sequence[str]) -> re.Pattern[str]:
 
 
 def _replacement(match: re.Match[str]) -> str:
-    prefix = match.group("bearer")
+    prefix = match.group("bearer") or match.group("assign")
     return f"{prefix}{REDACTED}" if prefix else REDACTED
 
 
@@ -76,12 +80,15 @@ def redact_file(path: Path, secrets: Sequence[str], limit_bytes: int) -> tuple[b
     ``(truncated, redactions)``; a missing file is ``(False, 0)``. The result may
     exceed the limit by the marker and by redactions longer than the secret.
     """
-    path = Path(path)
+    return _redact_file(Path(path), compile_redactor(secrets), secrets, limit_bytes)
+
+
+def _redact_file(path: Path, pattern: re.Pattern[str], secrets: Sequence[str],
+                 limit_bytes: int) -> tuple[bool, int]:
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         return False, 0
-    pattern = compile_redactor(secrets)
     overlap = max([_OVERLAP_CHARS, 2 * _MAX_TOKEN_CHARS + 256] + [2 * len(s) for s in secrets])
     truncated = size > limit_bytes
     with open(path, "rb") as src:
@@ -183,3 +190,86 @@ def _cut_after_newline(src, offset: int, backwards: bool) -> int:
     window = src.read(_LINE_SEARCH_BYTES)
     nl = window.find(b"\n")
     return offset + nl + 1 if nl >= 0 else offset
+
+
+class Redactor:
+    """One compiled redaction for a run: its secret values plus the token shapes.
+
+    The runner builds one from every variant's ``pass_env`` and ``secret_env`` values
+    and applies it to everything it stores: events, stage output, agent files, verdicts,
+    prompts, grader output, patches and the kept workspace (docs/security.md).
+    """
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        self.secrets = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LEN},
+                              key=len, reverse=True)
+        self.pattern = compile_redactor(self.secrets)
+
+    def text(self, text: str) -> tuple[str, int]:
+        return self.pattern.subn(_replacement, text)
+
+    def value(self, obj: object) -> tuple[object, int]:
+        """Redact every string inside a JSON-like value (dict keys included)."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, list):
+            total, out = 0, []
+            for item in obj:
+                clean, n = self.value(item)
+                out.append(clean)
+                total += n
+            return out, total
+        if isinstance(obj, dict):
+            total, result = 0, {}
+            for key, item in obj.items():
+                ckey, n1 = self.text(key) if isinstance(key, str) else (key, 0)
+                clean, n2 = self.value(item)
+                result[ckey] = clean
+                total += n1 + n2
+            return result, total
+        return obj, 0
+
+    def jsonl(self, data: bytes) -> tuple[bytes, int]:
+        """Redact a JSON-lines file line by line: parsed values where a line is JSON (a
+        secret inside a JSON string is escaped there, so the text form may not match)."""
+        import json
+
+        out, total = [], 0
+        for raw in data.splitlines(keepends=True):
+            line = raw.decode("utf-8", errors="replace")
+            try:
+                parsed = json.loads(line)
+            except ValueError:
+                clean, n = self.text(line)
+                out.append(clean)
+            else:
+                value, n = self.value(parsed)
+                out.append(line if n == 0 else json.dumps(value, ensure_ascii=False) + "\n")
+            total += n
+        return "".join(out).encode("utf-8"), total
+
+    def file(self, path: Path, limit_bytes: int) -> tuple[bool, int]:
+        return _redact_file(path, self.pattern, self.secrets, limit_bytes)
+
+    def binary(self, data: bytes) -> tuple[bytes, int]:
+        """Literal secret values in bytes that are not text (token shapes need text)."""
+        total = 0
+        for secret in self.secrets:
+            raw = secret.encode("utf-8")
+            total += data.count(raw)
+            data = data.replace(raw, REDACTED.encode())
+        return data, total
+
+    def workspace_file(self, path: Path) -> int:
+        """Redact one kept workspace file in place (text: everything; binary: values)."""
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return 0
+        if b"\0" in data[:8192]:
+            clean, n = self.binary(data)
+            if n:
+                path.write_bytes(clean)
+            return n
+        _truncated, n = self.file(path, max(len(data) * 2, 1 << 20))
+        return n

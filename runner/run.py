@@ -27,14 +27,23 @@ from runner import sandbox
 from runner.capture import DEFAULT_EXCLUDES, RunStore, TrialGit
 from runner.errors import RunnerError
 from runner.eventlog import EventLog, VerifiedEvents, read_events, read_verified, repair_tail
+from runner.fingerprint import GRADING_SEMANTICS, case_fingerprint
 from runner.git import GitError, git, git_version
 from runner.grading import GradingContext, argv_paths, grade_tree
 from runner.manifest import Case, Manifest, Variant, config_id
-from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
+from runner.paths import Snapshot, input_refs, read_inputs, sha256_file, snapshot_inputs
 from runner.procs import kill_all, ordinary_env
 from runner.prompts import instruction_texts
+from runner.redact import Redactor
 from runner.report import write_report
-from runner.trial import Containment, TrialInterrupted, TrialSpec, create_workspace, remove_tree, run_trial
+from runner.trial import (
+    Containment,
+    TrialInterrupted,
+    TrialSpec,
+    create_workspace,
+    remove_tree,
+    run_trial,
+)
 from runner.validate import load_valid_manifest, repo_path
 
 
@@ -68,6 +77,9 @@ class RunResult:
     refused: list[tuple[int, str]] = field(default_factory=list)
     """Lines of the resumed events.jsonl its hash chain refused (reported, not data)."""
     isolated: bool = True
+    unscored: dict[str, str] = field(default_factory=dict)
+    """Case id → why it is not scored (failed or flaky controls)."""
+    trials_skipped: int = 0
 
 
 def new_run_id() -> str:
@@ -116,6 +128,9 @@ class _Setup:
     config_ids: dict[str, str]
     prior: list[Any]
     containment: Containment
+    fingerprints: dict[str, str]
+    """Case id → evaluator fingerprint (runner.fingerprint)."""
+    redactor: Redactor
     refused: list[tuple[int, str]] = field(default_factory=list)
     """Lines of a resumed events.jsonl its hash chain refused (reported, never data)."""
 
@@ -141,7 +156,13 @@ def _interrupted_setup(run_dir: Path) -> bool:
     return not any(isinstance(e, ev.RunStarted) for e in verified.events)
 
 
-def _containment(manifest: Manifest, run_dir: Path) -> Containment:
+def run_secrets(manifest: Manifest) -> list[str]:
+    """Values of every variable any variant passes to its agent or marks secret."""
+    names = {n for v in manifest.variants for n in (*v.agent.pass_env, *v.agent.secret_env)}
+    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
+
+
+def _containment(manifest: Manifest, run_dir: Path, redactor: Redactor) -> Containment:
     backend = sandbox.backend(manifest.isolation.backend)
     excludes = tuple(manifest.checkpoint_exclude) if manifest.checkpoint_exclude is not None else DEFAULT_EXCLUDES
     return Containment(
@@ -149,6 +170,7 @@ def _containment(manifest: Manifest, run_dir: Path) -> Containment:
         network=manifest.isolation.network,
         read_only=tuple(Path(p) for p in manifest.isolation.read_only_paths),
         excludes=excludes, max_workspace_bytes=int(manifest.max_workspace_mb * 2**20),
+        redactor=redactor,
     )
 
 
@@ -178,7 +200,8 @@ def _resume_snapshot(run_dir: Path, base: Path, manifest: Manifest, hashes: dict
 
 
 def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_only: bool,
-              jobs: int, listener: Any = None) -> _Setup:
+              jobs: int, listener: Any = None, control_repeats: int | None = None,
+              controls_from: str | None = None) -> _Setup:
     manifest_path = Path(manifest_path)
     manifest = load_valid_manifest(manifest_path)
     base = manifest_path.resolve().parent
@@ -226,7 +249,8 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         os.replace(staging, run_dir / "inputs")
         snapshot.root = run_dir / "inputs"
         next_seq = 0
-    containment = _containment(manifest, run_dir)
+    redactor = Redactor(run_secrets(manifest))
+    containment = _containment(manifest, run_dir, redactor)
     try:
         for repo, commit in _sources(manifest, base):
             containment.store.pin(repo, commit)
@@ -234,7 +258,10 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         raise RunnerError(f"could not copy the pinned commits into the run's store: {exc}") from exc
     texts = {v.id: instruction_texts(v, snapshot) for v in manifest.variants}
     config_ids = {v.id: config_id(v, texts[v.id]) for v in manifest.variants}
-    log = EventLog(events_path, run_id, next_seq, listener=listener, last_line=last_line, lines=lines)
+    fingerprints = {c.id: case_fingerprint(manifest, c, snapshot.hashes, _case_source(manifest, base, c)[1])
+                    for c in manifest.cases}
+    log = EventLog(events_path, run_id, next_seq, listener=listener, last_line=last_line, lines=lines,
+                   redactor=redactor)
     repo, commit = repo_path(base, manifest.repository), manifest.initial_commit
     log.emit(
         ev.RunStarted,
@@ -263,7 +290,9 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
                 initial_commit=_case_source(manifest, base, c)[1],
                 criteria=[ev.CriterionInfo(criterion_id=k.id, layer=k.layer,
                                            kind="command" if k.command else "judge",
-                                           description=k.description) for k in c.criteria],
+                                           description=k.description,
+                                           severity=k.resolved_severity) for k in c.criteria],  # type: ignore[arg-type]
+                fingerprint=fingerprints[c.id],
             )
             for c in manifest.cases
         ],
@@ -273,10 +302,12 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
                                    isolated=containment.backend.isolated,
                                    version=containment.backend.version,
                                    network=containment.network),
+        control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
+        grading_semantics=GRADING_SEMANTICS,
     )
     (run_dir / SETUP_MARKER).unlink(missing_ok=True)
     return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids,
-                  prior, containment, refused)
+                  prior, containment, fingerprints, redactor, refused)
 
 
 # ---------------------------------------------------------------- controls
@@ -286,8 +317,7 @@ def _expected(control: str, layer: str) -> str:
     return "failed" if control == "negative" and layer == "target" else "passed"
 
 
-def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
-                  stop: threading.Event) -> dict[str, Any]:
+def _control_case(s: _Setup, case: Case, repeats: int, stop: threading.Event) -> dict[str, Any]:
     """Negative (and positive) control of one case; emits control_result + case_validated.
 
     Each control is graded exactly as a trial is: a runner-captured tree of a fresh
@@ -298,7 +328,7 @@ def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
     problems: list[str] = []
     verdicts: dict[tuple[str, str], list[str]] = {}
     baseline: dict[str, str] = {}
-    controls = ("negative",) if negative_only else ("negative", "positive")
+    controls = ("negative", "positive")
     box = s.containment
     for control in controls:
         if stop.is_set():
@@ -314,7 +344,7 @@ def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
             problems.append(f"{control} control: {why}")
             continue
         ctx = GradingContext(box.backend, s.snapshot, tgit, where / ".runner" / "grade",
-                             network=box.network, read_only=box.read_only)
+                             network=box.network, read_only=box.read_only, redactor=s.redactor)
         log_dir = s.run_dir / "controls" / case.id / f"{control}-logs"
         for repeat in range(1, repeats + 1):
             run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored, log_dir=log_dir,
@@ -342,10 +372,17 @@ def _control_case(s: _Setup, case: Case, repeats: int, negative_only: bool,
             continue
         if vs[0] != exp:
             problems.append(f"{control} control: {cid} ({layer}) {vs[0]}, expected {exp}")
+    fixed = {c.id: c.flaky_fixed for c in case.criteria}
     for cid in flaky:
-        problems.append(f"{cid} is flaky (different verdicts on repeated runs)")
+        if fixed.get(cid):
+            problems.append(f"{cid} is marked fixed in the manifest ({fixed[cid]}) but disagreed with "
+                            f"itself again over {repeats} repeats: it is still flaky")
+        else:
+            problems.append(f"{cid} is flaky (different verdicts on repeated runs of the same state); "
+                            "its case is not scored until it is fixed and marked flaky_fixed")
     s.log.emit(ev.CaseValidated, case_id=case.id, ok=not problems, problems=problems,
-               flaky_criteria=flaky, baseline=baseline)
+               flaky_criteria=flaky, baseline=baseline, repeats=repeats,
+               fingerprint=s.fingerprints[case.id])
     return {"case_id": case.id, "ok": not problems, "problems": problems, "flaky": flaky,
             "baseline": baseline}
 
@@ -436,11 +473,13 @@ def _controls_table(rows: list[dict[str, Any]]) -> None:
     Console(stderr=False).print(table)
 
 
-def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeats: int = 2,
+def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeats: int | None = None,
                  progress: bool = True) -> ControlsResult:
     """Validation-only run: negative + positive control per case, repeated; no agents."""
     start = time.monotonic()
-    s = _open_run(manifest_path, output_dir, resume=False, validation_only=True, jobs=jobs)
+    s = _open_run(manifest_path, output_dir, resume=False, validation_only=True, jobs=jobs,
+                  control_repeats=repeats)
+    repeats = repeats or s.manifest.control_repeats
     stop = threading.Event()
     rows: dict[str, dict[str, Any]] = {}
     bar, task = _progress(progress, len(s.manifest.cases), "controls")
@@ -455,7 +494,7 @@ def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeat
     status = "completed"
     try:
         with bar:
-            _run_pool(list(s.manifest.cases), lambda c: _control_case(s, c, repeats, False, stop),
+            _run_pool(list(s.manifest.cases), lambda c: _control_case(s, c, repeats, stop),
                       jobs, done, stop)
     except KeyboardInterrupt:
         status = "interrupted"
@@ -477,40 +516,116 @@ def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeat
 # ---------------------------------------------------------------- trials
 
 
-def _baselines(s: _Setup, jobs: int, stop: threading.Event) -> dict[str, dict[str, str]]:
-    """Known verdicts on the initial commit per case (from a previous pass when resuming)."""
-    known = {e.case_id: dict(e.baseline) for e in s.prior if isinstance(e, ev.CaseValidated)}
+@dataclass(frozen=True)
+class ReusedControls:
+    """The controls of a validation-only run, checked to be for exactly these inputs."""
+
+    run_id: str
+    validated: list[Any]
+
+
+def load_controls(controls_dir: Path, manifest_path: Path) -> ReusedControls:
+    """Read ``--controls DIR``; refuse it (naming the mismatch) unless it fits this manifest."""
+    events_path = Path(controls_dir) / "events.jsonl"
+    if not events_path.is_file():
+        raise RunnerError(f"{controls_dir}: no events.jsonl; pass the output directory of a "
+                          "'trialhouse run --validation-only' run to --controls")
+    verified = read_verified(events_path)
+    starts = [e for e in verified.events if isinstance(e, ev.RunStarted)]
+    if not starts or not starts[0].validation_only:
+        raise RunnerError(f"{controls_dir}: not a validation-only run (--controls takes the output of "
+                          "'trialhouse run --validation-only')")
+    if not verified.intact:
+        raise RunnerError(f"{events_path}: its hash chain does not verify ({verified.problems()}); "
+                          "re-run the controls")
+    head = starts[0]
+    sha = sha256_file(manifest_path)
+    if head.manifest_sha256 != sha:
+        raise RunnerError(f"{controls_dir}: its controls were run for a manifest with sha256 "
+                          f"{head.manifest_sha256[:12]}…, but {manifest_path} has {sha[:12]}…; "
+                          "re-run the controls for this manifest")
+    manifest = load_valid_manifest(manifest_path)
+    base = Path(manifest_path).resolve().parent
+    current = read_inputs(base, input_refs(manifest.model_dump(mode="json")), base).hashes
+    if dict(head.input_hashes) != current:
+        changed = sorted(k for k in set(head.input_hashes) | set(current)
+                         if head.input_hashes.get(k) != current.get(k))
+        raise RunnerError(f"{controls_dir}: input files changed since its controls ran "
+                          f"({', '.join(changed[:3])}: sha256 differs); re-run the controls")
+    validated = [e for e in verified.events if isinstance(e, ev.CaseValidated)]
+    missing = sorted({c.id for c in manifest.cases} - {e.case_id for e in validated})
+    if missing:
+        raise RunnerError(f"{controls_dir}: has no controls for {', '.join(missing[:5])} "
+                          "(the validation-only run did not finish); re-run the controls")
+    return ReusedControls(head.run_id, validated)
+
+
+def _establish_controls(s: _Setup, jobs: int, stop: threading.Event, repeats: int,
+                        reused: ReusedControls | None) -> dict[str, Any]:
+    """Case id → its ``case_validated`` event: from this run (resume), reused, or run now."""
+    known: dict[str, Any] = {e.case_id: e for e in s.prior if isinstance(e, ev.CaseValidated)}
+    if reused is not None:
+        run_id, validated = reused.run_id, reused.validated
+        for e in validated:
+            if e.case_id not in known:
+                known[e.case_id] = s.log.emit(
+                    ev.CaseValidated, case_id=e.case_id, ok=e.ok, problems=e.problems,
+                    flaky_criteria=e.flaky_criteria, baseline=e.baseline, repeats=e.repeats,
+                    fingerprint=s.fingerprints[e.case_id], from_run=run_id)
     todo = [c for c in s.manifest.cases if c.id not in known]
-    out: dict[str, dict[str, str]] = dict(known)
+    results: dict[str, dict[str, Any]] = {}
 
     def done(case: Case, fut: Future[Any]) -> None:
-        out[case.id] = fut.result()["baseline"]
+        results[case.id] = fut.result()
 
     if todo:
-        _run_pool(todo, lambda c: _control_case(s, c, 1, True, stop), jobs, done, stop)
-    return out
+        _run_pool(todo, lambda c: _control_case(s, c, repeats, stop), jobs, done, stop)
+    fresh = {e.case_id: e for e in read_events(s.log.path) if isinstance(e, ev.CaseValidated)}
+    return {c.id: known.get(c.id) or fresh[c.id] for c in s.manifest.cases}
 
 
 def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: bool = False,
-               progress: bool = True, controls: bool = True) -> RunResult:
-    """Run every trial (cases × variants × repetitions); resume skips finished trials."""
+               progress: bool = True, controls_dir: Path | None = None, repeats: int | None = None,
+               score_unvalidated: bool = False) -> RunResult:
+    """Establish every case's controls, then run the trials of the cases they pass.
+
+    A case that fails a control or has a criterion that disagreed with itself is not
+    scored: its trials are recorded as ``trial_skipped`` (or, with
+    ``score_unvalidated``, run with ``scored: false``). Resume skips finished trials.
+    """
     start = time.monotonic()
-    s = _open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs)
+    reused = load_controls(Path(controls_dir), Path(manifest_path)) if controls_dir is not None else None
+    s = _open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs,
+                  control_repeats=repeats, controls_from=reused.run_id if reused else None)
     m = s.manifest
+    repeats = repeats or m.control_repeats
     finished = {e.trial_id for e in s.prior if isinstance(e, ev.TrialFinished)}
+    skipped_before = {(e.case_id, e.variant, e.repetition) for e in s.prior if isinstance(e, ev.TrialSkipped)}
     order = trial_order(m)
     stop = threading.Event()
     outcomes: Counter[str] = Counter(
         e.outcome for e in s.prior if isinstance(e, ev.TrialFinished))
     lines: list[str] = []
     status = "completed"
+    unscored: dict[str, str] = {}
+    skipped = len(skipped_before)
     bar, task = _progress(progress, len(order), "trials")
     try:
-        baselines = _baselines(s, jobs, stop) if controls else {}
+        validated = _establish_controls(s, jobs, stop, repeats, reused)
+        unscored = {cid: "; ".join(v.problems) or "controls failed"
+                    for cid, v in validated.items() if not v.ok}
         specs = []
         for idx, (case, var, rep) in enumerate(order):
             tid = trial_id(case.id, var.id, rep)
             if tid in finished:
+                continue
+            if case.id in unscored and not score_unvalidated:
+                if (case.id, var.id, rep) not in skipped_before:
+                    s.log.emit(ev.TrialSkipped, trial_id=tid, case_id=case.id, variant=var.id,
+                               config_id=s.config_ids[var.id], repetition=rep,
+                               reason=f"case not scored: {unscored[case.id]}",
+                               case_fingerprint=s.fingerprints[case.id])
+                    skipped += 1
                 continue
             _repo, commit = _case_source(m, s.manifest_dir, case)
             specs.append(TrialSpec(
@@ -518,8 +633,9 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 case=case, variant=var, config_id=s.config_ids[var.id], repetition=rep,
                 seed=trial_seed(m.id, case.id, rep), initial_commit=commit,
                 snapshot=s.snapshot, trial_dir=s.run_dir / "trials" / tid,
-                containment=s.containment,
-                instruction_texts=s.texts[var.id], baseline=baselines.get(case.id, {}), stop=stop,
+                containment=s.containment, case_fingerprint=s.fingerprints[case.id],
+                scored=case.id not in unscored,
+                instruction_texts=s.texts[var.id], baseline=dict(validated[case.id].baseline), stop=stop,
             ))
 
         def work(spec: TrialSpec) -> Any:
@@ -537,7 +653,8 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 s.log.emit(ev.TrialFinished, trial_id=spec.trial_id, case_id=spec.case.id,
                            variant=spec.variant.id, config_id=spec.config_id,
                            repetition=spec.repetition, outcome="infra_error", reason=reason,
-                           attempts=0, duration_s=0.0, line=line)
+                           attempts=0, duration_s=0.0, line=line,
+                           case_fingerprint=spec.case_fingerprint, scored=spec.scored)
                 outcomes["infra_error"] += 1
                 lines.append(line)
             if result is not None:
@@ -557,7 +674,8 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
     total_finished = sum(outcomes.values())
     s.log.emit(ev.RunFinished, status=status, trials_total=len(order),
                trials_finished=total_finished, outcomes=dict(outcomes),
-               duration_s=round(time.monotonic() - start, 3))
+               duration_s=round(time.monotonic() - start, 3), trials_skipped=skipped,
+               unscored_cases=sorted(unscored))
     s.log.close()
     report = write_report(s.run_dir, read_events(s.log.path))
     if status == "interrupted":
@@ -566,7 +684,8 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
             f"continue with: trialhouse run --manifest {manifest_path} --output {output_dir} --resume"
         )
     return RunResult(s.run_id, s.run_dir, s.log.path, report, dict(outcomes), status, lines,
-                     skipped=len(finished), refused=s.refused, isolated=s.containment.backend.isolated)
+                     skipped=len(finished), refused=s.refused, isolated=s.containment.backend.isolated,
+                     unscored=unscored, trials_skipped=skipped)
 
 
 def read_report(path: Path) -> dict[str, Any]:

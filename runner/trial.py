@@ -40,8 +40,10 @@ from runner.manifest import Case, Manifest, Variant
 from runner.paths import Snapshot, sha256_bytes, verify_tree
 from runner.procs import ProcResult, ordinary_env
 from runner.prompts import build_prompt
+from runner.redact import Redactor
 
-EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", ".runner", ".sandbox")
+EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", "checkpoints", ".runner",
+                 ".sandbox")
 """Directories of a trial the runner writes into: created before any agent runs, and
 checked (same inode, still a directory) before every write, so a planted symlink is a
 violation instead of a path the runner writes through."""
@@ -67,6 +69,8 @@ class Containment:
     read_only: tuple[Path, ...] = ()
     excludes: tuple[str, ...] = DEFAULT_EXCLUDES
     max_workspace_bytes: int = 4096 * 1024 * 1024
+    redactor: Redactor = field(default_factory=Redactor)
+    """Applied to every text the trial stores (docs/security.md, "Secrets")."""
 
 
 @dataclass
@@ -91,6 +95,8 @@ class TrialSpec:
     baseline: dict[str, str] = field(default_factory=dict)
     """Criterion id → verdict on the initial commit (negative control)."""
     stop: threading.Event | None = None
+    case_fingerprint: str | None = None
+    scored: bool = True
 
 
 @dataclass
@@ -165,7 +171,7 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
         return None, []
     try:
         parsed = json.loads(data.decode("utf-8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, []
     if not isinstance(parsed, dict):
         return None, []
@@ -175,17 +181,10 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
     return (str(status)[:100] if status is not None else None), findings
 
 
-def _secrets(variant: Variant) -> list[str]:
-    names = set(variant.agent.secret_env) | set(variant.agent.pass_env)
-    return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
-
-
-def _store_redacted(raw: Path, dest: Path, secrets: list[str]) -> int:
+def _store_redacted(raw: Path, dest: Path, redactor: Redactor) -> int:
     """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted."""
-    from runner.redact import redact
-
     data, _cut = read_capped(raw, STAGE_OUTPUT_LIMIT + 1)
-    clean, count = redact((data or b"").decode("utf-8", errors="replace"), secrets)
+    clean, count = redactor.text((data or b"").decode("utf-8", errors="replace"))
     write_atomic(dest, clean.encode("utf-8"))
     raw.unlink(missing_ok=True)
     return count
@@ -277,6 +276,8 @@ class _Trial:
         self.spec = spec
         self.manifest = spec.manifest
         self.box = spec.containment
+        self.redactor = spec.containment.redactor
+        self.redactions = 0
         self.tid = spec.trial_id
         self._emit = emit
         self.start = time.monotonic()
@@ -340,8 +341,10 @@ class _Trial:
     def run_stage(self, attempt: int, stage: str, findings: list[str]) -> StageResult:
         spec, d = self.spec, self.dir
         tag = f"a{attempt}-{stage}"
-        prompt = build_prompt(self.manifest, spec.case, spec.variant, stage, attempt, findings,
-                              spec.instruction_texts, spec.initial_commit)
+        prompt, hidden = self.redactor.text(build_prompt(
+            self.manifest, spec.case, spec.variant, stage, attempt, findings,
+            spec.instruction_texts, spec.initial_commit))
+        self.redactions += hidden
         write_atomic(d / "prompts" / f"{tag}.md", prompt.encode("utf-8"))
         dirs = StageDirs(d / ".sandbox" / tag, self.home, self.tmp)
         dirs.create(prompt)
@@ -372,16 +375,20 @@ class _Trial:
         # Every process of the invocation is gone now; read what it left, never following links.
         events_data, events_cut = read_capped(dirs.events_file, AGENT_FILE_LIMIT)
         events_copy = d / "agent-events" / f"{tag}.jsonl"
-        write_atomic(events_copy, events_data or b"")
+        clean_events, hidden = self.redactor.jsonl(events_data or b"")
+        write_atomic(events_copy, clean_events)
         verdict_data, _ = read_capped(dirs.verdict_file, VERDICT_LIMIT)
         if verdict_data is not None:
+            verdict_data, n = self.redactor.jsonl(verdict_data)
+            hidden += n
             write_atomic(d / "verdicts" / f"{tag}.json", verdict_data)
         remove_tree(dirs.root)
         report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_copy)
         status, vfindings = _parse_verdict(verdict_data)
-        secrets = _secrets(spec.variant)
         out_path, err_path = d / "logs" / f"{tag}.stdout", d / "logs" / f"{tag}.stderr"
-        redactions = _store_redacted(raw_out, out_path, secrets) + _store_redacted(raw_err, err_path, secrets)
+        redactions = (_store_redacted(raw_out, out_path, self.redactor)
+                      + _store_redacted(raw_err, err_path, self.redactor))
+        self.redactions += redactions + hidden
         self.emit(
             ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
             signal=res.signal, timed_out=res.timed_out, could_not_start=res.could_not_start,
@@ -428,8 +435,26 @@ class _Trial:
             self.emit(ev.Checkpoint, attempt=st.attempt, stage=st.stage, sha=sha,
                       files_changed=self.git.changed_paths(previous, self.current.tree),
                       tree=self.current.tree)
+            self.save_patch(previous, self.current.tree, self.dir / "checkpoints" / f"a{st.attempt}-{st.stage}.patch")
             self.checkpoint_sha, self.checkpoint_tree = sha, self.current.tree
         return None
+
+    def save_patch(self, old: str, new: str, dest: Path) -> PatchInfo | None:
+        """A bounded, redacted diff between two captured trees, written into place."""
+        tmp = self.dir / ".runner" / f"{dest.name}.tmp"
+        try:
+            info = self.git.diff_to_file(old, new, tmp, timeout=max(self.left(), 5.0))
+        except GitError:
+            return None
+        data, _cut = read_capped(tmp, info.bytes + 1)
+        text, hidden = self.redactor.text((data or b"").decode("utf-8", errors="surrogateescape"))
+        if hidden:
+            text = (f"# trialhouse: {hidden} secret(s) redacted from this patch; those lines no "
+                    "longer apply as they were written\n") + text
+            self.redactions += hidden
+        write_atomic(dest, text.encode("utf-8", errors="surrogateescape"))
+        tmp.unlink(missing_ok=True)
+        return info
 
     def check_size(self) -> Stop | None:
         used = tree_size(self.ws, self.home, self.tmp)
@@ -451,7 +476,7 @@ class _Trial:
         assert self.current is not None
         ctx = GradingContext(self.box.backend, self.spec.snapshot, self.git,
                              self.dir / ".runner" / f"grade-a{attempt}", network=self.box.network,
-                             read_only=self.box.read_only)
+                             read_only=self.box.read_only, redactor=self.redactor)
         run = grade_tree(ctx, list(self.spec.case.criteria), self.current.tree,
                          overlay=self.ignored_tree, log_dir=self.dir / "grading" / f"a{attempt}",
                          deadline_s=max(self.left(), 0.01))
@@ -527,7 +552,7 @@ class _Trial:
         spec = self.spec
         self.emit(ev.TrialStarted, case_id=spec.case.id, variant=spec.variant.id,
                   config_id=spec.config_id, repetition=spec.repetition, seed=spec.seed,
-                  workspace=str(self.ws), order=spec.order)
+                  workspace=str(self.ws), order=spec.order, case_fingerprint=spec.case_fingerprint)
         early = self.prepare()
         self.setup_s = time.monotonic() - self.start
         outcome, reason = (early.outcome, early.reason) if early else ("", "")
@@ -597,19 +622,37 @@ class _Trial:
         """``changes.patch`` against the prepared tree, and the patch flags; returns flag count."""
         if self.current is None or self.prepared_tree is None or self.evidence_problems():
             return 0
-        tmp = self.dir / ".runner" / "changes.patch"
-        try:
-            self.patch = self.git.diff_to_file(self.prepared_tree, self.current.tree, tmp,
-                                               timeout=max(self.left(), 5.0))
-        except GitError:
+        self.patch = self.save_patch(self.prepared_tree, self.current.tree, self.dir / "changes.patch")
+        if self.patch is None:
             return 0
-        os.replace(tmp, self.dir / "changes.patch")
-        data, _cut = read_capped(self.dir / "changes.patch", self.patch.bytes + 1)
+        data, _cut = read_capped(self.dir / "changes.patch", 2 * self.patch.bytes + 4096)
         return self.flag((data or b"").decode("utf-8", errors="replace"))
+
+    def keep_workspace(self) -> None:
+        """What stays of the workspace: its files, redacted; not the agent's ``.git``, not
+        the runner's private git (both hold content compressed, where no redaction sees)."""
+        if self.evidence_problems() or os.path.islink(self.ws) or not self.ws.is_dir():
+            return
+        pristine: dict[str, str] = {}
+        for tree in (self.prepared_tree, self.ignored_tree):
+            if tree:
+                pristine.update({rel: sha for _m, sha, rel in self.git.entries(tree)})
+        for path in _files(self.ws):
+            rel = path.relative_to(self.ws).as_posix()
+            cached = self.git.cached(rel, path)
+            if cached is not None and pristine.get(rel) == cached:
+                continue  # the operator's content, unchanged since the checkout
+            self.redactions += self.redactor.workspace_file(path)
+        remove_tree(self.ws / ".git")
+        remove_tree(self.dir / ".runner")
 
     def finish(self, outcome: str, reason: str, attempts: int) -> TrialOutcome:
         spec = self.spec
-        flags = self.write_patch()
+        intact = not self.evidence_problems()
+        flags = self.write_patch() if intact else 0
+        if intact:
+            remove_tree(self.dir / ".sandbox")
+            self.keep_workspace()
         if self.patch is not None and self.patch.summarised:
             reason += f" (changes.patch summarises {len(self.patch.summarised)} large file(s))"
         layers, _ = _layers(self.last_results, spec.baseline)
@@ -629,9 +672,8 @@ class _Trial:
             simulated=spec.variant.agent.kind == "simulated", line=line,
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(self.patch and self.patch.truncated),
+            case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
         )
-        if not self.evidence_problems():
-            remove_tree(self.dir / ".sandbox")
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 
     def flag(self, diff: str) -> int:
@@ -641,6 +683,25 @@ class _Trial:
         for f in findings:
             self.emit(ev.Flag, kind=f.kind, path=f.path, detail=f.detail)
         return len(findings)
+
+
+def _files(root: Path) -> list[Path]:
+    """Regular files under ``root``, never following a symlink, skipping ``.git``."""
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if not (d == root and entry.name == ".git"):
+                    stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                out.append(Path(entry.path))
+    return out
 
 
 GRADER_TAIL = 2000

@@ -47,21 +47,30 @@ def validate(manifest: Path, json_out: bool) -> None:
         help="Only run the negative/positive controls; never invokes an agent.")
 @option("--jobs", "-j", type=click.IntRange(1, 256), default=1, help="Trials run concurrently.")
 @option("--resume", is_flag=True, help="Continue an interrupted run in --output.")
-@option("--repeats", type=click.IntRange(1, 10), default=2,
-        help="Control repetitions (flaky detection).")
+@option("--repeats", type=click.IntRange(1, 20), default=None,
+        help="Repeats of each control (flaky detection); default: the manifest's control_repeats (5).")
+@option("--controls", "controls_dir", type=click.Path(path_type=Path), default=None,
+        help="Reuse the controls of this --validation-only run (same manifest and inputs).")
+@option("--score-unvalidated", is_flag=True,
+        help="Also run the trials of cases that fail their controls (recorded as not scored).")
 @option("--no-progress", is_flag=True, help="No progress bar.")
 @json_option()
 def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: bool,
-        repeats: int, no_progress: bool, json_out: bool) -> None:
+        repeats: int | None, controls_dir: Path | None, score_unvalidated: bool, no_progress: bool,
+        json_out: bool) -> None:
     """Run controls (--validation-only) or all trials: cases × variants × repetitions.
 
-    Writes events.jsonl, per-trial evidence and report.json into --output.
+    Every case's controls (negative + positive, repeated) come first; a case that fails
+    them, or whose criterion disagrees with itself, is not scored and its trials are
+    skipped. Writes events.jsonl, per-trial evidence and report.json into --output.
     Exits 1 when a case fails its controls, 130 on Ctrl-C (resume with --resume).
 
     Example: trialhouse run --manifest demo/corpus/manifest.json --output demo/runs/r1 --jobs 4
     """
     if validation_only and resume:
         raise click.UsageError("--resume does not apply to --validation-only runs")
+    if validation_only and (controls_dir or score_unvalidated):
+        raise click.UsageError("--controls and --score-unvalidated apply to scored runs, not --validation-only")
     from runner.run import run_controls, run_trials
 
     progress = not no_progress and not json_out
@@ -77,13 +86,17 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
         if not res.ok:
             raise click.exceptions.Exit(1)
         return
-    result = run_trials(manifest, output, jobs=jobs, resume=resume, progress=progress)
+    result = run_trials(manifest, output, jobs=jobs, resume=resume, progress=progress,
+                        controls_dir=controls_dir, repeats=repeats, score_unvalidated=score_unvalidated)
     if json_out:
         echo_json({"run_id": result.run_id, "run_dir": str(result.run_dir),
                    "events": str(result.events_path), "report": str(result.report_path),
                    "outcomes": result.outcomes, "skipped": result.skipped,
                    "refused_lines": [{"line": n, "reason": why} for n, why in result.refused],
-                   "isolated": result.isolated})
+                   "isolated": result.isolated, "unscored_cases": result.unscored,
+                   "trials_skipped": result.trials_skipped})
+        if result.unscored:
+            raise click.exceptions.Exit(1)
         return
     for number, why in result.refused[:20]:
         click.echo(f"warning: {result.events_path}:{number}: refused on resume: {why}", err=True)
@@ -96,7 +109,16 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
             click.echo(line)
     summary = " ".join(f"{k}={v}" for k, v in sorted(result.outcomes.items()))
     click.echo(f"run {result.run_id}: {summary}")
+    if result.unscored:
+        click.echo(f"not scored: {len(result.unscored)} case(s) failed their controls "
+                   f"({result.trials_skipped} trial(s) skipped):", err=True)
+        for case_id, why in sorted(result.unscored.items()):
+            click.echo(f"  {case_id}: {why}", err=True)
+    else:
+        click.echo("controls: every case passed; 0 cases not scored")
     click.echo(f"events {result.events_path}; report {result.report_path}")
+    if result.unscored:
+        raise click.exceptions.Exit(1)
 
 
 @app.command()

@@ -79,6 +79,7 @@ def make_corpus(root: Path, variants: list[dict] | None = None, token: bool = Fa
         "repository": "repo",
         "initial_commit": sha,
         "repetitions": 1,
+        "control_repeats": 1,  # flaky detection has its own tests; one repeat keeps these fast
         "stages": ["build"],
         "timeout_seconds": 60,
         "cases": [{

@@ -35,7 +35,7 @@ def test_committed_schemas_match_the_models():
 def test_validation_only_passes_and_writes_report(kit, corpus_root, tmp_path):
     m = kit.make_corpus(corpus_root)
     out = tmp_path / "ctl"
-    proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only")
+    proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only", "--repeats", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "mul" in proc.stdout and "1/1 cases ok" in proc.stdout
     events = read_events(out / "events.jsonl")
@@ -64,7 +64,8 @@ def test_failing_and_flaky_controls_exit_nonzero(kit, corpus_root, tmp_path):
     data["isolation"] = {"backend": "none"}
     m.write_text(json.dumps(data))
     out = tmp_path / "ctl"
-    proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only", "--no-progress")
+    proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only", "--no-progress",
+               "--repeats", "5")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (cv,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, ev.CaseValidated)]
     assert not cv.ok and cv.flaky_criteria == ["flips"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -56,18 +55,16 @@ def test_null_and_fixer_two_reps(kit, corpus_root, tmp_path):
     gradings = [e for e in events if isinstance(e, ev.Grading) and e.trial_id == "mul__fixer__r1"]
     assert {(g.criterion_id, g.verdict, g.baseline) for g in gradings} == {
         ("mul_works", "passed", "failed"), ("add_works", "passed", "passed")}
-    # Fresh repository: only the initial commit, no remote; source untouched. Checkpoints
-    # are the runner's own commits (in its private git dir), never the agent's .git.
+    # Checkpoints are the runner's own commits, recorded with their trees; each one's diff
+    # is kept as a patch. What stays of the workspace is its files: not the agent's .git,
+    # nor the runner's private git dir (compressed content no redaction can see).
     ws = res.run_dir / "trials" / "mul__fixer__r1" / "workspace"
-    assert subprocess.run(["git", "remote"], cwd=ws, capture_output=True, text=True).stdout == ""
-    log = subprocess.run(["git", "log", "--format=%s"], cwd=ws, capture_output=True, text=True).stdout.split("\n")
-    assert [x for x in log if x] == ["initial"]
     (cp,) = [e for e in events if isinstance(e, ev.Checkpoint) and e.trial_id == "mul__fixer__r1"]
-    runner_git = res.run_dir / "trials" / "mul__fixer__r1" / ".runner" / "git"
-    shown = subprocess.run(["git", "--git-dir", str(runner_git), "show", "-s", "--format=%T %s", cp.sha],
-                           capture_output=True, text=True, check=True).stdout.split(" ", 1)
-    assert shown[0] == cp.tree == fins["mul__fixer__r1"].final_tree
-    assert shown[1].startswith("trialhouse checkpoint: build")
+    assert cp.tree == fins["mul__fixer__r1"].final_tree and cp.files_changed == 1
+    checkpoint_patch = res.run_dir / "trials" / "mul__fixer__r1" / "checkpoints" / "a1-build.patch"
+    assert "+def mul(a, b):" in checkpoint_patch.read_text()
+    assert "def mul" in (ws / "calc.py").read_text() and not (ws / ".git").exists()
+    assert not (res.run_dir / "trials" / "mul__fixer__r1" / ".runner").exists()
     patch = (res.run_dir / "trials" / "mul__fixer__r1" / "changes.patch").read_text()
     assert "+def mul(a, b):" in patch
     assert (res.run_dir / "trials" / "mul__noop__r1" / "changes.patch").read_text() == ""
@@ -197,15 +194,21 @@ def test_agent_that_cannot_start(kit, corpus_root, tmp_path):
     assert fin.outcome == "infra_error" and "could not start" in fin.reason
 
 
-@pytest.mark.parametrize("command, why", [
-    (["-c", "import sys; sys.exit(2)"], "exit 2"),
-    (["-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], "crash"),
-    (["-c", "import time; time.sleep(60)"], "hang"),
+@pytest.mark.parametrize("behaviour, why", [
+    ("sys.exit(2)", "exit 2"),
+    ("os.kill(os.getpid(), signal.SIGSEGV)", "crash"),
+    ("time.sleep(60)", "hang"),
 ])
-def test_inconclusive_grader_is_infra_error(kit, corpus_root, tmp_path, command, why):
-    m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": kit.agent("patch", str(corpus_root / "patches" / "mul.patch"))}])
+def test_inconclusive_grader_is_infra_error(kit, corpus_root, tmp_path, behaviour, why):
+    # The grader misbehaves only on the state the agent leaves (a file named boom), so the
+    # controls pass and the case is scored; on that state it is inconclusive.
+    agent = {"kind": "command", "argv": [PY, "-c", "open('boom', 'w').write('x')"]}
+    m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": agent}])
     data = json.loads(m.read_text())
-    data["cases"][0]["criteria"].append({"id": "flaky", "layer": "repository", "command": [PY, *command],
+    code = ("import os, signal, sys, time\n"
+            "if not os.path.exists(os.path.join(os.environ['TRIALHOUSE_WORKSPACE'], 'boom')):\n"
+            "    sys.exit(0)\n" + behaviour + "\n")
+    data["cases"][0]["criteria"].append({"id": "flaky", "layer": "repository", "command": [PY, "-c", code],
                                          "timeout_seconds": 1})
     m.write_text(json.dumps(data))
     _, events, _ = run(m, tmp_path / "o")
@@ -215,9 +218,24 @@ def test_inconclusive_grader_is_infra_error(kit, corpus_root, tmp_path, command,
     assert g.verdict == "inconclusive"
 
 
-def test_prepare_command_fails(kit, corpus_root, tmp_path):
+def test_a_prepare_command_that_always_fails_leaves_the_case_unscored(kit, corpus_root, tmp_path):
+    m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": kit.agent("noop")}],
+                        prepare_commands=[[PY, "-c", "import sys; sys.exit(4)"]])
+    res, events, report = run(m, tmp_path / "o")
+    assert finished(events) == {} and res.unscored == {"mul": res.unscored["mul"]}
+    assert "prepare command" in res.unscored["mul"] and "exit 4" in res.unscored["mul"]
+    (skip,) = [e for e in events if isinstance(e, ev.TrialSkipped)]
+    assert skip.trial_id == "mul__v__r1" and "not scored" in skip.reason
+    assert not any(isinstance(e, ev.StageStarted) for e in events)
+
+
+def test_prepare_command_fails_in_a_trial(kit, corpus_root, tmp_path):
+    # Passes for both controls, fails in the trial: infrastructure, not the agent.
+    count = tmp_path / "prepare-count"
+    code = ("import pathlib, sys; p = pathlib.Path(sys.argv[1]); n = int(p.read_text()) if p.exists() else 0;"
+            " p.write_text(str(n + 1)); sys.exit(4 if n >= 2 else 0)")
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("noop"),
-                         prepare_commands=[[PY, "-c", "import sys; sys.exit(4)"]])
+                         prepare_commands=[[PY, "-c", code, str(count)]], isolation={"backend": "none"})
     assert fin.outcome == "infra_error" and "prepare" in fin.reason
     assert [e.exit_code for e in events if isinstance(e, ev.PrepareFinished)] == [4]
     assert not any(isinstance(e, ev.StageStarted) for e in events)
@@ -268,9 +286,12 @@ def test_pre_existing_failure_is_not_a_regression(kit, corpus_root, tmp_path):
     data["cases"][0]["criteria"].append({"id": "lint", "layer": "repository",
                                          "command": [PY, "-c", "import sys; sys.exit(1)"]})
     m.write_text(json.dumps(data))
-    _, events, _ = run(m, tmp_path / "o")
+    # A criterion failing before and after the reference patch fails the positive
+    # control, so the case is not scored; run anyway, its trial ignores the old failure.
+    res, events, _ = run(m, tmp_path / "o", score_unvalidated=True)
     (fin,) = finished(events).values()
-    assert fin.outcome == "accepted" and "pre-existing" in fin.reason
+    assert "lint (repository) failed, expected passed" in res.unscored["mul"]
+    assert fin.outcome == "accepted" and "pre-existing" in fin.reason and fin.scored is False
 
 
 def test_regression_outcome(kit, corpus_root, tmp_path):

@@ -1,0 +1,49 @@
+"""Evaluator fingerprints: what decides a case's grade, hashed, so changes are never pooled.
+
+Two runs of the same manifest can grade differently: a grader file loosened between
+them leaves the manifest's own bytes unchanged. The fingerprint therefore hashes the
+*content* of every input a case's criteria read, next to the criteria themselves, the
+reference patch, the prepare commands, the initial commit and the runner's grading
+semantics. Analyses treat (case, fingerprint) as the task: trials of one case with two
+fingerprints are two task versions, named as such, never one pooled rate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from runner.manifest import Case, Manifest
+from runner.paths import inputs_in_argv
+
+GRADING_SEMANTICS = 2
+"""1: graders ran in the agent's workspace (before isolation). 2: graders run on fresh
+copies of a runner-captured tree in the sandbox, with success tokens."""
+
+
+def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], initial_commit: str) -> str:
+    """16 hex digits; equal exactly when everything that decides the grade is equal."""
+    criteria = []
+    for c in case.criteria:
+        files = set(c.files) | set(inputs_in_argv(c.command or []))
+        judge = None
+        if c.judge is not None:
+            files |= {c.judge.rubric} | ({c.judge.calibration} if c.judge.calibration else set())
+            judge = {"model": c.judge.model}
+        criteria.append({
+            "id": c.id, "layer": c.layer, "severity": c.resolved_severity, "command": c.command,
+            "judge": judge, "files": {f: hashes.get(f) for f in sorted(files)},
+            "timeout_seconds": c.timeout_seconds, "success_token": c.success_token,
+            "flaky_fixed": c.flaky_fixed,
+        })
+    payload = {
+        "grading_semantics": GRADING_SEMANTICS,
+        "initial_commit": initial_commit,
+        "reference_patch": hashes.get(case.reference_patch),
+        "prepare_commands": manifest.prepare_commands,
+        "checkpoint_exclude": manifest.checkpoint_exclude,
+        "network": manifest.isolation.network,
+        "criteria": criteria,
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
