@@ -292,6 +292,42 @@ def parse_version(kind: HarnessKind, output: str) -> str | None:
     return match.group(1) if match else None
 
 
+@dataclass(frozen=True)
+class Probe:
+    """What ``validate`` learns about a harness binary before any trial starts."""
+
+    binary: str
+    path: str | None
+    """Where the binary resolved to on the agent's PATH; None when it was not found."""
+    version: str | None
+    problem: str | None
+    """One sentence saying what is wrong and what to do; None when the harness is usable."""
+
+
+def probe(settings: HarnessSettings, path_env: str, timeout: float = 60.0) -> Probe:
+    """Find the binary on ``path_env`` and read its version with ``--version``."""
+    import shutil
+    import subprocess
+
+    argv = version_argv(settings)
+    found = shutil.which(argv[0], path=path_env)
+    if found is None:
+        hint = "run `make tools`, or set agent.binary" if settings.kind != "mini-swe-agent" else \
+            "install mini-swe-agent (make tools), or set agent.binary"
+        return Probe(argv[0], None, None, f"{settings.kind}: {argv[0]!r} is not on the agent's PATH; {hint}")
+    try:
+        proc = subprocess.run([found, *argv[1:]], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL, env={"PATH": path_env, "HOME": "/nonexistent"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Probe(argv[0], found, None, f"{settings.kind}: {found} --version failed: {exc}")
+    version = parse_version(settings.kind, proc.stdout + proc.stderr)
+    if version is None:
+        head = (proc.stdout + proc.stderr).strip().splitlines()[:1]
+        return Probe(argv[0], found, None, f"{settings.kind}: {found} --version printed no version "
+                     f"this trialhouse recognises ({head[0][:120] if head else 'nothing'})")
+    return Probe(argv[0], found, version, None)
+
+
 # ---------------------------------------------------------------- outputs
 
 

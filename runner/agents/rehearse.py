@@ -14,6 +14,7 @@ exactly what a trial will run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -30,7 +31,9 @@ from runner.procs import run_bounded
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
 CALC_FIXED = "def add(a, b):\n    return a + b\n"
-CHECK = "python3 -c 'import calc; assert calc.add(2, 3) == 5' && echo ok"
+CHECK = "python3 -B -c 'import calc; assert calc.add(2, 3) == 5' && echo ok"
+"""``-B``: an edit that keeps the file's size within the same second as the first check
+would otherwise be hidden by the stale ``__pycache__`` (seen on a fast real run)."""
 PROMPT = "calc.add subtracts instead of adding. Fix it and check it with python3."
 CODEX_PATCH = ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n"
                "-    return a - b\n+    return a + b\n*** End Patch\nEOF\n")
@@ -98,7 +101,7 @@ def scenario_settings(kind: str, scenario: str, binary: str, model: str | None =
     fields: dict[str, Any] = {"kind": kind, "binary": binary, "max_retries": 1,
                               "model": model or ("claude-sonnet-4-5" if scenario == "success-json" else "th-scripted-1")}
     if kind == "claude-code":
-        fields["output_format"] = "json" if scenario in ("success-json", "denied", "turn-limit") else "stream-json"
+        fields["output_format"] = "json" if scenario in ("success-json", "turn-limit") else "stream-json"
         if scenario != "denied":
             fields["allowed_tools"] = ("Bash",)
         if scenario == "turn-limit":
@@ -139,8 +142,12 @@ class Rehearsal:
 
 def rehearse(kind: str, scenario: str, binary: str, *, root: Path | None = None, timeout: float = 90.0,
              path_env: str = "/usr/local/bin:/usr/bin:/bin", model: str | None = None,
-             parse: bool = True) -> Rehearsal:
-    """Run one scenario for real; everything it writes stays under ``root``."""
+             parse: bool = True, base_url: str | None = None) -> Rehearsal:
+    """Run one scenario for real; everything it writes stays under ``root``.
+
+    The harness talks to a scripted gateway started here, or to ``base_url`` (another
+    gateway's trial route, e.g. in record or replay mode; ``calls`` is then empty).
+    """
     if scenario not in SCENARIOS[kind]:
         raise ValueError(f"{kind} has no scenario {scenario!r}; choose from {', '.join(SCENARIOS[kind])}")
     root = Path(root or tempfile.mkdtemp(prefix=f"rehearse-{kind}-"))
@@ -151,8 +158,9 @@ def rehearse(kind: str, scenario: str, binary: str, *, root: Path | None = None,
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
     settings = scenario_settings(kind, scenario, binary, model)
     calls: list[ModelCall] = []
-    with Gateway("scripted", script=scenario_script(kind, scenario), on_call=calls.append) as gateway:
-        base = gateway.open_trial(f"{kind}-{scenario}", variables={"workspace": str(workspace)})
+    gateway = Gateway("scripted", script=scenario_script(kind, scenario), on_call=calls.append)
+    with gateway if base_url is None else contextlib.nullcontext():
+        base = base_url or gateway.open_trial(f"{kind}-{scenario}", variables={"workspace": str(workspace)})
         harness_plan = plan(settings, prompt=PROMPT, workspace=workspace, home=home, tmp=tmp,
                             model_base_url=base, output_dir=out)
         for path, text in harness_plan.files.items():

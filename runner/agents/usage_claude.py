@@ -95,9 +95,11 @@ def read_claude(path: Path, *, stream: bool, stderr: Path | None = None,
     tokens = _tokens(result)
     tokens_from = "result"
     notes: list[str] = []
-    if all(v is None for v in tokens.values()) and scan.messages:
-        tokens = _stream_tokens(scan, notes)
-        tokens_from = "stream"
+    if all(v is None for v in tokens.values()):
+        notes.append("the result line has no modelUsage or usage (a changed output format?)")
+        if scan.messages:
+            tokens = _stream_tokens(scan, notes)
+            tokens_from = "stream"
     claimed, basis = cost_claim(result, tokens)
     steps = count(result.get("num_turns"))
     if steps is None and scan.messages:

@@ -283,11 +283,13 @@ def read_codex(path: Path, *, stderr: Path | None = None, sessions_dir: Path | N
                stage_started_at: datetime | None = None, secrets: tuple[str, ...] = ()) -> HarnessResult:
     """``codex exec --json`` stdout plus stderr and the session rollout; never raises."""
     report = parse_codex_json(Path(path))
-    thread_id = _thread_id(Path(path))
+    thread_id, unknown = _scan(Path(path))
     rollout_path = find_rollout(sessions_dir, thread_id)
     rollout = read_rollout(rollout_path) if rollout_path is not None else None
     excerpt = stderr_excerpt(stderr, secrets)
     notes: list[str] = []
+    if unknown:
+        notes.append(f"event types this parser does not know were ignored: {', '.join(unknown[:10])}")
     usage = report.usage
     tokens_from = "stdout" if usage.input_tokens is not None else None
     if usage.input_tokens is None and rollout is not None and rollout.total_usage is not None:
@@ -322,9 +324,20 @@ def read_codex(path: Path, *, stderr: Path | None = None, sessions_dir: Path | N
     )
 
 
-def _thread_id(path: Path) -> str | None:
+EXEC_EVENTS = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed", "item.started",
+                         "item.updated", "item.completed", "error", "item.plan.delta", "request_user_input"})
+
+
+def _scan(path: Path) -> tuple[str | None, list[str]]:
+    """The thread id, and event types this parser does not know (a newer format?)."""
+    thread: str | None = None
+    unknown: dict[str, None] = {}
     for obj in iter_json_lines(path):
-        if obj is not None and obj.get("type") == "thread.started":
-            value = obj.get("thread_id")
-            return value if isinstance(value, str) else None
-    return None
+        if obj is None:
+            continue
+        kind = obj.get("type")
+        if kind == "thread.started" and thread is None and isinstance(obj.get("thread_id"), str):
+            thread = obj["thread_id"]
+        elif isinstance(kind, str) and kind not in EXEC_EVENTS and "msg" not in obj:
+            unknown[kind] = None
+    return thread, list(unknown)

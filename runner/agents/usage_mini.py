@@ -34,6 +34,7 @@ from runner.agents.harness_result import (
 from runner.agents.usage import AgentReport, add, amount, count, short
 from runner.events import Usage
 
+KNOWN_FORMATS = frozenset({"mini-swe-agent-1", "mini-swe-agent-1.1"})
 BUDGET_STATUSES = frozenset({"LimitsExceeded", "TimeExceeded"})
 AGENT_STATUSES = frozenset({"Submitted", "RepeatedFormatError", "ContextWindowExceededError"})
 """Exit statuses that are the agent's own ending (never infrastructure)."""
@@ -63,6 +64,9 @@ def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datet
     api_calls = count(stats.get("api_calls"))
     tokens, answered = _tokens(messages)
     notes: list[str] = []
+    if doc.get("trajectory_format") not in KNOWN_FORMATS:
+        notes.append(f"trajectory_format {doc.get('trajectory_format')!r} is not one this parser knows "
+                     f"({', '.join(sorted(KNOWN_FORMATS))}); read as the newest")
     if api_calls is not None and answered < api_calls:
         notes.append(f"{api_calls - answered} of {api_calls} API calls left no message: their tokens are unknown")
         tokens = dict.fromkeys(tokens) if answered == 0 else tokens

@@ -3,7 +3,7 @@
 See :mod:`runner.gateway.server` for the modes and docs/gateway.md for the recipes.
 """
 
-from runner.gateway.records import ModelCall
+from runner.gateway.records import ModelCall, gateway_failure
 from runner.gateway.script import Reply, Script, Step, Tokens, ToolCall, load_script
 from runner.gateway.server import (
     DEFAULT_UPSTREAMS,
@@ -25,6 +25,7 @@ __all__ = [
     "Step",
     "Tokens",
     "ToolCall",
+    "gateway_failure",
     "Upstream",
     "load_script",
     "recording_path",

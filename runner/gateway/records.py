@@ -57,6 +57,9 @@ class ModelCall(BaseModel):
     request_id: str | None = None
     """Provider request id (``request-id`` / ``x-request-id`` header), else the response's
     own id (``msg_…``, ``resp_…``, ``chatcmpl-…``)."""
+    response_id: str | None = None
+    """The response's own id (``msg_…``, ``resp_…``, ``chatcmpl-…``): what harness logs
+    quote, so it joins a harness's turns to these records."""
     status: int | None = None
     """HTTP status returned to the agent; None when the gateway never answered."""
     streamed: bool = False
@@ -100,3 +103,16 @@ class ModelCall(BaseModel):
     """Why tokens are unknown when they are (e.g. ``stream ended without usage``)."""
     request_sha256: str
     """sha256 of the request body as received (before redaction): equal bodies, equal hash."""
+
+
+def gateway_failure(calls: list[ModelCall]) -> str | None:
+    """Why a trial's model traffic cannot be trusted, or None.
+
+    A call the gateway itself failed (replay mismatch, script mismatch, provider
+    unreachable or silent, a malformed request) means the trial measured the setup,
+    not the agent: the runner turns it into ``infra_error`` with this reason.
+    """
+    for call in calls:
+        if call.gateway_error is not None:
+            return f"model gateway: {call.gateway_error} on call {call.call_index}: {call.error or ''}".rstrip(": ")
+    return None

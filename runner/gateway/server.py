@@ -348,6 +348,7 @@ class Gateway:
         first: float | None = None
         body = bytearray()
         started = False
+        done = False
         try:
             for wait, chunk in answer.chunks:
                 if wait:
@@ -363,21 +364,31 @@ class Gateway:
                             first = time.monotonic()
             if not started:
                 await response.prepare(request)
+            # The record exists before the agent sees the end of the answer, so whoever
+            # reads the calls after the agent exits never misses its last one.
+            done = True
+            self._finish_tapped(trial, base, tap, info, answer.status, answer.headers, arrived, first, streamed,
+                                decoder, bytes(body))
             await response.write_eof()
-        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-            base["error"] = AGENT_GONE
-        except asyncio.CancelledError:
-            self._finish(trial, {**base, "_arrived": arrived, "status": answer.status if started else None,
-                                 "error": AGENT_GONE})
-            raise
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError, asyncio.CancelledError) as exc:
+            if not done:
+                self._finish(trial, {**base, "_arrived": arrived, "status": answer.status if started else None,
+                                     "error": AGENT_GONE})
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        return response
+
+    def _finish_tapped(self, trial: _Trial, base: dict[str, Any], tap: ResponseTap, info: RequestInfo,
+                       status: int | None, headers: Mapping[str, str], arrived: float, first: float | None,
+                       streamed: bool, decoder: sse.SseDecoder, body: bytes) -> dict[str, Any]:
         if streamed:
             for event in decoder.close():
                 tap.on_event(event)
         else:
-            tap.on_body(bytes(body), answer.status)
-        self._finish(trial, self._tap_fields(base, tap, info, answer.status, answer.headers, arrived, first,
-                                             streamed, decoder))
-        return response
+            tap.on_body(body, status or 0)
+        fields = self._tap_fields(base, tap, info, status, headers, arrived, first, streamed, decoder)
+        self._finish(trial, fields)
+        return fields
 
     # -- forward / record
 
@@ -401,6 +412,7 @@ class Gateway:
         status: int | None = None
         up_headers: dict[str, str] = {}
         streamed = False
+        done = False
         try:
             async with self._session.post(url, data=body, headers=headers) as up:
                 status = up.status
@@ -416,9 +428,15 @@ class Gateway:
                         for event in decoder.feed(chunk):
                             if tap.on_event(event) and first is None:
                                 first = time.monotonic()
+                done = True
+                fields = self._finish_tapped(trial, base, tap, info, status, up_headers, arrived, first, streamed,
+                                             decoder, bytes(kept))
+                self._record(trial, info, request, body, status, up_headers, bytes(kept), fields)
                 await response.write_eof()
+                return response
         except asyncio.CancelledError:
-            self._finish(trial, {**base, "_arrived": arrived, "status": status, "error": AGENT_GONE})
+            if not done:
+                self._finish(trial, {**base, "_arrived": arrived, "status": status, "error": AGENT_GONE})
             raise
         except TimeoutError:
             base.update(gateway_error="upstream_timeout",
@@ -431,22 +449,23 @@ class Gateway:
                 base.update(error="connection reset mid-stream")
         except aiohttp.ClientError as exc:
             base.update(gateway_error="upstream_unreachable", error=short(f"{type(exc).__name__}: {exc}", 500))
+        if done:  # the agent went away while the answer's end was being written
+            return response  # type: ignore[return-value]
         if response is None:
             gateway_status = 504 if base.get("gateway_error") == "upstream_timeout" else 502
             message = self._redact(base.get("error") or "upstream failed")
-            fields = {**base, "status": gateway_status, "latency_s": time.monotonic() - arrived,
-                      "error": message}
+            fields = {**base, "status": gateway_status, "latency_s": time.monotonic() - arrived, "error": message}
             self._finish(trial, fields)
             self._record(trial, info, request, body, gateway_status, {}, b"", fields)
             return _api_error(info.api, gateway_status, "api_error", message)
-        if streamed:
-            for event in decoder.close():
-                tap.on_event(event)
-        else:
-            tap.on_body(bytes(kept), status or 0)
-        fields = self._tap_fields(base, tap, info, status, up_headers, arrived, first, streamed, decoder)
-        self._finish(trial, fields)
+        # Failed mid-stream: record what arrived, then end the (truncated) answer.
+        fields = self._finish_tapped(trial, base, tap, info, status, up_headers, arrived, first, streamed,
+                                     decoder, bytes(kept))
         self._record(trial, info, request, body, status, up_headers, bytes(kept), fields)
+        try:
+            await response.write_eof()
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            pass
         return response
 
     async def _forward_other(self, request: web.Request, path: str) -> web.StreamResponse:
@@ -499,6 +518,7 @@ class Gateway:
             **base,
             "status": status,
             "request_id": request_id,
+            "response_id": tap.response_id,
             "response_model": tap.response_model,
             "stop_reason": tap.stop_reason,
             "tool_calls": tap.tool_calls,

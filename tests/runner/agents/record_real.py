@@ -26,11 +26,11 @@ FIXTURES = Path(__file__).parent / "fixtures" / "real"
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kinds", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument("kinds", nargs="*", choices=[*SCENARIOS, []], help="default: all")
     parser.add_argument("--binary", help="record this binary instead of tools/bin/<cli> (one kind only)")
     parser.add_argument("--scenario", action="append", help="only these scenarios")
     args = parser.parse_args()
-    for kind in args.kinds:
+    for kind in args.kinds or list(SCENARIOS):
         binary = str(Path(args.binary).resolve()) if args.binary else str(ROOT / "tools" / "bin" / DEFAULT_BINARY[kind])
         argv = version_argv(HarnessSettings(kind=kind, model="m", binary=binary))
         out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
