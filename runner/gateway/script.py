@@ -160,8 +160,13 @@ def render(api: Api, reply: Reply, *, stream: bool, model: str, position: int, a
     events, body = builder(reply, text, calls, model, tag)
     if not stream:
         return Answer(200, "application/json", [(reply.delay_s, json.dumps(body).encode())], headers)
-    chunks = [(reply.delay_s if i == 0 else (reply.stall_s if i == 1 else 0.0), sse.encode(name, data))
-              for i, (name, data) in enumerate(events)]
+    # A stall splits the stream after its first event; otherwise it goes out in one write,
+    # as a provider's buffered answer would (fewer sends, less noise in measurements).
+    encoded = [sse.encode(name, data) for name, data in events]
+    if reply.stall_s:
+        chunks = [(reply.delay_s, encoded[0]), (reply.stall_s, b"".join(encoded[1:]))]
+    else:
+        chunks = [(reply.delay_s, b"".join(encoded))]
     return Answer(200, "text/event-stream", chunks, headers)
 
 

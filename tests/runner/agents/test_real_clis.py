@@ -3,7 +3,8 @@
 Each run is a whole headless session of the real program, offline: the scripted model
 asks it to read calc.py, run a check, edit, check again, finish; the fault runs fail
 with HTTP 500, hit the turn limit, or have a tool denied. The harness's own account
-(parsed output) is checked against the gateway's (what crossed the wire).
+(parsed output) is checked against the gateway's (what crossed the wire). mini-swe-agent
+runs once live (it takes ~10 s to import litellm); its faults are tested on recordings.
 """
 
 from __future__ import annotations
@@ -98,11 +99,6 @@ def test_codex_removed_flag_names_the_cause(tmp_path):
     run = rehearse("codex", "bad-flag", tool("codex"), root=tmp_path, path_env=PATH)
     assert run.exit_code == 2 and run.calls == []
     assert "--full-auto" in run.result.report.message
-
-
-def test_mini_step_limit(tmp_path):
-    run = rehearse("mini-swe-agent", "turn-limit", tool("mini"), root=tmp_path, path_env=PATH)
-    assert (run.result.report.status, run.result.report.budget_hit, len(run.calls)) == ("LimitsExceeded", True, 2)
 
 
 def test_claude_recorded_then_replayed_without_the_provider(tmp_path):
