@@ -40,7 +40,7 @@ demo: $(STAMP) ## run the main job: example corpus → validate → controls →
 	@echo "report:     $(DEMO)/reports/latest/report.html"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium ## install everything, lint, and run the whole test suite
+test: $(STAMP) chromium tools ## install everything (the pinned agent CLIs too), lint, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -80,7 +80,7 @@ tools: $(CLAUDE_DIR)/.installed $(CODEX_DIR)/.installed $(MINI_DIR)/.installed #
 	@ln -sfn ../claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude $(TOOLS)/bin/claude
 	@ln -sfn ../codex-$(CODEX_VERSION)/node_modules/.bin/codex $(TOOLS)/bin/codex
 	@ln -sfn ../mini-swe-agent-$(MINI_SWE_AGENT_VERSION)/bin/mini $(TOOLS)/bin/mini
-	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --help 2>/dev/null | grep -m1 -o 'mini-swe-agent version [0-9.]*'
+	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --version | head -1
 
 node: ## install Debian's nodejs and npm where missing (Node >= 18 for the agent CLIs)
 	@command -v npm >/dev/null 2>&1 && node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \

@@ -142,7 +142,7 @@ class Rehearsal:
 
 def rehearse(kind: str, scenario: str, binary: str, *, root: Path | None = None, timeout: float = 90.0,
              path_env: str = "/usr/local/bin:/usr/bin:/bin", model: str | None = None,
-             parse: bool = True, base_url: str | None = None) -> Rehearsal:
+             parse: bool = True, base_url: str | None = None, overrides: dict[str, Any] | None = None) -> Rehearsal:
     """Run one scenario for real; everything it writes stays under ``root``.
 
     The harness talks to a scripted gateway started here, or to ``base_url`` (another
@@ -157,6 +157,8 @@ def rehearse(kind: str, scenario: str, binary: str, *, root: Path | None = None,
     (workspace / "calc.py").write_text(CALC_BUGGY)
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
     settings = scenario_settings(kind, scenario, binary, model)
+    if overrides:
+        settings = HarnessSettings(**{**settings.model_dump(), **overrides})
     calls: list[ModelCall] = []
     gateway = Gateway("scripted", script=scenario_script(kind, scenario), on_call=calls.append)
     with gateway if base_url is None else contextlib.nullcontext():

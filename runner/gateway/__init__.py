@@ -12,6 +12,7 @@ from runner.gateway.server import (
     GatewayConfigError,
     Upstream,
     recording_path,
+    route_key,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "Upstream",
     "load_script",
     "recording_path",
+    "route_key",
 ]

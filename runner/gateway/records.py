@@ -43,6 +43,9 @@ class ModelCall(BaseModel):
     event: Literal["model_call"] = "model_call"
     trial_id: str
     """The trial whose route the call came through (the route's token is never stored)."""
+    stage: str | None = None
+    """The stage the route was opened for (build / qa / review), when it was."""
+    attempt: int | None = Field(default=None, ge=1)
     call_index: int = Field(ge=0)
     """Order of arrival at the gateway within the trial, from 0."""
     ts: datetime
@@ -52,6 +55,9 @@ class ModelCall(BaseModel):
     api: Api
     model: str | None = None
     """The model the agent asked for (request body)."""
+    service_tier: str | None = None
+    """The service tier the request asked for; how a harness setting such as Codex's
+    ``service_tier = "fast"`` really reached the provider (or did not)."""
     response_model: str | None = None
     """The model the provider said answered, when it said (may differ: routing, aliases)."""
     request_id: str | None = None

@@ -97,6 +97,8 @@ class ReplayMismatch(LookupError):
 @dataclass
 class _Trial:
     trial_id: str
+    stage: str | None
+    attempt: int | None
     token: str
     variables: dict[str, str]
     script: Script | None
@@ -230,43 +232,47 @@ class Gateway:
 
     # ------------------------------------------------------------ trials
 
-    def open_trial(self, trial_id: str, *, variables: Mapping[str, str] | None = None,
-                   script: Script | None = None, replay_from: str | None = None) -> str:
-        """Register a trial; return its base URL (append ``/v1`` for OpenAI clients).
+    def open_trial(self, trial_id: str, *, stage: str | None = None, attempt: int | None = None,
+                   variables: Mapping[str, str] | None = None, script: Script | None = None,
+                   replay_from: str | None = None) -> str:
+        """Open a route for one trial (or one stage invocation of it); return its base URL.
 
-        ``variables`` fill ``{name}`` in a script; ``script`` overrides the gateway's
-        for this trial; ``replay_from`` names the recorded trial to replay (default: the
-        same id).
+        Append ``/v1`` for OpenAI clients. With ``stage``/``attempt`` the route (and its
+        recording) is that stage's, and every record carries them; close it when the
+        stage ends and open the next. ``variables`` fill ``{name}`` in a script; ``script``
+        overrides the gateway's; ``replay_from`` names the recorded route to replay
+        (``route_key(trial, stage, attempt)``; default: this one).
         """
         if self.base_url is None:
             raise GatewayConfigError("start the gateway before opening trials")
         if self.mode == "scripted" and (script or self.script) is None:
             raise GatewayConfigError("scripted mode needs a script (Gateway(script=...) or open_trial(script=...))")
+        key = route_key(trial_id, stage, attempt)
         replay = None
         if self.mode == "replay":
-            replay = _Replay.load(recording_path(self.recording_dir, replay_from or trial_id))  # type: ignore[arg-type]
+            replay = _Replay.load(recording_path(self.recording_dir, replay_from or key))  # type: ignore[arg-type]
         recording = None
         if self.mode == "record":
-            recording = recording_path(self.recording_dir, trial_id)  # type: ignore[arg-type]
+            recording = recording_path(self.recording_dir, key)  # type: ignore[arg-type]
             recording.parent.mkdir(parents=True, exist_ok=True)
             recording.write_text("")
-        trial = _Trial(trial_id, _secrets.token_urlsafe(12), dict(variables or {}), script or self.script,
-                       replay, recording)
+        trial = _Trial(trial_id, stage, attempt, _secrets.token_urlsafe(12), dict(variables or {}),
+                       script or self.script, replay, recording)
         with self._lock:
-            if trial_id in self._trials:
-                raise GatewayConfigError(f"trial {trial_id!r} is already open")
-            self._trials[trial_id] = trial
+            if key in self._trials:
+                raise GatewayConfigError(f"route {key!r} is already open")
+            self._trials[key] = trial
             self._by_token[trial.token] = trial
         return f"{self.base_url}/t/{trial.token}"
 
-    def calls(self, trial_id: str) -> list[ModelCall]:
+    def calls(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[ModelCall]:
         with self._lock:
-            return list(self._trials[trial_id].calls)
+            return list(self._trials[route_key(trial_id, stage, attempt)].calls)
 
-    def close_trial(self, trial_id: str) -> list[ModelCall]:
-        """Forget the trial's route (later calls get 404) and return its calls."""
+    def close_trial(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[ModelCall]:
+        """Forget the route (later calls get 404) and return its calls."""
         with self._lock:
-            trial = self._trials.pop(trial_id)
+            trial = self._trials.pop(route_key(trial_id, stage, attempt))
             self._by_token.pop(trial.token, None)
             return list(trial.calls)
 
@@ -371,9 +377,10 @@ class Gateway:
                                 decoder, bytes(body))
             await response.write_eof()
         except (ConnectionResetError, aiohttp.ClientConnectionResetError, asyncio.CancelledError) as exc:
-            if not done:
-                self._finish(trial, {**base, "_arrived": arrived, "status": answer.status if started else None,
-                                     "error": AGENT_GONE})
+            if not done:  # what was sent before the agent hung up still counts
+                self._finish_tapped(trial, {**base, "error": AGENT_GONE}, tap, info,
+                                    answer.status if started else None, answer.headers, arrived, first,
+                                    streamed, decoder, bytes(body))
             if isinstance(exc, asyncio.CancelledError):
                 raise
         return response
@@ -435,8 +442,12 @@ class Gateway:
                 await response.write_eof()
                 return response
         except asyncio.CancelledError:
+            # The agent hung up (often right after the last event, before the upstream's
+            # end): the tokens and tools already seen are still the call's.
             if not done:
-                self._finish(trial, {**base, "_arrived": arrived, "status": status, "error": AGENT_GONE})
+                fields = self._finish_tapped(trial, {**base, "error": AGENT_GONE}, tap, info, status, up_headers,
+                                             arrived, first, streamed, decoder, bytes(kept))
+                self._record(trial, info, request, body, status, up_headers, bytes(kept), fields)
             raise
         except TimeoutError:
             base.update(gateway_error="upstream_timeout",
@@ -505,7 +516,9 @@ class Gateway:
                     arrived: float, first: float | None, streamed: bool, decoder: sse.SseDecoder) -> dict[str, Any]:
         tokens = tap.tokens()
         note = None
-        if status is not None and status < 400 and all(v is None for v in tokens.values()):
+        if tap.cut_short:
+            note = "stream ended before the final usage: output tokens unknown"
+        elif status is not None and status < 400 and all(v is None for v in tokens.values()):
             if tap.unparsed and (tap.events == tap.unparsed or not streamed):
                 note = "response is not in the API's format: tokens unknown"
             elif streamed and decoder.lines == 0:
@@ -589,6 +602,8 @@ def _call_fields(trial: _Trial, ts: datetime, mode: GatewayMode, api: Api, info:
                  digest: str, arrived: float, **extra: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "trial_id": trial.trial_id,
+        "stage": trial.stage,
+        "attempt": trial.attempt,
         "ts": ts,
         "mode": mode,
         "provider": "anthropic" if api == "messages" else "openai",
@@ -597,7 +612,8 @@ def _call_fields(trial: _Trial, ts: datetime, mode: GatewayMode, api: Api, info:
         "_arrived": arrived,
     }
     if info is not None:
-        fields.update(model=info.model, streamed=info.stream, position=info.position, side_request=info.side)
+        fields.update(model=info.model, streamed=info.stream, position=info.position, side_request=info.side,
+                      service_tier=info.service_tier)
     if "status" in extra:
         extra["latency_s"] = time.monotonic() - arrived
     fields.update(extra)
@@ -616,6 +632,13 @@ def _api_error(api: Api, status: int, kind: str, message: str) -> web.Response:
 
 
 # ---------------------------------------------------------------- recordings
+
+
+def route_key(trial_id: str, stage: str | None = None, attempt: int | None = None) -> str:
+    """How a route is named (and its recording): the trial id, plus ``/stage/attempt``."""
+    if stage is None and attempt is None:
+        return trial_id
+    return f"{trial_id}/{stage or '-'}/{attempt or 1}"
 
 
 def recording_path(recording_dir: Path, trial_id: str) -> Path:

@@ -55,6 +55,8 @@ class RequestInfo:
     tool_result_ids: tuple[str, ...]
     side: bool
     """No tools offered: a title, summary or probe request, not a loop step."""
+    service_tier: str | None = None
+    """The ``service_tier`` the request asked for (OpenAI ``priority``/``flex``, Anthropic ``auto``…)."""
 
     @property
     def provider(self) -> Provider:
@@ -78,6 +80,7 @@ def read_request(api: Api, body: bytes) -> RequestInfo:
         position=len(ids),
         tool_result_ids=ids,
         side=not (isinstance(tools, list) and tools),
+        service_tier=doc.get("service_tier") if isinstance(doc.get("service_tier"), str) else None,
     )
 
 
@@ -119,6 +122,8 @@ class ResponseTap:
     unparsed: int = 0
     """SSE events whose data was not JSON (``[DONE]`` excepted)."""
     _tool_ids: set[str] = field(default_factory=set)
+    _start_only: bool = False
+    """Anthropic stream cut before ``message_delta``: ``output_tokens`` is message_start's 1."""
 
     # ------------------------------------------------------------ input
 
@@ -165,6 +170,7 @@ class ResponseTap:
     def _anthropic_event(self, kind: str, doc: dict[str, Any]) -> bool:
         if kind == "message_start" and isinstance(doc.get("message"), dict):
             self._anthropic_message(doc["message"])
+            self._start_only = True
         elif kind == "content_block_start":
             block = doc.get("content_block")
             if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
@@ -178,6 +184,7 @@ class ResponseTap:
                 self.stop_reason = delta["stop_reason"]
             if isinstance(doc.get("usage"), dict):
                 self.usage = {**(self.usage or {}), **doc["usage"]}
+                self._start_only = False
         elif kind == "error" and isinstance(doc.get("error"), dict):
             self._error(doc["error"])
         return False
@@ -263,13 +270,18 @@ class ResponseTap:
 
     # ------------------------------------------------------------ output
 
+    @property
+    def cut_short(self) -> bool:
+        """The stream ended before the provider's final usage (output tokens unknown)."""
+        return self._start_only
+
     def tokens(self) -> dict[str, int | None]:
         """Usage in the event contract's buckets (uncached input; see records.py)."""
         u = self.usage or {}
         if self.api == "messages":
             return {
                 "input_tokens": count(u.get("input_tokens")),
-                "output_tokens": count(u.get("output_tokens")),
+                "output_tokens": None if self._start_only else count(u.get("output_tokens")),
                 "cache_read_tokens": count(u.get("cache_read_input_tokens")),
                 "cache_write_tokens": count(u.get("cache_creation_input_tokens")),
                 "reasoning_tokens": None,

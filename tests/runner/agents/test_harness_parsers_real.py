@@ -258,3 +258,49 @@ def test_context_exhaustion_is_classified_the_same_for_every_harness(harness, re
     for rec in recordings(harness, "context-length"):
         result = read(rec)
         assert (result.context_exhausted, result.report.infra_error) == (True, False), rec
+
+
+def test_recorded_gateway_records_are_valid_model_calls():
+    from runner.gateway import ModelCall
+
+    from .conftest import REAL
+
+    files = list(REAL.glob("*/*/model_calls.jsonl"))
+    assert files
+    for path in files:
+        for line in path.read_text().splitlines():
+            ModelCall.model_validate_json(line)  # re-record when the record's shape changes
+
+
+def test_a_changed_output_format_gives_nulls_and_a_note_never_an_error(tmp_path):
+    """A newer CLI version: unknown fields and events ignored, missing fields null, a note."""
+    (rec,) = [r for r in recordings("claude-code", "success") if r.version == "2.1.332"]
+    lines = rec.lines()
+    result = lines[-1]
+    for gone in ("modelUsage", "usage"):
+        result.pop(gone)
+    result["brand_new_field"] = {"x": 1}
+    changed = tmp_path / "claude.jsonl"
+    changed.write_text("\n".join(json.dumps(x) for x in [*lines[:-1], {"type": "telemetry_v9"}, result]) + "\n")
+    parsed = read_claude(changed, stream=True, stage_started_at=rec.started)
+    assert parsed.report.status == "success" and parsed.report.malformed_lines == 0
+    assert parsed.report.usage.input_tokens == 1600  # fell back to the assistant lines
+    assert parsed.report.usage.output_tokens is None
+    assert any("no modelUsage or usage" in n for n in parsed.notes)
+
+    (crec,) = recordings("codex", "success")
+    extra = [{"type": "turn.paused", "why": "new"},
+             {"type": "item.completed", "item": {"id": "item_99", "type": "hologram"}}]
+    changed = tmp_path / "codex.jsonl"
+    changed.write_text("\n".join(json.dumps(x) for x in [*crec.lines()[:-1], *extra, crec.lines()[-1]]) + "\n")
+    parsed = read_codex(changed, sessions_dir=crec.dir)
+    assert parsed.report.status == "turn.completed" and parsed.report.usage.input_tokens == 1600
+    assert any("turn.paused" in n for n in parsed.notes)
+
+    (mrec,) = recordings("mini-swe-agent", "success")
+    doc = json.loads((mrec.dir / "trajectory.json").read_text())
+    doc["trajectory_format"] = "mini-swe-agent-3"
+    changed = tmp_path / "traj.json"
+    changed.write_text(json.dumps(doc))
+    parsed = read_mini(changed)
+    assert parsed.report.usage.input_tokens == 1600 and any("mini-swe-agent-3" in n for n in parsed.notes)

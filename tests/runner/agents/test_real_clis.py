@@ -136,6 +136,17 @@ def test_claude_recorded_then_replayed_without_the_provider(tmp_path):
     assert reason is not None and "replay_mismatch" in reason and "th-other-model" in reason
 
 
+def test_codex_fast_tier_reaches_codex_and_the_gateway_shows_what_was_sent(tmp_path):
+    run = rehearse("codex", "success", tool("codex"), root=tmp_path, path_env=PATH,
+                   overrides={"service_tier": "fast", "reasoning_effort": "high"})
+    assert run.exit_code == 0 and run.workspace_fixed
+    warnings = [line for line in run.stdout.read_text().splitlines() if "service tier" in line]
+    # Codex read the setting (fast = "priority") but omits it for a model without metadata:
+    # the gateway's records, not the configuration, say what the provider was asked for.
+    assert warnings and "priority" in warnings[0]
+    assert {c.service_tier for c in run.calls} == {None}
+
+
 def test_rehearsal_refuses_an_unknown_scenario():
     with pytest.raises(ValueError, match="no scenario"):
         rehearse("codex", "denied", "codex")

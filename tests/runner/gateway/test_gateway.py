@@ -105,7 +105,7 @@ def test_scripted_openai_apis_report_cached_tokens_apart(stream):
     calls = []
     with Gateway("scripted", script=two_steps(), on_call=calls.append) as gw:
         base = gw.open_trial("t1", variables={"workspace": "/ws"})
-        r1 = httpx.post(f"{base}/v1/responses", json=responses(stream=stream))
+        r1 = httpx.post(f"{base}/v1/responses", json={**responses(stream=stream), "service_tier": "priority"})
         r2 = httpx.post(f"{base}/v1/chat/completions", json=chat(stream=stream))
     assert r1.status_code == r2.status_code == 200
     if stream:
@@ -122,6 +122,7 @@ def test_scripted_openai_apis_report_cached_tokens_apart(stream):
         assert (call.input_tokens, call.cache_read_tokens, call.output_tokens) == (100, 900, 7)
         assert call.cache_write_tokens is None  # OpenAI reports none: unknown, not 0
         assert call.provider == "openai" and call.tool_calls == ["Read"]
+    assert [c.service_tier for c in calls] == ["priority", None]  # what each request asked for
 
 
 def test_step_is_chosen_from_the_conversation_not_a_counter():
@@ -443,3 +444,36 @@ def test_mode_needs_its_inputs():
         Gateway("proxy")  # type: ignore[arg-type]
     with Gateway("scripted") as gw, pytest.raises(GatewayConfigError, match="needs a script"):
         gw.open_trial("t")
+
+
+def test_stage_routes_label_their_calls_and_can_follow_each_other(tmp_path: Path):
+    with Gateway("scripted", script=two_steps()) as gw:
+        build = gw.open_trial("t1", stage="build", attempt=1)
+        httpx.post(f"{build}/v1/messages", json=anthropic(stream=False))
+        (first,) = gw.close_trial("t1", stage="build", attempt=1)
+        qa = gw.open_trial("t1", stage="qa", attempt=1)
+        httpx.post(f"{qa}/v1/messages", json=anthropic(stream=False))
+        (second,) = gw.calls("t1", stage="qa", attempt=1)
+        assert httpx.post(f"{build}/v1/messages", json=anthropic()).status_code == 404
+    assert (first.trial_id, first.stage, first.attempt) == ("t1", "build", 1)
+    assert (second.stage, second.call_index) == ("qa", 0)
+
+
+@pytest.mark.parametrize("mode", ["forward", "scripted"])
+def test_agent_hanging_up_mid_stream_keeps_what_was_seen(upstream, mode):
+    calls = []
+    slow = two_steps(stall_s=2.0)
+    kwargs = {"upstreams": {"anthropic": upstream(slow)}} if mode == "forward" else {"script": slow}
+    with Gateway(mode, on_call=calls.append, **kwargs) as gw:
+        base = gw.open_trial("t")
+        with httpx.stream("POST", f"{base}/v1/messages", json=anthropic()) as r:
+            first = next(r.iter_bytes())  # message_start only; then hang up
+        assert b"message_start" in first
+        deadline = time.monotonic() + 5
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.05)
+    (call,) = calls
+    assert call.error.startswith("agent closed the connection") and call.status == 200
+    assert (call.input_tokens, call.cache_read_tokens) == (100, 900)  # from message_start
+    assert call.output_tokens is None  # message_start says 1: not the count, which never came
+    assert "output tokens unknown" in call.usage_note
