@@ -11,7 +11,7 @@ FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examp
 RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint lab bench schema chromium bubblewrap clean
+.PHONY: help venv demo test lint lab bench schema chromium bubblewrap tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	@echo "report:     $(DEMO)/reports/latest/report.html"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium bubblewrap ## install everything, lint, and run the whole test suite
+test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -68,6 +68,49 @@ bubblewrap: ## install Debian's bubblewrap (the default isolation backend) where
 	  echo "installing Debian bubblewrap (agents and graders run in its sandbox)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
 	  || { echo "could not install bubblewrap: run 'apt-get install bubblewrap' as root, or set isolation.backend to none"; exit 1; }; }
+
+# Real agent CLIs, pinned, in a project-local folder (never the user's global npm/pip).
+# One directory per tool and version, a stamp file when complete, and tools/bin/<cli>
+# pointing at the pinned one: re-running is a no-op, bumping a version is one variable.
+TOOLS               := tools
+CLAUDE_CODE_VERSION ?= 2.1.332
+CODEX_VERSION       ?= 0.171.0
+MINI_SWE_AGENT_VERSION ?= 2.4.6
+LITELLM_VERSION     ?= 1.110.2
+CLAUDE_DIR := $(TOOLS)/claude-code-$(CLAUDE_CODE_VERSION)
+CODEX_DIR  := $(TOOLS)/codex-$(CODEX_VERSION)
+MINI_DIR   := $(TOOLS)/mini-swe-agent-$(MINI_SWE_AGENT_VERSION)
+
+tools: $(CLAUDE_DIR)/.installed $(CODEX_DIR)/.installed $(MINI_DIR)/.installed ## install the pinned agent CLIs into tools/ (Claude Code, Codex, mini-swe-agent)
+	@mkdir -p $(TOOLS)/bin
+	@ln -sfn ../claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude $(TOOLS)/bin/claude
+	@ln -sfn ../codex-$(CODEX_VERSION)/node_modules/.bin/codex $(TOOLS)/bin/codex
+	@ln -sfn ../mini-swe-agent-$(MINI_SWE_AGENT_VERSION)/bin/mini $(TOOLS)/bin/mini
+	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --version | head -1
+
+node: ## install Debian's nodejs and npm where missing (Node >= 18 for the agent CLIs)
+	@command -v npm >/dev/null 2>&1 && node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \
+	  echo "installing Debian nodejs and npm for the agent CLIs"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null) \
+	  || { echo "could not install nodejs/npm: run 'apt-get install nodejs npm' as root"; exit 1; }; }
+
+$(CLAUDE_DIR)/.installed:
+	@$(MAKE) --no-print-directory node
+	rm -rf $(CLAUDE_DIR) && mkdir -p $(CLAUDE_DIR)
+	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund --loglevel=error --save-exact @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
+	touch $@
+
+$(CODEX_DIR)/.installed:
+	@$(MAKE) --no-print-directory node
+	rm -rf $(CODEX_DIR) && mkdir -p $(CODEX_DIR)
+	npm install --prefix $(CODEX_DIR) --no-audit --no-fund --loglevel=error --save-exact @openai/codex@$(CODEX_VERSION)
+	touch $@
+
+$(MINI_DIR)/.installed:
+	rm -rf $(MINI_DIR)
+	$(PYTHON) -m venv $(MINI_DIR)
+	$(MINI_DIR)/bin/python -m pip install --quiet mini-swe-agent==$(MINI_SWE_AGENT_VERSION) litellm==$(LITELLM_VERSION)
+	touch $@
 
 clean: ## remove the venv and demo output
 	rm -rf $(VENV) $(DEMO)

@@ -9,6 +9,7 @@ output never raises: unparseable lines are counted, unreported fields stay None.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from runner.errors import RunnerError
@@ -52,11 +53,14 @@ class AgentReport:
     """Lines of stdout / the events file that were not usable JSON objects."""
 
 
-def parse_agent_output(usage_format: str, stdout_path: Path, events_path: Path | None) -> AgentReport:
+def parse_agent_output(usage_format: str, stdout_path: Path, events_path: Path | None,
+                       stage_started_at: datetime | None = None) -> AgentReport:
     """Parse a stage's stdout per ``usage_format`` and merge the agent-events file.
 
     Structured stdout wins for every field it reports; fields that neither source
     reported stay None. ``Usage.source`` names the parser(s) that contributed.
+    ``stage_started_at`` (UTC) is what time-to-first-edit is measured from; without
+    it that field stays unknown for the Claude formats.
     """
     from runner.agents import usage_claude, usage_codex, usage_events
 
@@ -74,7 +78,10 @@ def parse_agent_output(usage_format: str, stdout_path: Path, events_path: Path |
         if events is None:
             return AgentReport()
         return events
-    primary = parsers[usage_format](Path(stdout_path))
+    if usage_format.startswith("claude-"):
+        primary = parsers[usage_format](Path(stdout_path), stage_started_at)
+    else:
+        primary = parsers[usage_format](Path(stdout_path))
     if events is None:
         return primary
     return merge_reports(primary, events)

@@ -1,4 +1,4 @@
-"""Parser for OpenAI Codex CLI ``codex exec --json`` (FORMATS.md §10).
+"""Parser for OpenAI Codex CLI ``codex exec --json`` (FORMATS.md §10), its stderr and rollout.
 
 ``turn.completed.usage`` is the thread's cumulative total, so the last one is the
 run's usage; ``input_tokens`` includes ``cached_input_tokens``. Codex reports no cost.
@@ -6,21 +6,42 @@ Steps = completed tool-using items (``command_execution``, ``file_change``,
 ``mcp_tool_call``): the actions the agent took, comparable to Claude's turns only
 loosely. The legacy protocol (``{"id", "msg"}`` lines, before openai/codex#4525 in
 late September 2025) is read too: usage from ``token_count.info.total_token_usage``.
+
+Checked on real Codex 0.171 output (tests/runner/agents/fixtures/real/codex-*):
+
+* A run that fails before printing JSON (a removed flag: exit 2) says why only on
+  stderr; :func:`read_codex` keeps a bounded, redacted tail and puts the cause line in
+  the message.
+* A run that fails mid-way prints no usage on stdout, but its rollout file
+  ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<thread_id>.jsonl`` holds the tokens
+  spent (``token_count.info.total_token_usage``), the CLI version (``session_meta``),
+  the model (``turn_context``), the error category (``task_complete.error``) and
+  timestamps for every item; they are read from there.
+* Context-window exhaustion ("Codex ran out of room in the model's context window")
+  is the agent's failure, as for every harness (harness_result.CONTEXT_EXHAUSTED).
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from runner.agents.harness_result import (
+    CONTEXT_EXHAUSTED,
+    HarnessResult,
+    seconds_since,
+    stderr_cause,
+    stderr_excerpt,
+)
 from runner.agents.usage import AgentReport, count, iter_json_lines, short
+from runner.agents.usage_claude import timestamp
 from runner.events import Usage
 
 STEP_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call"})
 LEGACY_STEP_MSGS = frozenset({"exec_command_end", "patch_apply_end", "mcp_tool_call_end"})
 
-_CONTEXT = re.compile(r"context[ _-]?(window|length)|maximum context|too many tokens|prompt is too long", re.I)
 
 
 def classify_failure(message: str | None) -> bool:
@@ -30,7 +51,7 @@ def classify_failure(message: str | None) -> bool:
     5xx, auth and network errors are infra, and so is anything unrecognised
     (FORMATS.md §10): the message is kept so a reader can see why.
     """
-    return not (message and _CONTEXT.search(message))
+    return not (message and CONTEXT_EXHAUSTED.search(message))
 
 
 def parse_codex_json(path: Path) -> AgentReport:
@@ -183,3 +204,140 @@ def _parse_legacy(head: list[dict[str, Any]], rest: Any, malformed: int) -> Agen
     return AgentReport(
         usage=usage, status="no_result", infra_error=True, message=note, malformed_lines=malformed
     )
+
+
+# ---------------------------------------------------------------- stderr and rollout
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """What a Codex session rollout file says (None where it does not)."""
+
+    path: Path
+    cli_version: str | None = None
+    model: str | None = None
+    total_usage: dict[str, Any] | None = None
+    """The thread's cumulative usage: the last ``token_count.info.total_token_usage``
+    that did not fall (see :func:`read_rollout`)."""
+    error: str | None = None
+    error_kind: str | None = None
+    """``task_complete.error.codex_error_info`` (e.g. ``internal_server_error``)."""
+    first_edit_at: datetime | None = None
+    """Completion time of the first ``FileChange`` item with status ``completed``."""
+    items: tuple[dict[str, Any], ...] = ()
+    """Completed items (``CommandExecution``, ``FileChange``, …) with their line timestamp
+    as ``_ts`` (a datetime)."""
+
+
+def find_rollout(sessions_dir: Path | None, thread_id: str | None) -> Path | None:
+    """The rollout file of ``thread_id`` under a sessions directory (newest when several)."""
+    if sessions_dir is None or thread_id is None or not Path(sessions_dir).is_dir():
+        return None
+    found = sorted(Path(sessions_dir).rglob(f"rollout-*{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
+def read_rollout(path: Path) -> Rollout:
+    version = model = error = kind = None
+    total: dict[str, Any] | None = None
+    first_edit: datetime | None = None
+    items: list[dict[str, Any]] = []
+    for obj in iter_json_lines(path):
+        if obj is None or not isinstance(obj.get("payload"), dict):
+            continue
+        payload = obj["payload"]
+        kind_of_line = obj.get("type")
+        if kind_of_line == "session_meta":
+            version = payload.get("cli_version") if isinstance(payload.get("cli_version"), str) else version
+        elif kind_of_line == "turn_context":
+            model = payload.get("model") if isinstance(payload.get("model"), str) else model
+        elif kind_of_line == "event_msg":
+            event = payload.get("type")
+            if event == "token_count" and isinstance(payload.get("info"), dict):
+                usage = payload["info"].get("total_token_usage")
+                # Cumulative, so it never falls; after context exhaustion Codex writes a
+                # zeroed total (total_tokens = the context window): a marker, not usage.
+                if isinstance(usage, dict) and _spent(usage) >= _spent(total):
+                    total = usage
+            elif event == "task_complete" and isinstance(payload.get("error"), dict):
+                error = short(payload["error"].get("message"))
+                info = payload["error"].get("codex_error_info")
+                kind = info if isinstance(info, str) else None
+            elif event == "item_completed" and isinstance(payload.get("item"), dict):
+                item = dict(payload["item"])
+                item["_ts"] = timestamp(obj.get("timestamp"))
+                items.append(item)
+                if (first_edit is None and item.get("type") == "FileChange"
+                        and item.get("status") == "completed"):
+                    first_edit = item["_ts"]
+    return Rollout(path, version, model, total, error, kind, first_edit, tuple(items))
+
+
+def _spent(usage: dict[str, Any] | None) -> int:
+    if usage is None:
+        return -1
+    return (count(usage.get("input_tokens")) or 0) + (count(usage.get("output_tokens")) or 0)
+
+
+def read_codex(path: Path, *, stderr: Path | None = None, sessions_dir: Path | None = None,
+               stage_started_at: datetime | None = None, secrets: tuple[str, ...] = ()) -> HarnessResult:
+    """``codex exec --json`` stdout plus stderr and the session rollout; never raises."""
+    report = parse_codex_json(Path(path))
+    thread_id, unknown = _scan(Path(path))
+    rollout_path = find_rollout(sessions_dir, thread_id)
+    rollout = read_rollout(rollout_path) if rollout_path is not None else None
+    excerpt = stderr_excerpt(stderr, secrets)
+    notes: list[str] = []
+    if unknown:
+        notes.append(f"event types this parser does not know were ignored: {', '.join(unknown[:10])}")
+    usage = report.usage
+    tokens_from = "stdout" if usage.input_tokens is not None else None
+    if usage.input_tokens is None and rollout is not None and rollout.total_usage is not None:
+        usage = usage.model_copy(update=_tokens(rollout.total_usage))
+        tokens_from = "rollout"
+        notes.append(f"tokens from the rollout file {rollout.path.name} (stdout printed no usage)")
+    message = report.message
+    if report.status == "no_result":
+        cause = stderr_cause(excerpt)
+        if cause:
+            head = "codex printed no events" if not thread_id else message
+            message = short(f"{head}; stderr: {cause}")
+    elif report.status == "turn.failed" and rollout is not None and rollout.error_kind:
+        message = short(f"{message} ({rollout.error_kind})")
+    context = bool(report.status in ("turn.failed", "error") and report.message
+                   and CONTEXT_EXHAUSTED.search(report.message))
+    first_edit = rollout.first_edit_at if rollout is not None else None
+    usage = usage.model_copy(update={"time_to_first_edit_s": seconds_since(stage_started_at, first_edit)})
+    if rollout is None and thread_id:
+        notes.append("no rollout file found for this thread (tokens after a failure and timestamps unknown)")
+    return HarnessResult(
+        report=replace(report, usage=usage, message=message),
+        harness="codex",
+        cli_version=rollout.cli_version if rollout else None,
+        session_id=thread_id,
+        model=rollout.model if rollout else None,
+        context_exhausted=context,
+        stderr_excerpt=excerpt,
+        tokens_from=tokens_from,
+        first_edit_at=first_edit,
+        notes=tuple(notes),
+    )
+
+
+EXEC_EVENTS = frozenset({"thread.started", "turn.started", "turn.completed", "turn.failed", "item.started",
+                         "item.updated", "item.completed", "error", "item.plan.delta", "request_user_input"})
+
+
+def _scan(path: Path) -> tuple[str | None, list[str]]:
+    """The thread id, and event types this parser does not know (a newer format?)."""
+    thread: str | None = None
+    unknown: dict[str, None] = {}
+    for obj in iter_json_lines(path):
+        if obj is None:
+            continue
+        kind = obj.get("type")
+        if kind == "thread.started" and thread is None and isinstance(obj.get("thread_id"), str):
+            thread = obj["thread_id"]
+        elif isinstance(kind, str) and kind not in EXEC_EVENTS and "msg" not in obj:
+            unknown[kind] = None
+    return thread, list(unknown)

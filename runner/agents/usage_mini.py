@@ -1,0 +1,179 @@
+"""Parser for mini-swe-agent trajectories (``mini … -o traj.json``; FORMATS.md §7).
+
+Checked on real mini-swe-agent 2.4.6 output (tests/runner/agents/fixtures/real/mini-*):
+
+* ``info.exit_status`` is ``Submitted`` on success, ``LimitsExceeded`` at the step or
+  cost limit, ``TimeExceeded``, ``RepeatedFormatError``, or the name of the exception
+  that ended the run (``InternalServerError``, ``RateLimitError``,
+  ``ContextWindowExceededError`` …).
+* Tokens are not in ``info`` but every assistant message keeps its raw response in
+  ``extra.response`` with the provider's ``usage`` (``prompt_tokens`` includes
+  ``cached_tokens``): summed here. Calls that failed left no message, so their tokens
+  are unknown (the gateway's records have them).
+* ``info.model_stats.instance_cost`` is litellm's price; with
+  ``MSWEA_COST_TRACKING=ignore_errors`` an unpriced model costs 0.0, which is not
+  "free": 0.0 after API calls is a claim with unknown basis.
+* Edits are shell commands; which ones edit is a heuristic (:data:`EDIT_COMMAND`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner.agents.harness_result import (
+    CONTEXT_EXHAUSTED,
+    HarnessResult,
+    seconds_since,
+    stderr_cause,
+    stderr_excerpt,
+)
+from runner.agents.usage import AgentReport, add, amount, count, short
+from runner.events import Usage
+
+KNOWN_FORMATS = frozenset({"mini-swe-agent-1", "mini-swe-agent-1.1"})
+BUDGET_STATUSES = frozenset({"LimitsExceeded", "TimeExceeded"})
+AGENT_STATUSES = frozenset({"Submitted", "RepeatedFormatError", "ContextWindowExceededError"})
+"""Exit statuses that are the agent's own ending (never infrastructure)."""
+EDIT_COMMAND = re.compile(
+    r"(^|[;&|]\s*)(sed\s+(-[a-zA-Z]*i|--in-place)|perl\s+-[a-zA-Z]*i|patch\b|git\s+apply\b|tee\b|truncate\b"
+    r"|touch\b|mv\b|cp\b|rm\b)|(?<![<>&0-9])>{1,2}\s*(?!&|/dev/null)[\w./-]",
+)
+"""A shell command that changes files: in-place editors, patch tools, redirections into
+a file. A heuristic: ``python -c "open(...,'w')"`` is not recognised."""
+
+
+def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datetime | None = None,
+              secrets: tuple[str, ...] = ()) -> HarnessResult:
+    """A mini-swe-agent trajectory file (plus stderr); never raises."""
+    excerpt = stderr_excerpt(stderr, secrets)
+    doc = _load(Path(path))
+    if doc is None:
+        cause = stderr_cause(excerpt)
+        message = "no trajectory file" + (f"; stderr: {cause}" if cause else "")
+        report = AgentReport(usage=Usage(source="mini-trajectory"), status="no_result", infra_error=True,
+                             message=short(message))
+        return HarnessResult(report=report, harness="mini-swe-agent", stderr_excerpt=excerpt)
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    messages = [m for m in doc.get("messages", []) if isinstance(m, dict)] if isinstance(doc.get("messages"), list) else []
+    status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else None
+    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    api_calls = count(stats.get("api_calls"))
+    tokens, answered = _tokens(messages)
+    notes: list[str] = []
+    if doc.get("trajectory_format") not in KNOWN_FORMATS:
+        notes.append(f"trajectory_format {doc.get('trajectory_format')!r} is not one this parser knows "
+                     f"({', '.join(sorted(KNOWN_FORMATS))}); read as the newest")
+    if api_calls is not None and answered < api_calls:
+        notes.append(f"{api_calls - answered} of {api_calls} API calls left no message: their tokens are unknown")
+        tokens = dict.fromkeys(tokens) if answered == 0 else tokens
+    claimed = amount(stats.get("instance_cost"))
+    basis = None
+    if claimed is not None:
+        basis = "reported_unknown_basis" if claimed == 0 and (api_calls or 0) > 0 else "reported"
+    exit_text = _exit_text(messages)
+    context = status == "ContextWindowExceededError" or bool(
+        status and status not in AGENT_STATUSES | BUDGET_STATUSES and exit_text and CONTEXT_EXHAUSTED.search(exit_text))
+    first_edit = _first_edit(messages)
+    usage = Usage(**tokens, cost_usd=claimed if basis == "reported" else None, steps=api_calls,
+                  time_to_first_edit_s=seconds_since(stage_started_at, first_edit), source="mini-trajectory")
+    infra = status is None or not (status in AGENT_STATUSES or status in BUDGET_STATUSES or context)
+    message = None
+    if status != "Submitted":
+        message = short(exit_text or status or "trajectory has no exit status")
+        if context:
+            message = short(f"context window exhausted: {message}")
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+    report = AgentReport(usage=usage, status=status or "no_result", infra_error=infra,
+                         budget_hit=status in BUDGET_STATUSES, message=message)
+    return HarnessResult(
+        report=report,
+        harness="mini-swe-agent",
+        cli_version=info.get("mini_version") if isinstance(info.get("mini_version"), str) else None,
+        model=model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None,
+        claimed_cost_usd=claimed,
+        cost_basis=basis,  # type: ignore[arg-type]
+        context_exhausted=context,
+        stderr_excerpt=excerpt,
+        tokens_from="trajectory" if answered else None,
+        first_edit_at=first_edit,
+        notes=tuple(notes),
+    )
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _tokens(messages: list[dict[str, Any]]) -> tuple[dict[str, int | None], int]:
+    sums: dict[str, int | None] = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens"))
+    answered = 0
+    for message in messages:
+        usage = _response_usage(message)
+        if usage is None:
+            continue
+        answered += 1
+        total = count(usage.get("prompt_tokens"))
+        details = usage.get("prompt_tokens_details")
+        cached = count(details.get("cached_tokens")) if isinstance(details, dict) else None
+        sums["input_tokens"] = add(sums["input_tokens"], None if total is None else max(total - (cached or 0), 0))  # type: ignore[assignment]
+        sums["cache_read_tokens"] = add(sums["cache_read_tokens"], cached)  # type: ignore[assignment]
+        sums["output_tokens"] = add(sums["output_tokens"], count(usage.get("completion_tokens")))  # type: ignore[assignment]
+    return {**sums, "cache_write_tokens": None}, answered
+
+
+def _response_usage(message: dict[str, Any]) -> dict[str, Any] | None:
+    if message.get("role") != "assistant" or not isinstance(message.get("extra"), dict):
+        return None
+    response = message["extra"].get("response")
+    usage = response.get("usage") if isinstance(response, dict) else None
+    return usage if isinstance(usage, dict) else None
+
+
+def _exit_text(messages: list[dict[str, Any]]) -> str | None:
+    for message in reversed(messages):
+        if message.get("role") == "exit":
+            extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+            text = extra.get("exception_str") or message.get("content")
+            return str(text) if text else None
+    return None
+
+
+def commands(message: dict[str, Any]) -> list[str]:
+    """The shell commands an assistant message asked for (``extra.actions``)."""
+    extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+    actions = extra.get("actions") if isinstance(extra.get("actions"), list) else []
+    return [str(a.get("command")) for a in actions if isinstance(a, dict) and a.get("command")]
+
+
+def epoch(value: object) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _first_edit(messages: list[dict[str, Any]]) -> datetime | None:
+    """Time of the observation of the first editing command that exited 0."""
+    pending = False
+    for message in messages:
+        if message.get("role") == "assistant":
+            pending = any(EDIT_COMMAND.search(c) for c in commands(message))
+        elif message.get("role") in ("tool", "user") and pending:
+            extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+            if extra.get("returncode") == 0:
+                moment = epoch(extra.get("timestamp"))
+                if moment is not None:
+                    return moment
+            pending = False
+    return None

@@ -1,0 +1,34 @@
+"""Model gateway: a loopback proxy that measures, records, replays or scripts model calls.
+
+See :mod:`runner.gateway.server` for the modes and docs/gateway.md for the recipes.
+"""
+
+from runner.gateway.records import ModelCall, gateway_failure
+from runner.gateway.script import Reply, Script, Step, Tokens, ToolCall, load_script
+from runner.gateway.server import (
+    DEFAULT_UPSTREAMS,
+    MODES,
+    Gateway,
+    GatewayConfigError,
+    Upstream,
+    recording_path,
+    route_key,
+)
+
+__all__ = [
+    "DEFAULT_UPSTREAMS",
+    "MODES",
+    "Gateway",
+    "GatewayConfigError",
+    "ModelCall",
+    "Reply",
+    "Script",
+    "Step",
+    "Tokens",
+    "ToolCall",
+    "gateway_failure",
+    "Upstream",
+    "load_script",
+    "recording_path",
+    "route_key",
+]
