@@ -53,6 +53,9 @@ STAGE_OUTPUT_LIMIT = 1024 * 1024
 AGENT_FILE_LIMIT = 4 * 1024 * 1024
 """Bytes of an agent-written events file kept (the rest is dropped with a count)."""
 VERDICT_LIMIT = 256 * 1024
+KEPT_FILE_LIMIT = 16 * 1024 * 1024
+"""A changed workspace file larger than this is not kept (it is named in
+``workspace-removed.txt``); ``changes.patch`` summarises it too."""
 
 
 class TrialInterrupted(Exception):
@@ -630,19 +633,30 @@ class _Trial:
 
     def keep_workspace(self) -> None:
         """What stays of the workspace: its files, redacted; not the agent's ``.git``, not
-        the runner's private git (both hold content compressed, where no redaction sees)."""
-        if self.evidence_problems() or os.path.islink(self.ws) or not self.ws.is_dir():
+        the runner's private git (both hold content compressed, where no redaction sees).
+        Called only when the evidence directories were found intact."""
+        if os.path.islink(self.ws) or not self.ws.is_dir():
             return
         pristine: dict[str, str] = {}
         for tree in (self.prepared_tree, self.ignored_tree):
             if tree:
                 pristine.update({rel: sha for _m, sha, rel in self.git.entries(tree)})
+        removed: list[str] = []
         for path in _files(self.ws):
             rel = path.relative_to(self.ws).as_posix()
             cached = self.git.cached(rel, path)
             if cached is not None and pristine.get(rel) == cached:
                 continue  # the operator's content, unchanged since the checkout
+            size = path.lstat().st_size
+            if size > KEPT_FILE_LIMIT:  # not read back whole (nor redacted) by the runner
+                path.unlink()
+                removed.append(f"{rel}: {size} bytes")
+                continue
             self.redactions += self.redactor.workspace_file(path)
+        if removed:
+            write_atomic(self.dir / "workspace-removed.txt",
+                         ("Files the agent left that were too large to keep (over "
+                          f"{KEPT_FILE_LIMIT} bytes):\n" + "".join(f"{r}\n" for r in removed)).encode())
         remove_tree(self.ws / ".git")
         remove_tree(self.dir / ".runner")
 

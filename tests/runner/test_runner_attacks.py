@@ -402,34 +402,49 @@ def _outcomes(path: Path) -> dict[str, str]:
 
 def test_sigkill_at_20_seeded_points_then_resume_gives_the_uninterrupted_outcomes(kit, corpus_root, tmp_path):
     patch = str(corpus_root / "patches" / "mul.patch")
-    variants = [{"id": "noop", "agent": kit.agent("slow", "0.15")},
+    variants = [{"id": "noop", "agent": kit.agent("slow", "0.1")},
                 {"id": "fixer", "agent": kit.agent("patch", patch)},
                 {"id": "liar", "agent": kit.agent("fake-verdict")}]
-    m = kit.make_corpus(corpus_root, variants=variants, repetitions=2)
+    m = kit.make_corpus(corpus_root, variants=variants, repetitions=3)
     clean = tmp_path / "clean"
     assert cli("run", "--manifest", str(m), "--output", str(clean), "--no-progress").returncode == 0
     expected = _outcomes(clean / "events.jsonl")
-    assert len(expected) == 6
+    total_lines = len((clean / "events.jsonl").read_bytes().splitlines())
+    assert len(expected) == 9
+    # Kill points are seeded positions in the event stream (a number of lines written
+    # since this attempt started; 0 = during set-up, while the inputs are copied).
     rng = random.Random(20261201)
     out = tmp_path / "killed"
-    kills = 0
-    for _ in range(20):
+    kills, attempts = 0, 0
+    while kills < 20 and attempts < 60:
+        attempts += 1
+        before = len((out / "events.jsonl").read_bytes().splitlines()) if (out / "events.jsonl").exists() else 0
+        point = 0 if kills % 5 == 0 else rng.randint(1, max(2, (total_lines - before) // 2))
         args = ["--resume"] if out.exists() else []
         proc = subprocess.Popen([PY, "-m", "trialhouse", "run", "--manifest", str(m), "--output", str(out),
-                                 "--no-progress", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.05, 1.2))
+                                 "--no-progress", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        if point == 0:
+            time.sleep(rng.uniform(0.0, 0.3))
+        else:
+            while proc.poll() is None and time.monotonic() < deadline:
+                lines = len((out / "events.jsonl").read_bytes().splitlines()) if (out / "events.jsonl").exists() else 0
+                if lines - before >= point:
+                    break
+                time.sleep(0.005)
         if proc.poll() is None:
             proc.kill()
             kills += 1
         proc.wait()
+        if (out / "report.json").exists() and json.loads((out / "report.json").read_text()).get("status") == "completed":
+            break
     res = cli("run", "--manifest", str(m), "--output", str(out), "--no-progress",
               *(["--resume"] if out.exists() else []))
     assert res.returncode == 0, res.stderr
-    assert kills >= 15, f"only {kills} kills landed"
+    assert kills >= 20, f"only {kills} kills landed in {attempts} attempts"
     verified = read_verified(out / "events.jsonl")
-    assert verified.refused == [] or all("torn" in why or "not a valid event" in why
-                                         for _n, why in verified.refused)
+    assert all("not a valid event" in why for _n, why in verified.refused), verified.refused
     assert _outcomes(out / "events.jsonl") == expected
     report = json.loads((out / "report.json").read_text())
-    assert report["trials_finished"] == 6 and report["status"] == "completed"
+    assert report["trials_finished"] == 9 and report["status"] == "completed"
     assert {t["trial_id"]: t["outcome"] for t in report["trials"]} == expected

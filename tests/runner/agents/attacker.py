@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-mode = sys.argv[1]
-args = sys.argv[2:]
 ws = Path(os.environ.get("TRIALHOUSE_WORKSPACE", os.getcwd()))
 SKIP = ("/proc", "/sys", "/dev", "/usr", "/etc", sys.base_prefix)
 """System content (read-only, and large): the operator's files are never there."""
@@ -246,6 +244,36 @@ def hang(marker: str) -> None:
     time.sleep(600)
 
 
+PLANTED = {
+    "anthropic": "sk-ant-api03-" + "Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0Hg9Fe8Dc7Ba6ZyXwVuTsRq",
+    "aws-key-id": "AKIA" + "ZXCVBNMASDFGHJKL",
+    "aws-secret": "aws_secret_access_key = " + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+    "github": "ghp_" + "9z8Y7x6W5v4U3t2S1r0QpOnMlKjIhGfEdCbA",
+    "password": "password=" + "correct-horse-battery-staple-42",
+}
+"""Credential shapes an agent might print; the tests also plant two environment values."""
+
+
+def leak() -> None:
+    """Put every secret it can find everywhere the runner might store text."""
+    values = [os.environ.get("QA_API_KEY", ""), os.environ.get("QA_SECRET", ""), *PLANTED.values()]
+    blob = " | ".join(values)
+    stage = os.environ.get("TRIALHOUSE_STAGE")
+    print("stdout:", blob)
+    print("stderr:", blob, file=sys.stderr)
+    with open(os.environ["TRIALHOUSE_AGENT_EVENTS"], "a") as fh:
+        fh.write(json.dumps({"type": "tool_call", "name": "bash", "args": {"cmd": blob}}) + "\n")
+        fh.write(json.dumps({"type": "usage", "input_tokens": 10, "output_tokens": 2}) + "\n")
+    with open(os.environ["TRIALHOUSE_VERDICT_FILE"], "w") as fh:
+        json.dump({"status": "failed " + values[0], "findings": [f"leaked {v}" for v in values]}, fh)
+    (ws / f"notes-{stage}.txt").write_text(blob + "\n")
+    (ws / "calc.py").write_text((ws / "calc.py").read_text() + f"\n# {blob}\n")
+    (Path(os.environ["HOME"]) / "history").write_text(blob)
+    git("add", "-A")
+    git("commit", "-qm", f"work {blob}")
+    say("leaked everything")
+
+
 MODES = {
     "read-answer": read_answer, "plant-inputs": plant_inputs, "pth": plant_pth,
     "early-exit": early_exit, "steal-token": steal_token, "daemon": daemon,
@@ -253,7 +281,12 @@ MODES = {
     "recreate-git": recreate_git, "replace-initial": replace_initial,
     "outside-symlink": outside_symlink, "git-config": git_config, "contaminate": contaminate,
     "env-secret": env_secret, "sleepers": sleepers, "big-file": big_file, "hang": hang,
+    "leak": leak,
 }
+EVERY_STAGE = {"leak"}
 
-if os.environ.get("TRIALHOUSE_STAGE", "build") == "build" and os.environ.get("TRIALHOUSE_ATTEMPT", "1") == "1":
-    MODES[mode](*args)
+if __name__ == "__main__":
+    mode, args = sys.argv[1], sys.argv[2:]
+    first = os.environ.get("TRIALHOUSE_STAGE", "build") == "build" and os.environ.get("TRIALHOUSE_ATTEMPT", "1") == "1"
+    if first or mode in EVERY_STAGE:
+        MODES[mode](*args)
