@@ -14,30 +14,13 @@ from collections.abc import Sequence
 import altair as alt
 import polars as pl
 
+from analysis import formatting as fmt
 from analysis import theme
+from analysis.formatting import config_label
 
 theme.enable()
 
 LABEL = "label"
-
-
-def config_label(
-    variant: str | None,
-    model: str | None,
-    harness: str | None,
-    harness_version: str | None,
-    config_id: str | None = None,
-    simulated: bool | None = False,
-) -> str:
-    """A short human name for a configuration; simulated ones say so."""
-    if variant:
-        name = variant
-    else:
-        parts = [p for p in (model, harness) if p]
-        name = " / ".join(parts) or (config_id or "?")[:12]
-        if harness_version and harness:
-            name += f"@{harness_version}"
-    return f"{name} SIMULATED" if simulated else name
 
 
 def with_labels(df: pl.DataFrame, configs: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -80,10 +63,9 @@ def _finite(df: pl.DataFrame, *columns: str) -> pl.DataFrame:
     return df.filter(cond)
 
 
-def _pct(n: int | None, d: int | None) -> str:
-    if not d:
-        return f"{n or 0}/{d or 0} (—)"
-    return f"{n}/{d} ({100 * n / d:.0f}%)"
+def has_data(df: pl.DataFrame, *columns: str) -> bool:
+    """Whether a chart over ``columns`` would draw anything (an empty chart is never drawn)."""
+    return _finite(df, *columns).height > 0 if columns else df.height > 0
 
 
 def rate_chart(
@@ -95,7 +77,7 @@ def rate_chart(
     """
     df = _finite(summary, "rate", "ci_low", "ci_high").with_columns(
         pl.struct(["solved", "valid"])
-        .map_elements(lambda s: _pct(s["solved"], s["valid"]), return_dtype=pl.String)
+        .map_elements(lambda s: fmt.pct(s["solved"], s["valid"]), return_dtype=pl.String)
         .alias("count")
     )
     base = alt.Chart(df, title=alt.Title(title, subtitle="Wilson 95% interval, per trial"))
@@ -187,38 +169,34 @@ def directions_chart(
     )
 
 
-def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass^k and pass@k") -> alt.Chart:
-    """pass^k (all k succeed) and pass@k (at least one) against k, per configuration.
+METRIC_TITLES = {"pass@k": "pass@k: at least one of k tries succeeds",
+                 "pass^k": "pass^k: all k tries succeed"}
+
+
+def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass@k and pass^k") -> alt.FacetChart:
+    """pass@k (at least one of k succeeds) and pass^k (all k succeed) against k: one panel
+    per metric, so the two are never told apart by a dash pattern alone.
 
     Columns: label, k, metric ("pass^k" | "pass@k"), value.
     """
-    df = _finite(passk, "value")
-    return (
-        alt.Chart(
-            df,
-            title=alt.Title(
-                title, subtitle="unbiased estimators over tasks; k up to the fewest repetitions"
-            ),
-        )
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("k:O", title="k"),
-            y=alt.Y(
-                "value:Q",
-                title="probability",
-                scale=alt.Scale(domain=[0, 1]),
-                axis=alt.Axis(format="%"),
-            ),
-            color=alt.Color(f"{LABEL}:N", title="configuration"),
-            strokeDash=alt.StrokeDash("metric:N", title="metric"),
-            tooltip=[
-                alt.Tooltip(f"{LABEL}:N", title="configuration"),
-                "metric:N",
-                "k:O",
-                alt.Tooltip("value:Q", format=".3f"),
-            ],
-        )
-    )
+    df = _finite(passk, "value").with_columns(
+        pl.col("metric").replace_strict(METRIC_TITLES, default=pl.col("metric")).alias("panel"))
+    kmax = int(df["k"].max() or 1) if df.height else 1
+    order = [METRIC_TITLES["pass@k"], METRIC_TITLES["pass^k"]]
+    base = alt.Chart(df).mark_line(point=True).encode(
+        x=alt.X("k:Q", title="k (repetitions)", scale=alt.Scale(domain=[1, max(kmax, 2)]),
+                axis=alt.Axis(values=list(range(1, max(kmax, 2) + 1)), format="d")),
+        y=alt.Y("value:Q", title="probability", scale=alt.Scale(domain=[0, 1]),
+                axis=alt.Axis(format="%")),
+        color=alt.Color(f"{LABEL}:N", title="configuration"),
+        tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), "metric:N", "k:Q",
+                 alt.Tooltip("value:Q", format=".3f")],
+    ).properties(width=260, height=220)
+    return base.facet(
+        column=alt.Column("panel:N", title=None, sort=order,
+                          header=alt.Header(labelFontSize=12, labelFontWeight="bold")),
+    ).properties(title=alt.Title(
+        title, subtitle="unbiased estimators over tasks; k up to the fewest repetitions"))
 
 
 def pareto_chart(
@@ -318,7 +296,7 @@ def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.
     """
     df = grid.with_columns(
         pl.struct(["solved", "valid"])
-        .map_elements(lambda s: _pct(s["solved"], s["valid"]), return_dtype=pl.String)
+        .map_elements(lambda s: fmt.pct(s["solved"], s["valid"]), return_dtype=pl.String)
         .alias("count")
     )
     base = alt.Chart(df, title=alt.Title(title, subtitle="acceptance rate on common tasks"))
@@ -468,6 +446,7 @@ def period_chart(
 __all__: Sequence[str] = [
     "config_label",
     "with_labels",
+    "has_data",
     "rate_chart",
     "outcomes_chart",
     "directions_chart",

@@ -34,6 +34,12 @@ class Matrix:
     verdict: str
     warnings: list[str] = field(default_factory=list)
 
+    def records(self) -> list[dict]:
+        """Flat rows for CSV: the grid cells."""
+        from analysis.jsonout import frame_records
+
+        return frame_records(self.grid)
+
     def as_dict(self) -> dict:
         from analysis.jsonout import clean, frame_records
 

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, config_names
+from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
+from analysis.flags import flag_counts
 
 if TYPE_CHECKING:
     import duckdb
@@ -25,7 +26,7 @@ ROW_KEYS = [
     "infra", "invalid", "tasks", "task_mean", "task_ci_low", "task_ci_high", "med_steps",
     "med_tokens", "med_duration_s", "cost_usd", "cost_known", "cost_coverage",
     "cost_per_solved", "cost_p50", "cost_p90", "cost_p95", "latency_p50", "latency_p90",
-    "latency_p95", "simulated",
+    "latency_p95", "simulated", "flags", "flagged_trials",
 ]
 
 
@@ -53,6 +54,10 @@ class Summary:
         return clean({"rows": self.rows, "excluded_cases": self.excluded_cases,
                       "warnings": self.warnings})
 
+    def records(self) -> list[dict]:
+        """Flat rows for CSV (the JSON rows)."""
+        return self.as_dict()["rows"]
+
 
 _TASK_SQL = """
 CREATE OR REPLACE TEMP TABLE summary_task AS
@@ -72,14 +77,13 @@ _COUNTS_FROM_TRIALS = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id,
          count(*) FILTER (WHERE t.complete) AS n_complete,
          count(*) FILTER (WHERE NOT t.complete) AS n_incomplete,
-         count(*) FILTER (WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid'))
-           AS n_valid,
-         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS n_solved,
+         count(*) FILTER (WHERE t.valid) AS n_valid,
+         count(*) FILTER (WHERE t.solved) AS n_solved,
          count(*) FILTER (WHERE t.complete AND t.outcome = 'infra_error') AS n_infra,
          count(*) FILTER (WHERE t.complete AND t.outcome = 'invalid') AS n_invalid,
          fsum(t.cost_usd) FILTER (WHERE t.complete) AS cost_sum,
          count(t.cost_usd) FILTER (WHERE t.complete) AS cost_known
-  FROM trials t{joins}
+  FROM {trials} t{joins}
   WHERE {where}
   GROUP BY ALL"""
 """One row per (run, configuration, [slice,] case) with its trial counts and task universe.
@@ -190,11 +194,13 @@ def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool) -> str:
     return f"""
 SELECT
     t.config_id{by_sel},
-    median(t.steps) FILTER (WHERE is_valid) AS med_steps,
-    median(t.input_tokens + t.output_tokens) FILTER (WHERE is_valid) AS med_tokens,
+    median(t.steps) FILTER (WHERE t.valid) AS med_steps,
+    median(t.input_tokens + t.output_tokens) FILTER (WHERE t.valid) AS med_tokens,
     quantile_cont(t.cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
-    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q
-FROM (SELECT *, outcome NOT IN ('infra_error', 'invalid') AS is_valid FROM trials) t{joins}
+    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q,
+    sum(t.patch_flags) AS flags,
+    count(*) FILTER (WHERE t.patch_flags > 0) AS flagged
+FROM {TRIALS} t{joins}
 WHERE t.complete AND {where}{outside}
 GROUP BY ALL
 """  # noqa: S608 -- fixed fragments only; values are parameters
@@ -240,6 +246,9 @@ def _row(rec: dict) -> dict:
         "cost_p95": cq[2] if cq else None,
         "latency_p50": lq[0] if lq else None, "latency_p90": lq[1] if lq else None,
         "latency_p95": lq[2] if lq else None, "simulated": bool(rec["simulated"]),
+        # Patch-inspection flags over the same trials; null when none was inspected.
+        "flags": None if rec.get("flags") is None else int(rec["flags"]),
+        "flagged_trials": None if rec.get("flags") is None else int(rec["flagged"]),
     }
 
 
@@ -270,7 +279,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
         labelled = con.execute("SELECT count(benchmark) FROM cases").fetchall()[0][0]
         con.execute(_TASK_SQL.format(
-            counts=counts.format(by_sel=by_sel, joins=joins, where=where),
+            counts=counts.format(by_sel=by_sel, joins=joins, where=where, trials=TRIALS),
             benchmark="c.benchmark, " if labelled else "", cases=_CASES_JOIN if labelled else ""),
             params)
         runs: dict = {}
@@ -305,6 +314,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             cur = con.execute(_HOLISTIC_FROM_ROLLUP_SQL, [sorted({r for r, _ in pairs})])
             holistic = {r[1:2]: dict(zip(["med_steps", "med_tokens", "cost_q", "lat_q"], r[2:],
                                          strict=True)) for r in cur.fetchall() if r[:2] in pairs}
+            for cid, c in flag_counts(con, filters).items():  # whole runs: the same trials
+                holistic.setdefault((cid,), {}).update(flags=c["flags"], flagged=c["flagged"])
         elif full:
             cur = con.execute(_holistic_sql(by_cols, where, joins, bool(n_outside)), params)
             hcols = [d[0] for d in cur.description][1 + len(by_cols):]

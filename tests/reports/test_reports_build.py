@@ -15,11 +15,12 @@ from scipy.stats import binomtest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse", "filters", "window",
-            "baseline_requested", "simulated_configs", "controls", "blockers", "summary", "comparisons",
-            "comparison_absent", "consistency", "pareto", "matrix", "matrix_absent", "failures", "familiarity",
-            "latency", "previous_period", "charts"]
-SECTIONS = ["controls", "blockers", "summary", "comparison", "consistency", "pareto", "matrix", "failures",
-            "familiarity", "distributions", "period"]
+            "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "summary",
+            "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
+            "matrix_absent", "failures", "flags", "familiarity", "latency", "previous_period", "charts",
+            "charts_skipped"]
+SECTIONS = ["headline", "controls", "blockers", "summary", "comparison", "consistency", "pareto", "matrix",
+            "failures", "flags", "familiarity", "distributions", "period"]
 
 
 def _sql(db: Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -100,15 +101,22 @@ def test_markdown_puts_counts_beside_percentages(fixture_report, doc) -> None:
 
 
 def test_previous_period_is_paired_by_task_and_matches_scipy(fixture_warehouse, doc) -> None:
+    """The period comparison is compare's: one direction per shared non-holdout task."""
+    from statsmodels.stats.multitest import multipletests
+
     w = doc["window"]
     assert w["previous_since"].startswith("2026-11-16") and w["previous_until"].startswith("2026-11-23")
     prev = _counts(fixture_warehouse, "2026-11-16", "2026-11-23")
     cur = _counts(fixture_warehouse, "2026-11-23", "2026-11-30")
+    holdout = {r[0] for r in _sql(fixture_warehouse, "SELECT DISTINCT case_id FROM cases WHERE holdout")}
+    assert holdout, "the fixture has a holdout task"
     rows = doc["previous_period"]["rows"]
     assert {r["config_id"] for r in rows} == {k for k, _ in cur}
+    ps = [r["sign_test"]["p"] for r in rows]
+    assert [r["sign_test"]["p_holm"] for r in rows] == pytest.approx(list(multipletests(ps, method="holm")[1]))
     for r in rows:
         cid = r["config_id"]
-        tasks = sorted({t for k, t in cur if k == cid} & {t for k, t in prev if k == cid})
+        tasks = sorted(({t for k, t in cur if k == cid} & {t for k, t in prev if k == cid}) - holdout)
         up = sum(Fraction(*cur[cid, t]) > Fraction(*prev[cid, t]) for t in tasks)
         down = sum(Fraction(*cur[cid, t]) < Fraction(*prev[cid, t]) for t in tasks)
         assert (r["common_tasks"], r["sign_test"]["improvements"], r["sign_test"]["regressions"]) == (
