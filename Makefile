@@ -40,8 +40,9 @@ demo: $(STAMP) ## run the main job: example corpus → validate → controls →
 	@echo "report:     $(DEMO)/reports/latest/report.html"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium ## install everything, lint, and run the whole test suite
+test: $(STAMP) chromium ## install everything, lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
+	$(BIN)/mypy analysis trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP) ## ruff

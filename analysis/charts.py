@@ -70,7 +70,7 @@ def has_data(df: pl.DataFrame, *columns: str) -> bool:
 
 def rate_chart(
     summary: pl.DataFrame, *, title: str = "Acceptance rate per configuration"
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """Rate per configuration with its Wilson 95% interval (per trial).
 
     Columns: label, rate, ci_low, ci_high, solved, valid.
@@ -181,7 +181,7 @@ def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass@k and pass^k") -> al
     """
     df = _finite(passk, "value").with_columns(
         pl.col("metric").replace_strict(METRIC_TITLES, default=pl.col("metric")).alias("panel"))
-    kmax = int(df["k"].max() or 1) if df.height else 1
+    kmax = int(df["k"].cast(pl.Int64).max() or 1) if df.height else 1  # type: ignore[arg-type]
     order = [METRIC_TITLES["pass@k"], METRIC_TITLES["pass^k"]]
     base = alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("k:Q", title="k (repetitions)", scale=alt.Scale(domain=[1, max(kmax, 2)]),
@@ -205,7 +205,7 @@ def pareto_chart(
     x: str = "x",
     x_title: str = "cost per accepted result (USD)",
     title: str = "Cost / quality Pareto front",
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """Configurations on (cost, rate): the front highlighted and joined, dominated points labelled.
 
     Columns: label, ``x`` (cost), rate, on_front (bool); optional ci_low/ci_high.
@@ -289,7 +289,7 @@ def pareto_chart(
     return alt.layer(*layers)
 
 
-def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.LayerChart:
+def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.LayerChart | alt.FacetChart:
     """Heat map of acceptance rate per model (rows) and harness (columns), counts written in.
 
     Columns: model, harness, rate, solved, valid.
@@ -355,7 +355,7 @@ def gap_chart(
     value: str = "gap",
     title: str = "Known minus unknown repositories",
     x_title: str = "pass-rate gap (known − unknown)",
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """A difference per configuration with its interval and a zero line.
 
     Columns: label, ``value``, ci_low, ci_high.
@@ -413,7 +413,7 @@ def distribution_chart(
 
 def period_chart(
     changes: pl.DataFrame, *, title: str = "This period against the previous one"
-) -> alt.LayerChart:
+) -> alt.LayerChart | alt.FacetChart:
     """Rate in the previous and the current period per configuration, joined by an arrow-like rule.
 
     Columns: label, previous_rate, current_rate.

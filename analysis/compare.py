@@ -268,14 +268,14 @@ def _run(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[
             f"SELECT DISTINCT {cols}, config_id FROM {rel} "  # noqa: S608
             f"ORDER BY {cols} NULLS LAST").fetchall():
         present.setdefault(tuple(values), set()).add(cid)
-    out = []
-    for values, cids in present.items():
+    out: list[Comparison] = []
+    for key, cids in present.items():
         if base.config_id not in cids:
             continue
         here = [c for c in cands if c.config_id in cids]
         if here:
             out.extend(compare_relation(con, rel, base, here, holdout_mode,
-                                        dict(zip(by_cols, values, strict=True))))
+                                        dict(zip(by_cols, key, strict=True))))
     if not out:
         raise AnalysisError(f"no {' × '.join(by_cols)} slice holds trials of both the baseline "
                             "and a candidate")
@@ -382,7 +382,7 @@ def _read_report(path: Path) -> dict:
 
 
 def _report_rows(path: Path, data: dict) -> list[dict]:
-    variants = data.get("variants") if isinstance(data.get("variants"), list) else []
+    variants: list[Any] = data["variants"] if isinstance(data.get("variants"), list) else []
     info = {v.get("name") or v.get("variant"): v for v in variants if isinstance(v, dict)}
     names = [v.get("name") if isinstance(v, dict) else v for v in variants]
     order: dict[str, int] = {}
@@ -418,7 +418,7 @@ def compare_report(report_json_path: str | Path, baseline: str | None = None,
 
     path = Path(report_json_path)
     data = _read_report(path)
-    schema = {"config_id": pl.String, "variant": pl.String, "model": pl.String,
+    schema: dict[str, Any] = {"config_id": pl.String, "variant": pl.String, "model": pl.String,
               "harness": pl.String, "harness_version": pl.String, "agent_kind": pl.String,
               "variant_order": pl.Int64, "run_started_at": pl.Datetime("us", "UTC"),
               "run_id": pl.String, "case_id": pl.String, "rep": pl.Int64, "outcome": pl.String,

@@ -12,8 +12,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from analysis.data import CONFIG_KEYS
-
 if TYPE_CHECKING:
     import polars as pl
 
@@ -32,7 +30,8 @@ class ConfigRef:
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> ConfigRef:
-        return cls(**{k: row.get(k) for k in CONFIG_KEYS})
+        return cls(str(row["config_id"]), row.get("variant"), row.get("model"),
+                   row.get("harness"), row.get("harness_version"))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

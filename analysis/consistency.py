@@ -116,8 +116,8 @@ def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                             "selection with --run or --label")
     nkey = 1 + len(by_cols)
     rows = []
-    for key, part in itertools.groupby(hist, key=lambda r: r[:nkey]):
-        part = list(part)
+    for key, group in itertools.groupby(hist, key=lambda r: r[:nkey]):
+        part = list(group)
         counts = {(n, c): w for *_, n, c, w, _all in part}
         tasks = sum(counts.values())
         consistent = sum(w for (n, c), w in counts.items() if c == n)

@@ -86,8 +86,8 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                             "label cases with 'familiarity' in the manifest")
     nkey = 1 + len(by_cols)
     rows = []
-    for key, part in itertools.groupby(cells, key=lambda r: r[:nkey]):
-        part = list(part)
+    for key, group in itertools.groupby(cells, key=lambda r: r[:nkey]):
+        part = list(group)
         names = [min((r[nkey + 4 + i] for r in part if r[nkey + 4 + i] is not None),
                      default=None) for i in range(4)]
         cl = [(r[nkey], bool(r[nkey + 1]), r[nkey + 2], r[nkey + 3]) for r in part]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis import stats
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
@@ -82,7 +82,7 @@ def _interaction(per_task: pl.DataFrame) -> dict:
     pdf = per_task.select("case_id", "model", "harness", "c", "n").to_pandas()
     pdf["fail"] = pdf["n"] - pdf["c"]
     groups = pdf["case_id"].astype("category").cat.codes.to_numpy()
-    out = {"method": "binomial GLM accepted ~ C(model) * C(harness), task-clustered Wald",
+    out: dict[str, Any] = {"method": "binomial GLM accepted ~ C(model) * C(harness), task-clustered Wald",
            "df": None, "chi2": None, "p": None, "estimable": False, "note": None}
     try:
         with warnings.catch_warnings():
@@ -179,7 +179,10 @@ def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Ma
         for a, b in combinations(harnesses, 2):
             e = _effect(per_task, f"{m} × {a}", f"{m} × {b}")
             harness_effects.append({"model": m, "harness_a": a, "harness_b": b, **e})
-    rankings = {h: sorted(models, key=lambda m, h=h: (-rate[(m, h)], m)) for h in harnesses}
+    def ranked(h: str) -> list[str]:
+        return sorted(models, key=lambda m: (-rate[(m, h)], m))
+
+    rankings = {h: ranked(h) for h in harnesses}
     changes = len({tuple(v) for v in rankings.values()}) > 1
     inter = _interaction(per_task)
     warnings = list(notes)

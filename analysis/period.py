@@ -133,8 +133,9 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
                 (comp,) = compare_relation(con, rel, ConfigRef(f"{cid}@previous"),
                                            [ConfigRef(f"{cid}@current")], current.holdout)
                 comp.sign_test.p_holm = None  # set below, over the candidates only
+            (pv, ps), (cv, cs) = prev or (0, 0), cur or (0, 0)
             rows.append(PeriodRow(ConfigRef.of(names[cid]), fmt.label(names[cid], simulated),
-                                  *(prev or (0, 0)), *(cur or (0, 0)), comp, "",
+                                  pv, ps, cv, cs, comp, "",
                                   cid in roles and roles[cid].is_baseline))
     finally:
         con.execute(f"DROP TABLE IF EXISTS {rel}")

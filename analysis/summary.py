@@ -334,7 +334,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         rec.update({k: names[rec["config_id"]][k] for k in NAME_KEYS})
     recs.sort(key=lambda r: (*((r[k] is None, r[k] or "") for k in CONFIG_KEYS[2:]),
                              r["config_id"], *((r[b] is None, r[b] or "") for b in by_cols)))
-    excluded = [excluded[k] for k in sorted(excluded)]
+    excluded_rows = [excluded[k] for k in sorted(excluded)]
     recs = [rec for rec in recs if rec["config_id"] is not None]
     if not recs:
         raise AnalysisError(
@@ -348,7 +348,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         row.update(_row(rec))
         rows.append(row)
     warnings = []
-    for ex in excluded:
+    for ex in excluded_rows:
         warnings.append(
             f"{ex['model']}/{ex['harness']} {ex['harness_version']} ({ex['config_id'][:12]}): "
             f"{len(ex['case_ids'])} task(s) outside the common set excluded"
@@ -364,7 +364,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                 f"{row['config_id'][:12]}: cost known for {row['cost_known']}/{row['trials']} "
                 "trials; total cost and cost per solved are unknown"
             )
-    return Summary(rows=rows, by=by_cols, excluded_cases=excluded, warnings=warnings)
+    return Summary(rows=rows, by=by_cols, excluded_cases=excluded_rows, warnings=warnings)
 
 
 def _py_median(value: float | None, count: int) -> str:

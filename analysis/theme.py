@@ -64,7 +64,8 @@ def _config() -> alt.theme.ThemeConfig:
             "header": {"labelFontSize": 11, "titleFontSize": 12},
             "text": {"fontSize": 11},
             "point": {"size": 60, "filled": True},
-            "bar": {"discreteBandSize": {"band": 0.8}},
+            # altair's TypedDict says float; Vega-Lite also takes {"band": fraction}.
+            "bar": {"discreteBandSize": {"band": 0.8}},  # type: ignore[typeddict-item]
         }
     }
 
@@ -99,7 +100,7 @@ def vega_bundle() -> str:
     import vl_convert as vlc
     from altair.utils.html import vl_version_for_vl_convert
 
-    return vlc.javascript_bundle(vl_version=vl_version_for_vl_convert())
+    return vlc.javascript_bundle(None, vl_version=vl_version_for_vl_convert())  # type: ignore[arg-type]
 
 
 def offline_renderer(spec: dict, **metadata: object) -> dict[str, str]:

@@ -7,6 +7,7 @@ a :class:`Link`, or a tuple of links; renderers escape every text they place.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -25,7 +26,7 @@ Cell = str | Link | tuple[Link, ...]
 class Table:
     caption: str
     columns: list[str]
-    rows: list[list[Cell]]
+    rows: Sequence[Sequence[Cell]]
     numeric: list[bool] = field(default_factory=list)
 
     def __post_init__(self) -> None:
