@@ -20,7 +20,7 @@ CONFIG_KEYS = ["config_id", "variant", "model", "harness", "harness_version"]
 TRIALS = trial_status("trials")
 """The trials with ``valid`` and ``solved`` (the valid-trial rule, warehouse/sql/trial_status.sql).
 Every query in analysis/ reads trial rows from this relation, never from ``trials`` with
-its own ``NOT IN ('infra_error', 'invalid')``."""
+a rule of its own."""
 
 _COLUMNS = {
     "run_id": "t.run_id",

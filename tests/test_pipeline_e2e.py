@@ -148,6 +148,23 @@ def test_report_comparison_equals_compare_json(pipeline: dict[str, Path], baseli
         assert line["candidate"]["variant"] in html
 
 
+def test_report_links_each_flagged_trial_to_its_evidence(pipeline: dict[str, Path]) -> None:
+    import re
+
+    out = pipeline["base"] / "report-0"
+    if not out.exists():
+        th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out))
+    doc = json.loads((out / "report.json").read_text())
+    flagged = [t for r in doc["flags"] for t in r["trial_ids"]]
+    assert flagged, "the example's reference and simulated patches carry patch-inspection flags"
+    html = (out / "report.html").read_text()
+    links = dict(re.findall(r'<a href="([^"]+)">([^<]+)</a>', html))
+    by_trial = {text: href for href, text in links.items()}
+    for trial in flagged:
+        href = by_trial[trial]
+        assert href.endswith(f"trials/{trial}/changes.patch") and (out / href).is_file(), href
+
+
 def test_report_is_written(pipeline: dict[str, Path]) -> None:
     out = pipeline["base"] / "report"
     th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out))

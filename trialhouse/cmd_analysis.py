@@ -91,7 +91,7 @@ def summarize(warehouse: Path, run: Many, since: str | None, until: str | None, 
 
     Example: trialhouse summarize --warehouse w.duckdb --run r1 --by task_class
     """
-    from analysis.summary import seed_lines
+    from analysis.seed import seed_lines
     from analysis.summary import summarize as ask
     from trialhouse.render import output_format
 

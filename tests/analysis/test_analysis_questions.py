@@ -315,3 +315,18 @@ def test_cli_json_and_one_line_errors(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().startswith("trialhouse: configuration 'nope' not found")
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_trial_facts_and_the_analyses_share_the_valid_trial_rule(wh, grid):
+    """trial_facts (a stored view) and every analysis (warehouse/sql/trial_status.sql) agree on
+    which trials are valid and solved, incomplete ones included."""
+    from analysis.data import TRIALS
+
+    trials = grid({"c": {"t1": [A, R, "infra_error", "invalid", "regression"]}})
+    trials.append({"config_id": "c", "case_id": "t1", "rep": 6, "outcome": None})
+    con = wh(trials)
+    facts = con.execute("SELECT trial_id, valid, solved FROM trial_facts ORDER BY 1").fetchall()
+    ours = con.execute(f"SELECT trial_id, valid, solved FROM {TRIALS} t ORDER BY 1").fetchall()
+    assert [tuple(bool(v) for v in r[1:]) for r in facts] == [r[1:] for r in ours]
+    assert [r[1:] for r in ours] == [(True, True), (True, False), (False, False), (False, False),
+                                     (True, False), (False, False)]

@@ -81,7 +81,8 @@ def _expected(tmp_path: Path, seed: int) -> tuple[Path, Path, str]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_seed_lines_match_script_after_ingest(tmp_path, seed):
-    from analysis.summary import seed_lines, summarize
+    from analysis.seed import seed_lines
+    from analysis.summary import summarize
     from ingest.api import ingest_paths
     from warehouse import db
 

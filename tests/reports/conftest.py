@@ -50,7 +50,7 @@ def _write_run(
 
     batch = f"batch-{run_id}"
     common = {"run_id": run_id, "ingest_batch_id": batch}
-    configs, trials, cases, judgments = [], [], [], []
+    configs, trials, cases, judgments, flags = [], [], [], [], []
     for order, (model, harness) in enumerate((m, h) for m in models for h in harnesses):
         simulated = model == "model-b" and harness == "harness-y"
         cid = hashlib.sha256(f"{model}|{harness}|1.0".encode()).hexdigest()[:32]
@@ -111,6 +111,11 @@ def _write_run(
                 tokens_out = rng.randint(200, 4_000)
                 cost = None if (cfg["simulated"] and n % 29 == 0) else round((tokens_in * 3 + tokens_out * 15) / 1e6, 6)
                 tid = f"{run_id}-{cfg['config_id']}-{case}-{rep}"
+                # Patch-inspection findings: on every regression, and a second kind now and then.
+                found = [("broad_exception", "src/app.py")] if outcome == "regression" else []
+                found += [("tests_deleted", "tests/test_app.py")] if n % 11 == 0 else []
+                flags += [{**common, "trial_id": tid, "kind": k, "path": p, "detail": "fixture"}
+                          for k, p in found]
                 trials.append(
                     {
                         **common,
@@ -140,6 +145,7 @@ def _write_run(
                         "cost_usd": cost,
                         "cost_source": None if cost is None else "reported",
                         "simulated": cfg["simulated"],
+                        "flags": len(found),
                     }
                 )
                 if outcome in ("target_failed", "regression"):
@@ -184,6 +190,7 @@ def _write_run(
         "cases": table_from_rows("cases", cases),
         "trials": table_from_rows("trials", trials),
         "judgments": table_from_rows("judgments", judgments),
+        "flags": table_from_rows("flags", flags),
     }
     with write_lock(db):
         replace_run(db, run_id, tables)
