@@ -9,6 +9,7 @@ Result types are in ``analysis.comparison``.
 
 from __future__ import annotations
 
+import math
 import statistics
 import uuid
 from collections.abc import Mapping, Sequence
@@ -100,7 +101,8 @@ common AS (
   FROM t b JOIN t c ON b.case_id = c.case_id WHERE NOT b.is_c AND c.is_c
 ),
 cov AS (
-  SELECT is_c, count(cost_usd) / count(*) AS coverage, fsum(cost_usd) AS cost,
+  SELECT is_c, count(cost_usd) / count(*) AS coverage,
+         sum(cost_usd::DECIMAL(38, 12))::DOUBLE AS cost,  -- exact: the same in any order
          count(*) FILTER (WHERE accepted) AS accepted
   FROM s SEMI JOIN common USING (case_id) WHERE complete GROUP BY is_c
 )
@@ -137,7 +139,9 @@ def _cost(rows: Sequence[tuple], acc_pairs: int, cost_d: list[float] | None) -> 
     full = cov_b == 1.0 and cov_c == 1.0
     mean_d = total_d = None
     if full and acc_pairs and cost_d:
-        mean_d, total_d = sum(cost_d) / len(cost_d), sum(cost_d)
+        # fsum: exactly rounded, so the order DuckDB lists the pairs in never shows
+        total_d = math.fsum(cost_d)
+        mean_d = total_d / len(cost_d)
 
     def known(key: str) -> tuple[float | None, int | None]:
         r = side.get(key)
@@ -182,7 +186,7 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
         pairs=PairCounts(n_pairs, cand_only, base_only, both, neither, excluded, incomplete),
         sign_test=sign, paired_difference=PairedDifference(**diff),
         consistency=ConsistencyPair(cb, cc, comparable, note),
-        duration=DurationDiff(acc_pairs, sum(dur) / len(dur) if dur else None,
+        duration=DurationDiff(acc_pairs, math.fsum(dur) / len(dur) if dur else None,
                               statistics.median(dur) if dur else None),
         cost=_cost(rows, acc_pairs, cost_d), directions=directions)
 

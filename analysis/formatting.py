@@ -160,6 +160,15 @@ def ratio_change(new: Any, old: Any) -> str | None:
     return _minus(f"{100 * (a / b - 1):+.0f}%")
 
 
+def front_status(role: str | None, on_front: bool | None) -> str:
+    """Where a configuration stands on a Pareto front, in words."""
+    if role == "baseline":
+        return "baseline (reference point, not ranked)"
+    if on_front is None:
+        return "not placed (cost unknown)"
+    return "on the front" if on_front else "dominated"
+
+
 def listing(names: Iterable[str], limit: int = 3) -> str:
     """``a, b, c and 21 more``: long lists of names cut to ``limit`` with a count."""
     items = list(names)

@@ -121,14 +121,6 @@ def consistency(res: Any) -> View:
                 notes=list(res.warnings))
 
 
-def _status(r: dict) -> str:
-    if r.get("role") == "baseline":
-        return "baseline (reference point)"
-    if r["on_front"] is None:
-        return "unknown cost"
-    return "front" if r["on_front"] else "dominated"
-
-
 def pareto(res: Any) -> View:
     from analysis import formatting as fmt
 
@@ -136,7 +128,7 @@ def pareto(res: Any) -> View:
     x = res.rows[0]["x_name"] if res.rows else "cost"
     rows = [[names[r["config_id"]], *[r[b] for b in res.by], fmt.usd(r["x"]),
              fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
-             _status(r), fmt.listing([names.get(d, d[:12]) for d in r["dominated_by"]]),
+             fmt.front_status(r.get("role"), r["on_front"]), fmt.listing([names.get(d, d[:12]) for d in r["dominated_by"]]),
              "yes" if r["overlap"] else "no",
              "" if r["convex"] is None else ("yes" if r["convex"] else "no")] for r in res.rows]
     cols = ["configuration", *res.by, x, "rate", "95% CI", "status", "dominated by",

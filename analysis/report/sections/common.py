@@ -20,6 +20,11 @@ def small_sample(tasks: int | None, what: str) -> list[str]:
     return []
 
 
+def sentences(notes: list[str]) -> list[str]:
+    """An analysis result's warnings (lower-case clauses) as the report's sentences."""
+    return [n[0].upper() + n[1:] + ("" if n.endswith(".") else ".") for n in notes if n]
+
+
 def name(d: ReportData, row: Mapping[str, Any]) -> str:
     """A configuration's display name, SIMULATED where it applies."""
     return fmt.label(row, d.simulated)

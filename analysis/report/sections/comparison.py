@@ -78,4 +78,17 @@ def section(d: ReportData) -> Section:
     s.tables.append(Table("Per-task directions and sign test", _TEST, tests,
                           [False] + [True] * 7))
     s.tables.append(Table("Time and cost", _COST, costs, [False, True, True, True, True]))
+    if comps.excluded_baselines:
+        s.tables.append(_reference_points(d, {b.config_id for b in comps.excluded_baselines}))
     return s
+
+
+def _reference_points(d: ReportData, ids: set[str]) -> Table:
+    """The null and reference runs beside the comparison (STATISTICS.md: they belong in every
+    comparison where they were run), as the floor and the ceiling, never as candidates."""
+    rows = [[name(d, r), f"baseline ({d.roles[r['config_id']].agent_kind})",
+             fmt.pct(r["solved"], r["valid"]), fmt.rate(r["task_mean"])]
+            for r in d.summary.rows if r["config_id"] in ids and r["config_id"] in d.roles]
+    return Table("Reference points (not candidates, not in the Holm family)",
+                 ["configuration", "role", "accepted / valid", "task mean"], rows,
+                 [False, False, True, True])

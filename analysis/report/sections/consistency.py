@@ -7,7 +7,7 @@ from typing import Any
 from analysis import formatting as fmt
 from analysis.report.document import Section, Table
 from analysis.report.gather import ReportData
-from analysis.report.sections.common import name
+from analysis.report.sections.common import name, sentences
 
 
 def _at(xs: list | None, i: int) -> Any:
@@ -33,5 +33,5 @@ def section(d: ReportData) -> Section:
          + [fmt.prob(_at(r.get("pass_hat_k"), k)) for k in range(kmax)]
          + [fmt.prob(_at(r.get("pass_at_k"), k)) for k in range(kmax)] for r in rows],
         [False] + [True] * (3 + 2 * kmax)))
-    s.warnings += [w[0].upper() + w[1:] + "." for w in d.consistency.warnings]
+    s.warnings += sentences(d.consistency.warnings)
     return s

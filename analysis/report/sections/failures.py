@@ -5,7 +5,7 @@ from __future__ import annotations
 from analysis import formatting as fmt
 from analysis.report.document import Section, Table
 from analysis.report.gather import ReportData
-from analysis.report.sections.common import name
+from analysis.report.sections.common import name, sentences
 
 
 def section(d: ReportData) -> Section:
@@ -24,5 +24,5 @@ def section(d: ReportData) -> Section:
           fmt.usd(r["lost_spend_usd"], r.get("cost_coverage")) if r["value"] != "accepted"
           else fmt.DASH] for r in d.failures.rows],
         [False, False, False, False, True, True]))
-    s.warnings += [w[0].upper() + w[1:] + "." for w in d.failures.warnings]
+    s.warnings += sentences(d.failures.warnings)
     return s

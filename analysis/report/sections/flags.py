@@ -5,7 +5,7 @@ from __future__ import annotations
 from analysis import formatting as fmt
 from analysis.report.document import Link, Section, Table
 from analysis.report.gather import ReportData
-from analysis.report.sections.common import name
+from analysis.report.sections.common import name, sentences
 
 
 def section(d: ReportData) -> Section:
@@ -18,7 +18,7 @@ def section(d: ReportData) -> Section:
         "(changes.patch, logs, verdicts).")
     if not rows:
         s.absent = "No flag in the selected trials."
-        s.warnings += [w[0].upper() + w[1:] + "." for w in d.flags.warnings]
+        s.warnings += sentences(d.flags.warnings)
         return s
     s.tables.append(Table(
         "Flags per configuration and kind",
@@ -30,5 +30,5 @@ def section(d: ReportData) -> Section:
              if r["trials_flagged"] > len(r["trial_ids"]) else ())]
          for r in rows],
         [False, False, True, True, False, False]))
-    s.warnings += [w[0].upper() + w[1:] + "." for w in d.flags.warnings]
+    s.warnings += sentences(d.flags.warnings)
     return s

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from analysis import formatting as fmt
 from analysis.report.document import Section, Table
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
-
-
-def _status(r: dict[str, Any]) -> str:
-    if r.get("role") == "baseline":
-        return "baseline (reference point, not ranked)"
-    if r["on_front"] is None:
-        return "not placed (cost unknown)"
-    return "on the front" if r["on_front"] else "dominated"
 
 
 def section(d: ReportData) -> Section:
@@ -32,7 +22,7 @@ def section(d: ReportData) -> Section:
         "Front and dominated configurations",
         ["configuration", "cost per accepted", "accepted / valid", "status", "dominated by",
          "interval overlap"],
-        [[names[r["config_id"]], fmt.usd(r["x"]), fmt.pct(r["solved"], r["valid"]), _status(r),
+        [[names[r["config_id"]], fmt.usd(r["x"]), fmt.pct(r["solved"], r["valid"]), fmt.front_status(r.get("role"), r["on_front"]),
           fmt.listing([names.get(c, c[:12]) for c in (r.get("dominated_by") or [])]),
           "yes: the difference may be noise" if r.get("overlap") else "no"] for r in rows],
         [False, True, True, False, False, False]))
