@@ -133,7 +133,8 @@ def headline(result: ComparisonSet, simulated: Iterable[str] | None = None) -> H
         names = fmt.listing([_name(b, sim) for b in result.excluded_baselines])
         parts.append(f"Reference points, never candidates: {names}.")
     n = len(result.candidates)
-    parts.append(f"{n} candidate(s), Holm-adjusted together; no single weighted score.")
+    parts.append("One candidate; no single weighted score." if n == 1 else
+                 f"{n} candidates, Holm-adjusted together; no single weighted score.")
     out = Headline(result.baseline, " ".join(parts))
     if result.sliced_by:
         out.intro += f" Sliced by {', '.join(result.sliced_by)}: see each slice's table."
