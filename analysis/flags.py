@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from analysis.data import _COLUMNS, CONFIG_KEYS, TRIALS
 from analysis.filters import Filters
 from analysis.results import CONFIG_SCHEMA, RowsResult
+from warehouse.rules import INSPECTING_SOURCES
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,11 +56,27 @@ GROUP BY t.config_id
 """  # noqa: S608 -- fixed fragments only; values are parameters
 
 
+_INSPECTED_RUNS_SQL = """
+SELECT count(*) FROM runs r
+WHERE r.source_format IN (SELECT unnest(?::VARCHAR[])){runs}
+"""
+
+
 def flag_counts(con: duckdb.DuckDBPyConnection, filters: Filters | None = None
                 ) -> dict[str, dict[str, int | None]]:
     """config_id → {trials, flags, flagged}: complete trials, flags over them (null when no
-    trial of the configuration was inspected) and trials with at least one flag."""
+    trial of the configuration was inspected) and trials with at least one flag.
+
+    When no selected run comes from a source that inspects patches, every count is unknown:
+    the result is empty and the trials are not scanned (that scan was a third of a
+    whole-run ``summarize`` of a 1M-trial foreign run)."""
     filters = filters or Filters()
+    runs = "\n  AND r.run_id IN (SELECT unnest(?::VARCHAR[]))" if filters.runs else ""
+    inspected = con.execute(_INSPECTED_RUNS_SQL.format(runs=runs),
+                            [list(INSPECTING_SOURCES), *([list(filters.runs)] if filters.runs
+                                                         else [])]).fetchall()[0][0]
+    if not inspected:
+        return {}
     where, params = filters.where()
     rows = con.execute(_COUNTS_SQL.format(trials=TRIALS, where=where), params).fetchall()
     return {cid: {"trials": n, "flags": None if f is None else int(f),
@@ -106,4 +123,7 @@ def flags(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Fla
     unknown = sorted(cid for cid, c in counts.items() if c["flags"] is None)
     warnings = ([f"{len(unknown)} configuration(s) without patch inspection (foreign "
                  "sources): their flags are unknown, not zero"] if unknown else [])
+    if not counts:
+        warnings = ["no selected trial comes from a source that inspects patches (our "
+                    "runner): flags are unknown, not zero"]
     return Flags(rows, [], warnings)
