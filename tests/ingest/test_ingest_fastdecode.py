@@ -38,6 +38,8 @@ def _every_event_type() -> list[ev.BaseModel]:
         ev.IntegrityCheck(**s.env("run-1-t001"), phase="before_grading", ok=False, mismatches=["a.py"]),
         ev.Budget(**s.env("run-1-t001"), type="cost", status="exceeded", limit=2.0, used=2.5),
         ev.WorkspacePrepared(**s.env("run-1-t001"), initial_tree="a" * 40, prepared_tree="b" * 40),
+        ev.TrialSkipped(**s.env("run-1-t002"), case_id="c", variant="v", config_id="x", repetition=1,
+                        reason="case not scored: controls failed"),
     ]
     assert {e.event for e in evs} == set(ev.EVENT_TYPES), "the sample must hold every event type"
     return evs
