@@ -11,7 +11,7 @@ FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examp
 RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint lab bench schema chromium clean
+.PHONY: help venv demo test lint lab bench fuzz schema chromium clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -49,6 +49,9 @@ lint: $(STAMP) ## ruff
 
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
 	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/
+
+fuzz: $(STAMP) ## seeded fuzzing: 520 event files and 449 manifests, 0 findings expected (tests/fuzz)
+	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --seed 14
 
 bench: $(STAMP) ## reproducible benchmarks (see bench/README.md)
 	$(BIN)/python bench/run_all.py

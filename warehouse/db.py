@@ -156,11 +156,14 @@ class _Swap:
                 if step["existed"]:
                     Path(step["target"]).rename(step["old"])
                 Path(step["new"]).rename(step["target"])
+            self._write("done")  # from here on the new partitions stay, whatever happens
         except BaseException:
             self.recover(self.journal)
             raise
-        self._write("done")
-        self.recover(self.journal)
+        try:
+            self.recover(self.journal)  # only tidies now (removes what was renamed aside)
+        except OSError:
+            pass  # the next writer's sweep finishes it
 
     @staticmethod
     def recover(journal: Path) -> None:

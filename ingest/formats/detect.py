@@ -23,7 +23,7 @@ def read_json(path: Path) -> Any | None:
             return None
         with open(path, "rb") as f:
             return json.loads(f.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deeply to parse
         return None
 
 
@@ -115,7 +115,7 @@ def _is_runs_jsonl(path: Path) -> bool:
         if line.strip():
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return False
             return isinstance(obj, dict) and {"model", "harness", "task_id", "trial", "status"} <= obj.keys()
     return False

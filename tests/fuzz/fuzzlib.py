@@ -397,7 +397,7 @@ def readable(wh: Path) -> str | None:
             code, out = cli(*args)
         except Exception:  # noqa: BLE001  a traceback is the finding
             return f"{args[0]}: {traceback.format_exc(limit=3)}"
-        if code not in (0,) and not (args[0] == "summarize" and "no trials" in out.lower()):
+        if code != 0 and not (args[0] == "summarize" and code == 2 and "ingest a run first" in out):
             return f"{args[0]} exited {code}: {out[-500:]}"
     return None
 
@@ -507,10 +507,24 @@ def mutate_manifest(doc: dict, rng: random.Random) -> str:
     d = copy.deepcopy(doc)
     raw: list[tuple[str, str]] = []
     for _ in range(rng.choice([1, 1, 2, 3])):
-        kind = rng.randrange(6)
+        kind = rng.randrange(8)
         paths = _paths(d)
         if not paths:
             break
+        if kind == 6:  # a number the run uses (timeouts, repetitions, prices) made hostile
+            nums = [p for p in paths if isinstance(_at(d, p), int | float) and not isinstance(_at(d, p), bool)]
+            if nums:
+                hole = f"\u2063{len(raw)}\u2063"
+                _set_at(d, rng.choice(nums), hole)
+                raw.append((json.dumps(hole), rng.choice(["Infinity", "1e999", "NaN", "-1", "1e308", "0",
+                                                          "9223372036854775808", "86401", "2147483648"])))
+            continue
+        if kind == 7:  # every id at (or past) a length limit
+            n = rng.choice([100, 101, 127, 128, 129, 300])
+            for p in paths:
+                if p[-1] == "id":
+                    _set_at(d, p, f"{len(p)}" + rng.choice("abc") * (n - 1))
+            continue
         path = rng.choice(paths)
         parent: Any = d
         for p in path[:-1]:
@@ -537,6 +551,16 @@ def mutate_manifest(doc: dict, rng: random.Random) -> str:
     for hole, value in raw:
         text = text.replace(json.dumps(json.loads(hole), ensure_ascii=ascii_), value, 1)
     return text
+
+
+def _at(doc: Any, path: tuple) -> Any:
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def _set_at(doc: Any, path: tuple, value: Any) -> None:
+    _at(doc, path[:-1])[path[-1]] = value
 
 
 def manifest_usable(m: Any) -> str | None:
