@@ -4,8 +4,9 @@ Our events meet the rules in the event contract (``runner.events``); a foreign i
 builds rows from another tool's JSON, so ``checked`` holds every row of its batch to the
 same rules against the table contract (``warehouse.schema``): integers within the
 column's type, floats finite, strings valid Unicode, required columns present. A row that
-breaks one is quarantined with the reason (and a trial's attempts go with it); the rest is
-written. Nothing here can raise on a value: a value is only ever judged.
+breaks one is quarantined with the reason (a trial's attempts, stages, … go with it, under
+the trial's reason); the rest is written. Nothing here can raise on a value: a value is
+only ever judged.
 
 Identifiers: the run id (a partition) is a safe id (``ingest.identity.run_key``); the ids of
 another tool's trials, tasks and configurations stay as that tool wrote them (they must
@@ -94,9 +95,9 @@ def checked(batch: SourceBatch) -> SourceBatch:
     for table in ("trials", *(t for t in batch.rows if t != "trials")):
         kept = []
         for row in batch.rows.get(table, []):
+            if table in _TRIAL_TABLES and row.get("trial_id") in dropped_trials:
+                continue  # goes with its trial, whose quarantine row holds the reason
             why = row_problem(table, row)
-            if why is None and table in _TRIAL_TABLES and row.get("trial_id") in dropped_trials:
-                why = "its trial was quarantined"
             if why is None:
                 kept.append(row)
                 continue
