@@ -124,7 +124,7 @@ def import_annotations(
                     quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
                     continue
                 rows.append(row)
-            notes = [f"annotations for trials in run(s): {', '.join(sorted({known[r['trial_id']][0] for r in rows}))}"] if rows else []
+            notes = [f"annotations for trials in run(s): {', '.join(sorted({known[str(r['trial_id'])][0] for r in rows}))}"] if rows else []
             result.batches.append(write_batch(
                 warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,
                 {"judgments": rows}, quarantine, None, notes,

@@ -16,7 +16,8 @@ from runner.events import as_amount
 class Prices(Protocol):
     """What the rule needs of a price table (``ingest.prices.PriceTable``)."""
 
-    as_of: str | None
+    @property
+    def as_of(self) -> str | None: ...
 
     def cost(self, model: str | None, input_tokens: int | None, output_tokens: int | None,
              cache_read_tokens: int | None = None, on: date | datetime | None = None,

@@ -91,7 +91,7 @@ def _bounds(info: FieldInfo | list, is_float: bool, finite: bool = False) -> dic
             if m.max_length is not None:
                 meta["max_length"] = m.max_length
             if m.pattern is not None:
-                if m.pattern not in _PATTERNS:
+                if not isinstance(m.pattern, str) or m.pattern not in _PATTERNS:
                     raise UnsupportedField(f"pattern {m.pattern!r} has no known compiled equivalent")
                 meta["pattern"] = _PATTERNS[m.pattern]
         elif isinstance(m, AfterValidator):
@@ -170,12 +170,12 @@ class _Compiler:
                                for a in typing.get_args(tp))]
         if origin is list:
             (item,) = typing.get_args(tp)
-            return list[self.type_of(item, where, finite=finite)]
+            return list[self.type_of(item, where, finite=finite)]  # type: ignore[misc]  # a runtime type
         if origin is dict:
             key, value = typing.get_args(tp)
             if key is not str:
                 raise UnsupportedField(f"{where}: dict keys must be str")
-            return dict[str, self.type_of(value, where, finite=finite)]
+            return dict[str, self.type_of(value, where, finite=finite)]  # type: ignore[misc]
         raise UnsupportedField(f"{where}: no compiled equivalent for {tp!r}")
 
     def struct(self, model: type[BaseModel]) -> type[msgspec.Struct]:
@@ -219,7 +219,7 @@ class _Compiler:
             nested = _nested_model(info.annotation)
             if nested is not None and self.struct(nested) in self.checks:
                 checks.append((name, self.struct(nested)))
-            factory = info.default_factory
+            factory: Any = info.default_factory
             if factory is not None:
                 if isinstance(factory, type) and issubclass(factory, BaseModel):
                     factory = self.struct(factory)

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ingest import parallel
 from ingest.batch import BatchSummary
@@ -34,13 +35,13 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 
 def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None) -> BatchSummary:
     """Ingest one of our ``events.jsonl`` files (caller holds the write lock)."""
-    files = [{"path": str(events_path), "sha256": "", "bytes": events_path.stat().st_size}]
+    files: list[dict[str, Any]] = [{"path": str(events_path), "sha256": "", "bytes": events_path.stat().st_size}]
     peek = probe_run(events_path)
     last = last_batch(warehouse, peek) if peek is not None else None
     if last is not None and [f["bytes"] for f in json.loads(last["source_files_json"])] == [files[0]["bytes"]]:
         # Same size as last time: hash it (one pass) to decide; a new size is a new input.
         files = file_meta([events_path])
-        if (same := unchanged(warehouse, peek, files, last)) is not None:  # type: ignore[arg-type]
+        if (same := unchanged(warehouse, peek, files, last)) is not None:  # type: ignore[arg-type]  # peek is set
             return same
     with gc_per_block():
         if files[0]["bytes"] >= PARALLEL_MIN_BYTES:

@@ -217,6 +217,7 @@ class RunNormalizer:
             block = block._replace(env=env)
         trials = self._trials
         streaming, resolved = self.streaming, self._resolved
+        assert block.micros is not None, "the reader gives every event its µs"
         for (seq, kind, tid, _rid), e, m in zip(env, events, block.micros, strict=True):
             if kind in _RUN_KINDS:
                 self._run_event(e, m, kind)
@@ -236,7 +237,7 @@ class RunNormalizer:
                 self._resolve(tid)
         return block
 
-    def _run_event(self, e, m: int, kind: str) -> None:
+    def _run_event(self, e, m: int | None, kind: str) -> None:
         if kind == "run_started":
             self._started.append(e)
         elif kind == "run_finished":
@@ -495,8 +496,8 @@ class RunNormalizer:
     def rows(self) -> dict[str, list]:
         """Rows per table (without run_id / ingest_batch_id, which the writer stamps): dicts for
         ``runs``/``configs``/``cases``, ``TRIAL_COLUMNS`` tuples for the per-trial tables."""
-        runs, configs, cases, variants = self._run_rows()
-        variants = _variant_keys(variants)
+        runs, configs, cases, infos = self._run_rows()
+        variants = _variant_keys(infos)
         out = self.drain() if self.streaming else {t: [] for t in TRIAL_TABLES}
         incomplete = self._incomplete
         for trial_id in sorted(self._trials):

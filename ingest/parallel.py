@@ -101,6 +101,7 @@ def _second_half(
     global _STAGE
     gc.disable()
     rs = EVENT_ADAPTER.validate_json(head)
+    assert isinstance(rs, RunStarted), "the parent checked the first line"
     norm = RunNormalizer(str(events_path), prices, streaming=True)
     norm.continue_from(rs)
     stats = ReadStats(events_path)
@@ -320,6 +321,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
             parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]
             staged[name] = ([p for p, _n in parts], sum(n for _p, n in parts))
         hs = half.stats
+        assert hs is not None  # checked above
         stats.lines += hs.lines
         stats.accepted += hs.accepted
         stats.duplicates += hs.duplicates

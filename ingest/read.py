@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import accumulate
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -58,7 +58,7 @@ _BLOCK = 4 * 1024 * 1024
 class ReadEvent(NamedTuple):
     """One accepted line: the validated event plus where it came from (a tuple: cheap to build)."""
 
-    event: object
+    event: Any
     line: int
     raw: bytes
     """The line's bytes (no newline); the ``events.payload_json`` of v1 lines."""
@@ -293,12 +293,12 @@ class Block(NamedTuple):
     """Each line's bytes (no newline): ``events.payload_json`` of v1 lines."""
     versions: list[int] | None
     """Schema version as written per event; None when every one is the current version."""
-    micros: list[int] | None = None
+    micros: list[int | None] | None = None
     """Each event's ``ts`` as microseconds since the epoch (UTC; ``fastdecode.decode_block``)."""
     env: list[tuple] | None = None
     """Each event's ``(seq, event, trial_id, run_id)``, read once: every pass over a block's
     models costs a cache miss per model, so consumers use these instead (see ``envelope``)."""
-    payload: object = None
+    payload: Any = None
     """``raws`` as an Arrow ``large_binary`` array when the reader could build it from the
     block's bytes (``line_array``); the events table's ``payload_json`` of v1 lines."""
 
@@ -347,6 +347,8 @@ class SeqConflict(Exception):
     """Lines accepted earlier lost their seq to a later line that is in seq order where they
     are not (``read_blocks``): read the file again with ``reject=lines``."""
 
+    lines: dict[int, str]
+
     def __init__(self, lines: dict[int, str]) -> None:
         super().__init__(sorted(lines))
         self.lines = lines
@@ -383,7 +385,8 @@ def _decode(lines: list[bytes], first: int, src: str, stats: ReadStats) -> tuple
     Blank lines are dropped (kept indexes); a refused line is quarantined and its event is None.
     """
     events, bad, micros = fastdecode.decode_block(lines)
-    idx = versions = None
+    idx: list[int] | None = None
+    versions: list[int] | None = None
     if bad:  # blank lines are skipped; the others get a full diagnosis (and upgrades) one by one
         blank = [i for i in bad if not (raw := lines[i]) or (raw[0] in b" \t\r" and not raw.strip())]
         if blank:
@@ -488,7 +491,7 @@ def read_blocks(
             # every line decoded by the compiled contract at the current version, none dropped
             clean = idx is None and (versions is None or (versions.count(v1) == len(versions) and None not in events))
             env = list(map(get_envelope, events)) if clean else None
-            if clean and len(rids := set(map(_fourth, env))) == 1 and (run_id is None or run_id in rids):
+            if env is not None and len(rids := set(map(_fourth, env))) == 1 and (run_id is None or run_id in rids):
                 seqs = list(map(_first, env))
             else:
                 clean = False
@@ -569,17 +572,17 @@ def read_blocks(
                 del blk  # the consumer owns the block: it is freed as soon as the consumer drops it
                 yield hand.pop()
             del whole, offsets
-    if guessed and foreign:
+    if guessed and foreign and run_id is not None:
         winner = choose_run({run_id: stats.own, **foreign}, {run_id: first_line, **stats.foreign_started},
                             {run_id: first_line, **stats.foreign_first})
-        if winner != run_id:
+        if winner is not None and winner != run_id:
             raise RunChoiceChanged(winner)
-    strays = {}
+    strays: dict[int, str] = {}
     for seq, later in conflicts:
-        first = placed.get(seq)  # None: it came in a block of consecutive seqs, so it is in place
-        if first is not None and later.in_place(seq) and not first.in_place(seq) and first.line not in strays:
-            strays[first.line] = (f"seq {seq} belongs to line {later.line}, which is in seq order "
-                                  "where this line is not")
+        earlier = placed.get(seq)  # None: it came in a block of consecutive seqs, so it is in place
+        if earlier is not None and later.in_place(seq) and not earlier.in_place(seq) and earlier.line not in strays:
+            strays[earlier.line] = (f"seq {seq} belongs to line {later.line}, which is in seq order "
+                                    "where this line is not")
     if strays:
         raise SeqConflict(strays)
 

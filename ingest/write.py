@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def write_batch(
     quarantine: list[QuarantineRow],
     schema_version: int | None,
     notes: list[str],
-    staged: dict[str, tuple[Path | list[Path], int]] | None = None,
+    staged: Mapping[str, tuple[Path, int] | tuple[list[Path], int]] | None = None,
 ) -> BatchSummary:
     """Stamp, write every table partition of ``run_id`` and append its batch row (caller holds
     the write lock). ``staged`` tables come as staged Parquet files (``ingest.stage``), the

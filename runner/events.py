@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 """Current event schema version written by this runner."""
 
 
@@ -547,7 +547,7 @@ Event = Annotated[
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: dict[str, type[_Event]] = {
-    m.model_fields["event"].default: m  # type: ignore[misc]
+    m.model_fields["event"].default: m
     for m in Event.__origin__.__args__  # type: ignore[attr-defined]
 }
 

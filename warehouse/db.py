@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -141,7 +141,7 @@ class _Swap:
 
     def __init__(self, root: Path, steps: list[tuple[Path, Path]]) -> None:
         self.journal = root / f".swap-{uuid.uuid4().hex}.json"
-        self.steps = [{"new": str(new), "target": str(target), "existed": target.exists(),
+        self.steps: list[dict[str, Any]] = [{"new": str(new), "target": str(target), "existed": target.exists(),
                        "old": str(target.with_name(f".old-{uuid.uuid4().hex}"))} for new, target in steps]
 
     def _write(self, state: str) -> None:

@@ -77,7 +77,7 @@ def outcome_for(result: dict, reward: float | None) -> tuple[str, str | None, di
     labels: dict[str, Any] = {}
     exc = result.get("exception_info") or None
     etype = exc.get("exception_type") if isinstance(exc, dict) else None
-    policy = {}
+    policy: dict[str, Any] = {}
     if isinstance(exc, dict):
         policy = exc.get("policy_override") or exc.get("policy") or {}
         labels["exception"] = etype
@@ -177,6 +177,8 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
             labels["rewards"] = rewards
         ar = r.get("agent_result") or {}
         n_in, n_cache, n_out = (nonneg_int(ar.get(k)) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens"))
+        uncached: int | None
+        cache_read: int | None
         if n_in is not None and n_cache is not None and n_cache <= n_in:
             uncached, cache_read = n_in - n_cache, n_cache
         else:

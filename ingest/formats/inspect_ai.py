@@ -338,7 +338,7 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
         b.note(
             f"{path.name}: log status {status!r}; imported {len(b.rows['trials'])} trial(s)"
             + (f" of {planned * epochs} planned" if isinstance(planned, int) else "")
-            + ("; error: " + _text(header.get("error"))[:200] if header.get("error") else "")
+            + ("; error: " + (_text(header.get("error")) or "")[:200] if header.get("error") else "")
         )
     b.run(
         path,

@@ -77,8 +77,9 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
             n_lines += 1
             try:
                 obj = json.loads(text)
-            except ValueError as e:
-                b.quarantine(path, lineno, f"line {lineno}: invalid JSON ({e.msg})", text[:10_000])
+            except (ValueError, RecursionError) as e:
+                why = e.msg if isinstance(e, json.JSONDecodeError) else "not valid JSON, or nested too deeply"
+                b.quarantine(path, lineno, f"line {lineno}: invalid JSON ({why})", text[:10_000])
                 continue
             if not isinstance(obj, dict):
                 b.quarantine(path, lineno, f"line {lineno}: not a JSON object", text[:10_000])

@@ -99,13 +99,13 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
                       {"agent_kwargs": kwargs} if kwargs else None)
     dataset = meta.get("dataset_name")
     seen: set[str] = set()
-    for f, r in _trials(path if path.is_file() else root, b):
+    for src, r in _trials(path if path.is_file() else root, b):
         if not isinstance(r, dict) or not r.get("task_id") or not r.get("trial_name"):
-            b.quarantine(f, None, f"{f}: trial without task_id/trial_name", str(r)[:2000])
+            b.quarantine(src, None, f"{src}: trial without task_id/trial_name", str(r)[:2000])
             continue
         key = str(r.get("id") or r["trial_name"])
         if key in seen:
-            b.quarantine(f, None, f"{f}: duplicate trial {key}", None)
+            b.quarantine(src, None, f"{src}: duplicate trial {key}", None)
             continue
         seen.add(key)
         m = _REP.search(r["trial_name"])
