@@ -1,13 +1,13 @@
 """Load one of our ``events.jsonl`` files into the warehouse as one batch.
 
 Streams: trials are resolved as they finish and every large table is staged to Parquet in
-chunks (``ingest.stage``), then written in one step (``ingest.write``). Some files are
-read again: a file that needs global ordering (a finished
-trial resumed, or a late out-of-order line of a finished trial) is re-read buffered; a file
-whose first line named the wrong run (``RunChoiceChanged``: another run has more lines) is
-re-read for the right one; a file where a stray line took the seq of a line in seq order is
-re-read without the stray (``SeqConflict``); a big file is first tried in two processes (``ingest.parallel``),
-which declines anything it cannot merge exactly.
+chunks (``ingest.stage``), then written in one step (``ingest.write``). Some files are read
+again: one that needs global ordering (a finished trial resumed, or a late out-of-order
+line of a finished trial) buffered; one whose first line named the wrong run
+(``RunChoiceChanged``: another run has more lines) for the right run; one where a stray
+line took the seq of a line in seq order without the stray (``SeqConflict``). A big file
+is first tried in two processes (``ingest.parallel``), which declines anything it cannot
+merge exactly.
 """
 
 from __future__ import annotations

@@ -11,9 +11,14 @@ with only their first ``RAW_TEXT_CAP`` bytes). Rules:
   line it refuses goes to pydantic (``_slow_parse``: its lax JSON validation, then
   ``json.loads`` + ``runner.events.upgrade_event``), so lax values and older versions
   are accepted as before and every bad line gets a precise reason (file, line, reason);
+- every value is held to the contract's value rules (``runner.events``: 64-bit ints,
+  finite floats, valid Unicode, nesting, safe ids), on every path a line can take;
+- the file's run is the run with the most valid lines (``choose_run``), never simply the
+  first line's; a valid line of another run is quarantined before its seq is compared;
 - memory does not grow with the file for the runner's consecutive seqs (``ingest.seen``);
 - a repeated ``seq`` with identical bytes is dropped and counted; with different
-  content it is quarantined;
+  content the later line is quarantined, unless it is the one in seq order (then the
+  earlier is: ``SeqConflict``);
 - out-of-order events are accepted (consumers order by ``seq``).
 """
 

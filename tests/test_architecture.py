@@ -30,6 +30,8 @@ def _imports(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
+            if "." not in node.module:  # ``from runner import events`` imports ``runner.events``
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
 
 
@@ -63,15 +65,8 @@ def test_only_the_event_contract_is_imported_from_runner(package: str) -> None:
 
 
 def _runner_modules(path: Path) -> set[str]:
-    """The ``runner`` modules a file imports, anywhere in it (``from runner import x`` is ``runner.x``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.update(f"runner.{a.name}" for a in node.names) if node.module == "runner" else found.add(node.module)
-    return {name for name in found if name.split(".")[0] == "runner"}
+    """The ``runner`` modules a file imports, anywhere in it."""
+    return {name for name in _imports(path) if name.split(".")[0] == "runner" and name != "runner"}
 
 
 def test_no_private_name_crosses_a_module_wall() -> None:

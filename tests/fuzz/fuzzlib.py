@@ -55,11 +55,17 @@ def _load(name: str, path: Path):
     return mod
 
 
+def _eventgen():
+    if "fuzz_eventgen" not in sys.modules:
+        sys.modules["fuzz_eventgen"] = _load("fuzz_eventgen", REPO / "tests" / "ingest" / "eventgen.py")
+    return sys.modules["fuzz_eventgen"]
+
+
 def seed_files() -> list[list[bytes]]:
     """The good files mutations start from: a real run excerpt and a generated run."""
     from runner import events as ev
 
-    gen = _load("fuzz_eventgen", REPO / "tests" / "ingest" / "eventgen.py")
+    gen = _eventgen()
     real = (SEEDS / "real_run.jsonl").read_bytes().splitlines()
     made = [ev.dump_event(e).encode() for e in gen.run_events("fuzz-gen", cases=("c1", "c2", "c3"))]
     return [real, made]
@@ -111,17 +117,8 @@ def hostile_text(rng: random.Random) -> str:
 # ------------------------------------------------------------------ event files
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out.append((*prefix, k))
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out.append((*prefix, i))
-            out += _paths(v, (*prefix, i))
-    return out
+def _paths(node: Any) -> list[tuple]:
+    return _eventgen().json_paths(node)
 
 
 _HOLE = "\u2063hole\u2063"

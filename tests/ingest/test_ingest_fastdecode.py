@@ -248,25 +248,12 @@ json_values = st.recursive(
 value_texts = st.one_of(json_values.map(lambda v: json.dumps(v)), st.sampled_from(RAW_NUMBERS))
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out.append((*prefix, k))
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out.append((*prefix, i))
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 _HOLE = "\u2063hole\u2063"
 
 
 def _mutate(line: bytes, data) -> bytes:
     d = json.loads(line)
-    paths = _paths(d)
+    paths = gen.json_paths(d)
     path = data.draw(st.sampled_from(paths))
     op = data.draw(st.sampled_from(["replace", "replace", "replace", "delete", "add", "repeat"]))
     parent = d
