@@ -26,7 +26,8 @@ import sys
 import types
 import typing
 from datetime import datetime
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, itemgetter
 from typing import Annotated, Any, Literal, Union
 
 import annotated_types
@@ -68,7 +69,9 @@ a final newline, so ``\\Z``. Any other pattern is refused rather than guessed at
 
 _ENVELOPE_IDS = ("run_id", "trial_id")
 """Envelope ids: every line has them, so their pattern is checked per block on the distinct
-values (``decode_block``) instead of once per line inside msgspec (≈ 0.4 µs a value)."""
+values (``decode_block``) instead of once per line inside msgspec (≈ 0.4 µs a value). So are
+an event's other top-level ids (``case_id``, ``variant``, …: ``_Compiler.id_fields``); ids of
+nested models (a ``run_started``'s variants and cases) keep the pattern in the struct."""
 
 _CHECKS = {ev.check_settings}
 """``AfterValidator`` functions the compiler knows: pure checks (they return the value unchanged),
@@ -127,6 +130,9 @@ class _Compiler:
     def __init__(self) -> None:
         self.structs: dict[type[BaseModel], type[msgspec.Struct]] = {}
         self.checks: dict[type[msgspec.Struct], list[tuple[str, Any]]] = {}
+        self.id_fields: dict[str, tuple[str, ...]] = {}
+        """Event tag → its top-level id fields besides the envelope's, whose pattern
+        ``decode_block`` checks per block (≈ 0.4 µs a value inside msgspec)."""
         """Struct → (field, check) run after decoding; a check is a function or a struct type whose
         own checks apply to the value (a nested model, or a list of them)."""
 
@@ -191,6 +197,8 @@ class _Compiler:
             raise UnsupportedField(f"{model.__name__}: custom validators are not compiled")
         finite = cfg.get("allow_inf_nan", True) is False
         checks: list[tuple[str, Any]] = []
+        is_event = "event" in model.model_fields
+        id_fields: list[str] = []
         tag = None
         fields: list[tuple] = []
         renames: dict[str, str] = {}
@@ -208,6 +216,9 @@ class _Compiler:
             if name in _ENVELOPE_IDS:
                 fields.append(_envelope_id(name, info, where))
                 continue
+            if is_event and meta.get("pattern") == _PATTERNS[ev.ID_PATTERN] and info.annotation is str:
+                del meta["pattern"]  # checked per block on the distinct values (``_refuse_unchecked``)
+                id_fields.append(name)
             if (name, info.annotation) == ("ts", datetime) and info.is_required() and not meta:
                 # kept as its text (decode_block checks and converts it); ``ts`` parses it on demand
                 text = f"{name}_text"
@@ -246,6 +257,8 @@ class _Compiler:
         self.structs[model] = st
         if checks:
             self.checks[st] = checks
+        if id_fields:
+            self.id_fields[tag] = tuple(id_fields)
         return st
 
 
@@ -290,6 +303,10 @@ if set(ENVELOPE_ID_LIMITS) != set(_ENVELOPE_IDS):
     raise UnsupportedField(f"the envelope ids {_ENVELOPE_IDS} must be typed with the id pattern")
 _CHECKED = {st for st in STRUCTS.values() if st in _COMPILER.checks}
 """Event structs with a check to run after decoding (``run_started``: its variants' settings)."""
+_CHECKED_KINDS = frozenset(st.event for st in _CHECKED)
+_ID_GETTERS = {tag: (attrgetter(*names), len(names) == 1) for tag, names in _COMPILER.id_fields.items()}
+"""Event tag → (getter of its other id fields, whether it returns one value)."""
+_ID_KINDS = frozenset(_ID_GETTERS)
 # Each struct is importable here by its model's name, so structs pickle (the two-process split).
 globals().update({st.__name__: st for st in _COMPILER.structs.values()})
 
@@ -303,10 +320,13 @@ decode = DECODER.decode
 _DECODE_ERRORS = (msgspec.MsgspecError, RecursionError)
 _ts_text = attrgetter("ts_text")
 _envelope_ids = attrgetter(*_ENVELOPE_IDS)
-_run_id, _trial_id = (attrgetter(name) for name in _ENVELOPE_IDS)
+get_envelope = attrgetter("seq", "event", "trial_id", "run_id")
+"""An event's ``(seq, event, trial_id, run_id)``: read once per block, used by the checks here and
+by the reader after them (``decode_block(..., envelopes)``)."""
+_kind, _tid, _rid = itemgetter(1), itemgetter(2), itemgetter(3)
 _GOOD_IDS: set[str] = set()
 """Envelope ids already found to match the id pattern (cleared when large: memory stays flat)."""
-_GOOD_IDS_MAX = 65_536
+_GOOD_IDS_MAX = 8_192
 
 
 def _passes(obj: Any) -> bool:
@@ -325,34 +345,53 @@ def _passes(obj: Any) -> bool:
     return True
 
 
-def _refuse_unchecked(events: list, bad: set[int]) -> None:
+def _refuse_unchecked(events: list, bad: set[int]) -> list | None:
     """Refuse (``None`` + index in ``bad``) the decoded events that fail a post-decode check:
-    an envelope id outside the id pattern, or a compiled ``AfterValidator`` check."""
+    an envelope id outside the id pattern, or a compiled ``AfterValidator`` check. Returns the
+    events' envelopes (``get_envelope``) when every event was decoded and none is refused."""
     good = events if not bad else [e for e in events if e is not None]
-    kinds = set(map(type, good))
-    ids = set(map(_run_id, good))
-    ids.update(map(_trial_id, good))
+    env = list(map(get_envelope, good))
+    names = list(map(_kind, env))
+    kinds = set(names)
+    ids = set(map(_rid, env))
+    ids.update(map(_tid, env))
+    if not kinds.isdisjoint(_ID_GETTERS):  # one pass over the events that carry other ids
+        getters, add, update = _ID_GETTERS, ids.add, ids.update
+        for i in compress(range(len(names)), map(_ID_KINDS.__contains__, names)):
+            get, single = getters[names[i]]
+            add(get(good[i])) if single else update(get(good[i]))
     ids.discard(None)
     new = ids - _GOOD_IDS
     wrong = {x for x in new if not ev.ID_RE.match(x)}
     if len(_GOOD_IDS) > _GOOD_IDS_MAX:
         _GOOD_IDS.clear()
     _GOOD_IDS.update(new - wrong)
-    if not wrong and not kinds & _CHECKED:
-        return
+    if not wrong and kinds.isdisjoint(_CHECKED_KINDS):
+        return None if bad else env
     for i, e in enumerate(events):
-        if e is not None and (not wrong.isdisjoint(_envelope_ids(e)) or (type(e) in _CHECKED and not _passes(e))):
+        if e is not None and (not wrong.isdisjoint(_ids_of(e)) or (type(e) in _CHECKED and not _passes(e))):
             events[i] = None
             bad.add(i)
+    return None if bad else env
 
 
-def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
+def _ids_of(e: Any) -> tuple:
+    """Every id an event carries at its top level (envelope first)."""
+    get = _ID_GETTERS.get(e.event)
+    if get is None:
+        return _envelope_ids(e)
+    other = get[0](e)
+    return (*_envelope_ids(e), *((other,) if get[1] else other))
+
+
+def decode_block(raws: list[bytes], envelopes: list | None = None) -> tuple[list, set[int], list]:
     """Lines → (events, indexes refused, ``ts`` as µs since the epoch): the compiled contract.
 
     Each line is decoded on its own (a line can never borrow from its neighbour). A refused
     line gets ``None`` (and ``None`` µs) and is for pydantic to judge. The accepted lines'
     timestamps are checked against ``CANONICAL_TS`` and converted by Arrow in one pass per
     block (a regex per line inside msgspec would cost as much as decoding the line).
+    When every line is accepted, ``envelopes`` (if given) receives their ``get_envelope``.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -371,7 +410,7 @@ def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
             except _DECODE_ERRORS:
                 events.append(None)
                 bad.add(i)
-    _refuse_unchecked(events, bad)
+    env = _refuse_unchecked(events, bad)
     texts = pa.array(list(map(_ts_text, events)) if not bad else
                      [None if e is None else e.ts_text for e in events], pa.string())
     canonical = pc.match_substring_regex(texts, CANONICAL_TS)
@@ -393,6 +432,8 @@ def decode_block(raws: list[bytes]) -> tuple[list, set[int], list]:
                     bad.add(i)
         texts = pa.array([None if e is None else e.ts_text for e in events], pa.string())
         stamps = pc.cast(texts, utc)
+    if envelopes is not None and env is not None and not bad:
+        envelopes.extend(env)
     return events, bad, stamps.cast(pa.int64()).to_pylist()
 
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -325,7 +325,7 @@ class Block(NamedTuple):
         )
 
 
-get_envelope = attrgetter("seq", "event", "trial_id", "run_id")
+get_envelope = fastdecode.get_envelope
 _first = itemgetter(0)
 _fourth = itemgetter(3)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -384,12 +384,14 @@ def choose_run(lines: dict[str, int], started: dict[str, int], first: dict[str, 
     return min(lines, key=lambda r: (-lines[r], r not in started, started.get(r, 0), first[r]))
 
 
-def _decode(lines: list[bytes], first: int, src: str, stats: ReadStats) -> tuple[list, list[int] | None, list[int] | None, list]:
+def _decode(lines: list[bytes], first: int, src: str, stats: ReadStats,
+            envelopes: list | None = None) -> tuple[list, list[int] | None, list[int] | None, list]:
     """Validate a block's lines: (events, kept indexes or None for all, versions or None, µs).
 
     Blank lines are dropped (kept indexes); a refused line is quarantined and its event is None.
+    ``envelopes`` receives the events' envelopes when the compiled contract accepted them all.
     """
-    events, bad, micros = fastdecode.decode_block(lines)
+    events, bad, micros = fastdecode.decode_block(lines, envelopes)
     idx: list[int] | None = None
     versions: list[int] | None = None
     if bad:  # blank lines are skipped; the others get a full diagnosis (and upgrades) one by one
@@ -484,7 +486,8 @@ def read_blocks(
         for first, offsets, lines, whole in _blocks(
             f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher,
         ):
-            events, idx, versions, micros = _decode(lines, first, src, stats)
+            decoded: list = []
+            events, idx, versions, micros = _decode(lines, first, src, stats, decoded)
             if idx is None:
                 raws, nums, offs = lines, list(range(first, first + len(lines))), offsets
             elif not idx:
@@ -495,7 +498,7 @@ def read_blocks(
                 versions = None if versions is None else [versions[i] for i in idx]
             # every line decoded by the compiled contract at the current version, none dropped
             clean = idx is None and (versions is None or (versions.count(v1) == len(versions) and None not in events))
-            env = list(map(get_envelope, events)) if clean else None
+            env = (decoded or list(map(get_envelope, events))) if clean else None
             if env is not None and len(rids := set(map(_fourth, env))) == 1 and (run_id is None or run_id in rids):
                 seqs = list(map(_first, env))
             else:

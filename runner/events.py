@@ -149,6 +149,17 @@ def as_amount(value: object) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
+def as_text(value: object, limit: int | None = None) -> str:
+    """Agent-written text as valid Unicode: a lone surrogate (from a JSON ``\\ud800`` escape) is
+    replaced by U+FFFD, so an event holding it can be written; cut at ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # pair what pairs (UTF-16 surrogates), replace what does not
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text if limit is None else text[:limit]
+
+
 def engine_version() -> str:
     """This trialhouse's version, from its package metadata (the one source of it)."""
     from importlib.metadata import PackageNotFoundError, version

@@ -73,3 +73,11 @@ def test_a_run_whose_agent_reports_absurd_numbers_ingests_whole(corpus_root, kit
         assert con.execute("SELECT input_tokens, output_tokens FROM stages").fetchall() == [(None, None)]
     finally:
         con.close()
+
+
+def test_agent_text_is_made_valid_unicode_for_the_events():
+    from runner.events import as_text
+
+    assert as_text("a\ud800b") == "a\ufffdb"  # a lone surrogate cannot be written as UTF-8
+    assert as_text("\ud83d\ude00") == "😀"  # a pair is one character
+    assert as_text("ok", 1) == "o" and as_text(5) == "5"
