@@ -168,10 +168,12 @@ def ingest_paths(
 
                     for batch in formats.load(path, fmt, prices=price_table):
                         result.batches.append(ingest_batch(warehouse, batch))
-            except (IngestError, db.WarehouseError) as exc:
-                if not result.batches:
-                    raise
-                raise IngestPartial(result, path, exc) from exc
+            except BaseException as exc:
+                if result.batches:  # what is written stays readable: views over it, then say so
+                    db.refresh(warehouse)
+                    if isinstance(exc, IngestError | db.WarehouseError):
+                        raise IngestPartial(result, path, exc) from exc
+                raise
         if (note := db.refresh(warehouse)) and result.batches:
             result.batches[-1].notes.append(note)
     if result.quarantined and not allow_quarantine:

@@ -361,12 +361,30 @@ def open(path: str | os.PathLike[str], read_only: bool = False) -> duckdb.DuckDB
 def prepare(db_path: Path) -> None:
     """Make the warehouse ready for a writer that holds the write lock, before it writes anything.
 
-    Rolls back and sweeps what a killed writer left (``sweep``), then opens the DuckDB file
-    for writing once (creating it and applying migrations): when another process holds it
-    open, this fails with a ``WarehouseError`` here, with nothing written.
+    Rolls back and sweeps what a killed writer left (``sweep``), then makes sure no other
+    process holds the DuckDB file open: DuckDB takes a POSIX record lock on it (shared for a
+    reader, exclusive for a writer), so asking for the exclusive lock without waiting tells,
+    and raises ``WarehouseError`` here, with nothing written. (Asking costs nothing; opening
+    DuckDB here would keep its memory for the whole ingest.)
     """
     sweep(db_path)
-    open(db_path).close()
+    db_path = Path(db_path)
+    if not db_path.exists():
+        return
+    try:
+        fd = os.open(db_path, os.O_RDWR)
+    except OSError as exc:
+        raise WarehouseError(f"{db_path}: cannot open warehouse ({exc.strerror})") from None
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(fd, fcntl.LOCK_UN)
+    except OSError:
+        raise WarehouseError(
+            f"{db_path}: cannot open warehouse: another process has it open (a notebook, "
+            "'trialhouse sql', another tool); close it and run the command again"
+        ) from None
+    finally:
+        os.close(fd)
 
 
 def refresh(db_path: Path) -> str | None:
