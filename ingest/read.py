@@ -16,9 +16,9 @@ with only their first ``RAW_TEXT_CAP`` bytes). Rules:
 - the file's run is the run with the most valid lines (``choose_run``), never simply the
   first line's; a valid line of another run is quarantined before its seq is compared;
 - memory does not grow with the file for the runner's consecutive seqs (``ingest.seen``);
-- a repeated ``seq`` with identical bytes is dropped and counted; with different
-  content the later line is quarantined, unless it is the one in seq order (then the
-  earlier is: ``SeqConflict``);
+- a repeated ``seq`` holding the same event (identical bytes, or the same values spelled
+  otherwise) is dropped and counted; with a different event the later line is
+  quarantined, unless it is the one in seq order (then the earlier is: ``SeqConflict``);
 - out-of-order events are accepted (consumers order by ``seq``).
 """
 
@@ -371,6 +371,15 @@ class _Placed:
         return self.prev < seq and (self.next is None or seq < self.next)
 
 
+def _same_event(raw: bytes, event: Any) -> bool:
+    """Whether a line holds ``event`` (the same values, however spelled): a repeat, not a conflict."""
+    try:
+        other, _version = _slow_parse(raw)
+    except ValueError:
+        return False
+    return fastdecode.to_model(other) == fastdecode.to_model(event)
+
+
 def choose_run(lines: dict[str, int], started: dict[str, int], first: dict[str, int]) -> str | None:
     """The file's run: the run with the most valid lines; a tie goes to a run with a
     ``run_started`` event (the earliest), then to the run seen first.
@@ -546,7 +555,7 @@ def read_blocks(
                         waiting.clear()
                     old = seen.check_add(seq, offs[i])
                     if old is not None:
-                        if old == raws[i]:
+                        if old == raws[i] or _same_event(old, e):
                             stats.duplicates += 1
                         else:
                             here = _Placed(nums[i], prev_seq)

@@ -258,17 +258,17 @@ def _first_wins(own: list, strays: set[int]) -> tuple[set[int], list, dict]:
     """First line with a seq wins (strays excluded): (accepted lines, conflicting (line, event)s,
     seq → (winner line, its (prev, next) seqs))."""
     accepted: set[int] = set()
-    seen: dict[int, bytes] = {}
+    seen: dict[int, Any] = {}
     conflicts = []
     place: dict[int, tuple[int, tuple]] = {}
-    for n, raw, e in own:
+    for n, _raw, e in own:
         if n in strays:
             continue
         if e.seq in seen:
-            if seen[e.seq] != raw:
+            if seen[e.seq] != e:  # the same event, however spelled, is a repeat
                 conflicts.append((n, e))
             continue
-        seen[e.seq] = raw
+        seen[e.seq] = e
         accepted.add(n)
     for n, _raw, e in own:
         if n in accepted:
@@ -333,16 +333,20 @@ def expected(lines: list[bytes], originals: set[bytes]) -> Expect:
         if not new:
             break
         strays |= new
-    dups = sum(1 for n, raw, e in own if n not in accepted and n not in strays and
-               any(m in accepted and r == raw for m, r, x in own if x.seq == e.seq))
-    quarantine |= {n for n, _r, _e in own if n not in accepted} - {
-        n for n, raw, e in own if n not in strays and n not in accepted and
-        any(m in accepted and r == raw for m, r, x in own if x.seq == e.seq)}
+    kept = {e.seq: e for n, _r, e in own if n in accepted}
+    repeats = {n for n, _r, e in own if n not in accepted and n not in strays and kept.get(e.seq) == e}
+    dups = len(repeats)
+    quarantine |= {n for n, _r, _e in own if n not in accepted} - repeats
     good = {n for n, raw, _e in own if raw in originals}
     return Expect(run, accepted, quarantine, dups, good)
 
 
 # ------------------------------------------------------------------ checking a warehouse
+
+
+def _event_key(raw: bytes) -> str | None:
+    e = judge_line(raw.rstrip(b"\r"))
+    return None if e is None else e.model_dump_json()
 
 
 @dataclass
@@ -444,8 +448,9 @@ def ingest_and_check(files: list[tuple[Path, list[bytes], set[bytes]]], wh: Path
         if any(c > 1 for c in got.values()):
             f.bad_accepted += sum(c - 1 for c in got.values() if c > 1)
         got_lines = set(got)
-        kept = {lines[n - 1].rstrip(b"\r") for n in got_lines if 0 < n <= len(lines)}
-        lost = {n for n in want.good_original if lines[n - 1].rstrip(b"\r") not in kept}
+        # A good line is lost when no stored line holds its event (the same values, however spelled).
+        kept = {_event_key(lines[n - 1]) for n in got_lines if 0 < n <= len(lines)}
+        lost = {n for n in want.good_original if _event_key(lines[n - 1]) not in kept}
         extra = got_lines - want.accepted
         missing = want.accepted - got_lines
         quarantined = quar_by.get(str(path), {})

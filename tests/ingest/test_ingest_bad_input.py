@@ -211,3 +211,15 @@ def test_non_finite_durations_are_refused_like_non_finite_costs(tmp_path, value)
         assert con.execute("SELECT count(*) FROM read_parquet(?) WHERE NOT isfinite(duration_s)", [root]).fetchone() == (0,)
     finally:
         con.close()
+
+
+def test_the_same_event_spelled_otherwise_is_a_repeat_not_a_conflict(tmp_path):
+    """A line repeated with other spacing or ``1.0`` for ``1`` holds the same event: dropped and
+    counted as a duplicate, never quarantined as 'a different event' (nor does it push out the line)."""
+    d = json.loads(LINES[40])
+    d["schema_version"] = 1.0
+    respelled = json.dumps(d, indent=1).replace("\n", "").encode()
+    lines = [*LINES[:41], respelled, *LINES[41:]]
+    src, wh = _ingest(tmp_path, lines)
+    got, quarantined = _stored(wh, src)
+    assert got == set(range(1, len(lines) + 1)) - {42} and not quarantined
