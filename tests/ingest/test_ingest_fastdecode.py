@@ -293,3 +293,33 @@ def test_key_order_spacing_escapes_and_timestamp_forms(line, ts, ascii_, seed):
     seed.shuffle(items)
     text = json.dumps(dict(items), ensure_ascii=ascii_, separators=seed.choice([(",", ":"), (" , ", " : ")]))
     _check(text.encode())
+
+
+def _leaves(tp) -> list:
+    """The scalar types inside an annotation, with their Annotated metadata."""
+    import types as _types
+    import typing
+
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        inner, *meta = typing.get_args(tp)
+        return [(inner, [m for x in meta for m in (x.metadata if hasattr(x, "metadata") else [x])])]
+    if origin in (list, dict, typing.Union, _types.UnionType):
+        return [leaf for a in typing.get_args(tp) for leaf in _leaves(a)]
+    return [(tp, [])]
+
+
+def test_every_contract_number_obeys_the_value_rules():
+    """A new event field must use the contract's bounded types: an int without an upper bound could
+    not be stored in its column; every model refuses inf/NaN (runner.events, "value rules")."""
+    import annotated_types
+
+    unbounded = []
+    for model in fastdecode._COMPILER.structs:
+        assert model.model_config.get("allow_inf_nan") is False, f"{model.__name__}: floats must be finite"
+        for name, info in model.model_fields.items():
+            leaves = [(info.annotation, list(info.metadata))] if info.annotation is int else _leaves(info.annotation)
+            for tp, meta in leaves:
+                if tp is int and not any(isinstance(m, annotated_types.Le) for m in meta):
+                    unbounded.append(f"{model.__name__}.{name}")
+    assert not unbounded, f"use runner.events.Int32/Count64/… for {unbounded}"
