@@ -257,7 +257,7 @@ class _Compiler:
         self.structs[model] = st
         if checks:
             self.checks[st] = checks
-        if id_fields:
+        if id_fields and tag is not None:
             self.id_fields[tag] = tuple(id_fields)
         return st
 
@@ -303,7 +303,7 @@ if set(ENVELOPE_ID_LIMITS) != set(_ENVELOPE_IDS):
     raise UnsupportedField(f"the envelope ids {_ENVELOPE_IDS} must be typed with the id pattern")
 _CHECKED = {st for st in STRUCTS.values() if st in _COMPILER.checks}
 """Event structs with a check to run after decoding (``run_started``: its variants' settings)."""
-_CHECKED_KINDS = frozenset(st.event for st in _CHECKED)
+_CHECKED_KINDS = frozenset(getattr(st, "event") for st in _CHECKED)  # noqa: B009  (a class attribute)
 _ID_GETTERS = {tag: (attrgetter(*names), len(names) == 1) for tag, names in _COMPILER.id_fields.items()}
 """Event tag → (getter of its other id fields, whether it returns one value)."""
 _ID_KINDS = frozenset(_ID_GETTERS)
