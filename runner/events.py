@@ -262,7 +262,7 @@ class CriterionInfo(BaseModel):
 class IsolationInfo(BaseModel):
     """How agents and graders of the run were contained (see docs/security.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     backend: Literal["bubblewrap", "none"]
     isolated: bool
