@@ -16,7 +16,15 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.events import ChainLink, ChainVerdict, Seal, chain_digest, chain_genesis, read_seal, verify_chain
+from runner.events import (
+    ChainLink,
+    ChainVerdict,
+    Seal,
+    chain_digest,
+    chain_genesis,
+    read_seal,
+    verify_chain,
+)
 
 INTACT = "intact"
 UNCHAINED = "unchained"
@@ -80,24 +88,25 @@ class ChainOutcome:
 
 def assess(follower: ChainFollower, run_id: str, seal: Seal | None) -> ChainOutcome:
     """Decide from a follower alone, when it can; else ask for ``verify_file``."""
+    notes: list[str] = []
+    if seal is not None and seal.run_id != run_id:
+        notes.append(f"events.seal.json names run {seal.run_id!r}, not {run_id!r}; ignored")
+        seal = None
     if follower.lines == 0:
-        return ChainOutcome(False, INTACT)
-    if follower.unchained == follower.lines:
-        return ChainOutcome(False, UNCHAINED)
+        return ChainOutcome(False, INTACT, notes)
+    if seal is None and 2 * (follower.lines - follower.unchained) <= follower.lines:
+        return ChainOutcome(False, UNCHAINED, notes)  # the rule of runner.events.verify_chain
     if follower.unchained or follower.breaks or follower.first_prev != chain_genesis(run_id):
-        return ChainOutcome(True, "")
+        return ChainOutcome(True, "", notes)
     if seal is None:
         return ChainOutcome(False, "intact, unsealed",
-                            ["no events.seal.json beside the file: its end cannot be checked"])
-    if seal.run_id != run_id:
-        return ChainOutcome(False, "intact, unsealed",
-                            [f"events.seal.json names run {seal.run_id!r}; ignored"])
+                            [*notes, "no events.seal.json beside the file: its end cannot be checked"])
     if seal.head == follower.last:
-        return ChainOutcome(False, INTACT)
+        return ChainOutcome(False, INTACT, notes)
     if follower.head_line is not None and not seal.closed:
         return ChainOutcome(False, "intact, unsealed tail",
-                            ["lines after the last seal: the run did not close (killed?)"])
-    return ChainOutcome(True, "")
+                            [*notes, "lines after the last seal: the run did not close (killed?)"])
+    return ChainOutcome(True, "", notes)
 
 
 def verify_file(path: Path, run_id: str) -> ChainVerdict:

@@ -21,13 +21,14 @@ from typing import Any
 
 from ingest import parallel
 from ingest.batch import BatchSummary
+from ingest.chain import ChainFollower, assess, integrity_label, verify_file
 from ingest.cost import Prices
 from ingest.identity import run_key
 from ingest.normalize import NeedsBufferedPass, RunNormalizer
 from ingest.read import ReadStats, RunChoiceChanged, SeqConflict, probe_run
 from ingest.stage import RunStage
 from ingest.write import file_meta, last_batch, new_batch_id, unchanged, write_batch
-from runner.events import SCHEMA_VERSION
+from runner.events import SCHEMA_VERSION, ChainVerdict, read_seal
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 """Files at least this big are read in two processes (``ingest.parallel``)."""
@@ -50,10 +51,11 @@ def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None)
         run_id: str | None = None
         streaming = True
         reject: dict[int, str] = {}
+        verdict: ChainVerdict | None = None
         while True:
             try:
                 return _ingest_run(warehouse, events_path, files, prices, streaming=streaming, run_id=run_id,
-                                   reject=reject)
+                                   reject=reject, verdict=verdict)
             except NeedsBufferedPass:
                 streaming = False
             except RunChoiceChanged as change:
@@ -62,6 +64,9 @@ def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None)
                 if conflict.lines.keys() <= reject.keys():
                     raise RuntimeError(f"{events_path}: seq conflicts did not settle") from conflict
                 reject.update(conflict.lines)
+            except ChainRefused as refused:  # lines the hash chain does not vouch for: read again without them
+                verdict = refused.verdict
+                reject.update(refused.verdict.rejected)
 
 
 @contextmanager
@@ -82,23 +87,54 @@ def gc_per_block() -> Iterator[None]:
             gc.enable()
 
 
+class ChainRefused(Exception):
+    """The file's hash chain refuses lines: read it again with them quarantined."""
+
+    def __init__(self, verdict: ChainVerdict) -> None:
+        super().__init__(f"{len(verdict.rejected)} line(s) off the hash chain")
+        self.verdict = verdict
+
+
+def chain_integrity(events_path: Path, run_id: str | None, follower: ChainFollower | None,
+                    verdict: ChainVerdict | None, reject: dict[int, str]) -> tuple[str | None, list[str]]:
+    """The run's ``integrity`` label and notes; raises ``ChainRefused`` for lines to refuse."""
+    if run_id is None or follower is None:
+        return None, []
+    if verdict is None:
+        outcome = assess(follower, run_id, read_seal(events_path))
+        if not outcome.verify:
+            return outcome.integrity, outcome.notes
+        verdict = verify_file(events_path, run_id)
+        if set(verdict.rejected) - set(reject):
+            raise ChainRefused(verdict)
+    notes = [f"{events_path}: {note}" for note in verdict.notes]
+    return integrity_label(verdict), notes
+
+
 def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices: Prices | None, *,
-                streaming: bool, run_id: str | None, reject: dict[int, str]) -> BatchSummary:
+                streaming: bool, run_id: str | None, reject: dict[int, str],
+                verdict: ChainVerdict | None = None) -> BatchSummary:
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
+    seal = read_seal(events_path)
+    stats.chain = ChainFollower(seal_head=seal.head if seal is not None else None)
     norm = RunNormalizer(src, prices, streaming=streaming, run_id=run_id)
     stage = RunStage(warehouse, batch_id)
     try:
         cols = stage.scan(events_path, stats, norm, run_id=run_id, reject=reject)
+        integrity, chain_notes = chain_integrity(events_path, stats.run_id, stats.chain, verdict, reject)
         # A file with no valid line still gets a batch (its quarantine): under a safe key of its directory.
         key = stats.run_id or run_key(events_path.resolve().parent.name)
         rows = norm.rows()
+        if rows.get("runs") and integrity is not None:
+            rows["runs"][0]["integrity"] = integrity
         staged = stage.close(rows, cols)
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return write_batch(
             warehouse, key, batch_id, "trialhouse", files, rows,
-            stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
+            stats.quarantine + norm.quarantine, SCHEMA_VERSION,
+            stats.notes() + norm.notes + chain_notes, staged,
         )
     finally:
         stage.discard()

@@ -103,7 +103,8 @@ _GRADING = ("attempt", "final", "criterion_id", "layer", "exit_code", "signal", 
             "baseline", "duration_s")
 _CONTROL = ("case_id", "control", "criterion_id", "layer", "exit_code", "signal", "timed_out", "verdict",
             "duration_s")
-_TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status")
+_TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status",
+              "case_fingerprint", "scored", "redactions")
 
 TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "trials": (
@@ -129,7 +130,7 @@ _get_stage_fin, _get_usage, _get_usage_t, _get_grading, _get_control, _get_trial
 )
 _get_start = attrgetter("variant", "case_id", "config_id", "repetition", "order", "seed")
 _get_fin = attrgetter("usage", "flags", "simulated", "reason")
-_RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result"})
+_RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result", "trial_skipped"})
 _STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
 _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
 _TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6)
@@ -157,6 +158,7 @@ class NormalizerState:
     finished: Any = None
     validated: dict = field(default_factory=dict)
     controls: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)
     pending: dict[str, list] = field(default_factory=dict)
     """Trials not resolved yet: id → their ``(seq, kind, event, µs)`` entries."""
     resolved: TrialIds = field(default_factory=TrialIds)
@@ -195,10 +197,12 @@ class RunNormalizer:
         self._finished: ev.RunFinished | None = None
         self._validated: dict[str, ev.CaseValidated] = {}
         self._controls: list[tuple] = []
+        self._skipped: dict[str, ev.TrialSkipped] = {}
         self._trials: dict[str, list[tuple]] = defaultdict(list)
         self._run_level_other = 0
         self.need_start = False
         """Resolve only trials whose trial_started was seen (the second half of a split file)."""
+        self._criteria: list[dict] = []
         self._variants_for = -1
         self._variants_map: dict[str, tuple] = {}
 
@@ -247,6 +251,8 @@ class RunNormalizer:
             old = self._validated.get(e.case_id)
             if old is None or e.seq > old.seq:
                 self._validated[e.case_id] = e
+        elif kind == "trial_skipped":
+            self._skipped[e.trial_id] = e
         else:
             self._controls.append((e, m))
 
@@ -295,7 +301,8 @@ class RunNormalizer:
         """Everything but the resolved rows (the second half's ``run_started`` context left out)."""
         return NormalizerState(
             started=self._started[1:] if self.need_start else list(self._started), finished=self._finished,
-            validated=self._validated, controls=self._controls, pending=dict(self._trials),
+            validated=self._validated, controls=self._controls, skipped=self._skipped,
+            pending=dict(self._trials),
             resolved=self._resolved, incomplete=self._incomplete, run_level_other=self._run_level_other,
             notes=self.notes, quarantine=self.quarantine,
         )
@@ -310,6 +317,7 @@ class RunNormalizer:
             if old is None or e.seq > old.seq:
                 self._validated[case_id] = e
         self._controls += other.controls
+        self._skipped.update(other.skipped)
         for trial_id, evs in other.pending.items():
             self._trials[trial_id].extend(evs)
         self._resolved.update(other.resolved)
@@ -340,7 +348,7 @@ class RunNormalizer:
         if fin is not None:
             details.update(trials_total=fin.trials_total, trials_finished=fin.trials_finished,
                            outcomes=fin.outcomes, duration_s=fin.duration_s)
-        run = {
+        run: dict[str, Any] = {
             "source_format": "trialhouse",
             "source_path": self.source_file,
             "manifest_id": rs and rs.manifest_id,
@@ -354,8 +362,13 @@ class RunNormalizer:
         if rs is not None:
             for k in ("engine_version", "os", "python", "git_version", "repository", "initial_commit",
                       "initial_tree", "repetitions", "max_attempts", "timeout_seconds", "max_cost_usd",
-                      "validation_only", "simulated"):
+                      "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics"):
                 run[k] = getattr(rs, k)
+            iso = rs.isolation
+            if iso is not None:
+                run.update(isolation_backend=iso.backend, isolated=iso.isolated, network=iso.network)
+        if fin is not None:
+            run["trials_skipped"] = fin.trials_skipped
         variants = {v.variant: v for v in (rs.variants if rs else [])}
         configs = [
             {
@@ -378,7 +391,16 @@ class RunNormalizer:
                 "subsystem": lab.get("subsystem"), "benchmark": lab.get("benchmark"),
                 "initial_commit": c.initial_commit, "labels_json": _j(lab),
                 "validated": val.ok if val else None,
+                "fingerprint": c.fingerprint,
+                "scored": val.ok if val else None,
+                "unscored_reason": "; ".join(val.problems) or "controls failed" if val and not val.ok else None,
             })
+        criteria = [
+            {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
+             "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint}
+            for c in (rs.cases if rs else []) for k in c.criteria
+        ]
+        self._criteria = criteria
         return [run], configs, cases, variants
 
     # ------------------------------------------------------------ trial level
@@ -509,4 +531,10 @@ class RunNormalizer:
             c = _get_control(e)
             # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
             out["gradings"].append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
-        return {"runs": runs, "configs": configs, "cases": cases, **out}
+        skipped = [
+            {"trial_id": e.trial_id, "case_id": e.case_id, "variant": e.variant, "config_id": e.config_id,
+             "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint}
+            for _t, e in sorted(self._skipped.items())
+        ]
+        return {"runs": runs, "configs": configs, "cases": cases, "criteria": self._criteria,
+                "skipped_trials": skipped, **out}

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ingest.batch import BatchSummary
+from ingest.chain import ChainFollower, assess
 from ingest.cost import Prices
 from ingest.normalize import NeedsBufferedPass, NormalizerState, RunNormalizer
 from ingest.read import CHUNK, ReadStats, SeqConflict
 from ingest.stage import RunStage
 from ingest.write import new_batch_id, write_batch
-from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted
+from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted, read_seal
 from warehouse import db
 
 CHILD_LAG_BYTES = 1024 * 1024
@@ -105,6 +106,8 @@ def _second_half(
     norm = RunNormalizer(str(events_path), prices, streaming=True)
     norm.continue_from(rs)
     stats = ReadStats(events_path)
+    seal = read_seal(events_path)
+    stats.chain = ChainFollower(seal_head=seal.head if seal is not None else None)
     stage = _STAGE = RunStage(warehouse, batch_id)
     try:
         first_line = _lines_before(events_path, start) + 1
@@ -265,6 +268,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
+    seal = read_seal(events_path)
+    stats.chain = ChainFollower(seal_head=seal.head if seal is not None else None)
     norm = RunNormalizer(src, prices, streaming=True, run_id=rs.run_id)
     stage = RunStage(warehouse, batch_id)
     half: HalfResult | None = None
@@ -290,8 +295,12 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
             stage.discard()
             return None
         hs, other = half.stats, half.state
+        chain = None if hs is None or stats.chain is None or hs.chain is None else stats.chain.then(hs.chain)
+        outcome = assess(chain, rs.run_id, seal) if chain is not None else None
         if (
             half.fallback
+            or outcome is None
+            or outcome.verify  # lines to refuse: the one-process path verifies the whole chain
             or hs is None
             or stats.foreign
             or norm.starts != 1
@@ -315,6 +324,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         # Merge the child's state into the first half's normaliser, then resolve as usual.
         norm.merge(other)
         rows = norm.rows()
+        if rows.get("runs"):
+            rows["runs"][0]["integrity"] = outcome.integrity
         mine = stage.close(rows, cols)
         staged: dict = {}
         for name in mine.keys() | half.staged.keys():
@@ -334,7 +345,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return write_batch(
             warehouse, rs.run_id, batch_id, "trialhouse", files, rows,
-            stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
+            stats.quarantine + norm.quarantine, SCHEMA_VERSION,
+            stats.notes() + norm.notes + [f"{events_path}: {n}" for n in outcome.notes], staged,
         )
     finally:
         stage.discard()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -38,6 +39,7 @@ from pydantic import ValidationError
 
 from ingest import fastdecode
 from ingest.batch import QuarantineRow
+from ingest.chain import ChainFollower
 from ingest.seen import SeqIndex
 from runner.events import (
     EVENT_ADAPTER,
@@ -97,6 +99,8 @@ class ReadStats:
     foreign_first: dict[str, int] = field(default_factory=dict)
     foreign_started: dict[str, int] = field(default_factory=dict)
     """Line of the first line / first ``run_started`` of each other run."""
+    chain: ChainFollower | None = None
+    """Follows the hash chain over the accepted lines, when set (``ingest.chain``)."""
 
     def notes(self) -> list[str]:
         out = []
@@ -486,6 +490,7 @@ def read_blocks(
     waiting: list[_Placed] = []  # placed lines still waiting for their next neighbour
     conflicts: list[tuple[int, _Placed]] = []
     reject = reject or {}
+    reject_at = sorted(reject)
     src = str(path)
     quarantine = stats.quarantine
     foreign = stats.foreign
@@ -505,8 +510,12 @@ def read_blocks(
                 raws, nums, offs = [lines[i] for i in idx], [first + i for i in idx], [offsets[i] for i in idx]
                 events, micros = [events[i] for i in idx], [micros[i] for i in idx]
                 versions = None if versions is None else [versions[i] for i in idx]
-            # every line decoded by the compiled contract at the current version, none dropped
+            # every line decoded by the compiled contract at the current version, none dropped,
+            # none to refuse (``reject`` is applied line by line, below)
             clean = idx is None and (versions is None or (versions.count(v1) == len(versions) and None not in events))
+            if clean and reject_at and (i := bisect_left(reject_at, first)) < len(reject_at) \
+                    and reject_at[i] < first + len(lines):
+                clean = False
             env = (decoded or list(map(get_envelope, events))) if clean else None
             if env is not None and len(rids := set(map(_fourth, env))) == 1 and (run_id is None or run_id in rids):
                 seqs = list(map(_first, env))
@@ -584,6 +593,8 @@ def read_blocks(
             del events, raws, lines, env, seqs, nums, offs, micros
             stats.accepted += len(blk.events)
             stats.max_seq = last_seq
+            if stats.chain is not None and blk.events:
+                stats.chain.feed(blk.lines, blk.raws, blk.events)
             if blk.events:
                 hand = [blk]
                 del blk  # the consumer owns the block: it is freed as soon as the consumer drops it

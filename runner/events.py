@@ -708,6 +708,8 @@ class ChainLink:
     line: int
     digest: str
     prev: str | None
+    readable: bool = True
+    """False for a line that is not even JSON (its ``prev`` cannot be read)."""
 
 
 @dataclass
@@ -736,6 +738,18 @@ class Seal:
 
 NOT_ON_CHAIN = "not on the run's hash chain (inserted, altered, duplicated or out of order)"
 
+SEAL_NAME = "events.seal.json"
+"""Beside ``events.jsonl``: ``{"run_id", "lines", "head", "closed"}``, rewritten atomically."""
+
+
+def read_seal(events_path: Path) -> Seal | None:
+    """The seal beside ``events_path``; None when absent or unreadable."""
+    try:
+        raw = json.loads((Path(events_path).parent / SEAL_NAME).read_bytes())
+        return Seal(str(raw["run_id"]), int(raw["lines"]), str(raw["head"]), bool(raw.get("closed")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
 
 def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = None) -> ChainVerdict:
     """Which lines of one run's file the hash chain vouches for.
@@ -748,13 +762,18 @@ def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = N
     seal's head the chain is followed forwards only while the run was not closed.
     """
     verdict = ChainVerdict()
-    if not links:
-        return verdict
-    if all(link.prev is None for link in links):
+    readable = [link for link in links if link.readable]
+    linked = sum(link.prev is not None for link in readable)
+    if not readable or (seal is None and 2 * linked <= len(readable)):
+        # Written before the chain existed (most lines carry no link, and there is no seal):
+        # read as it is; a stray ``prev`` on a few lines means nothing.
         verdict.chained = False
         return verdict
     by_digest: dict[str, ChainLink] = {}
     for link in links:
+        if link.readable and link.prev is None:
+            verdict.rejected[link.line] = "carries no hash-chain link (prev) in a chained file"
+            continue
         if link.digest in by_digest:
             verdict.rejected[link.line] = f"duplicate of line {by_digest[link.digest].line}; {NOT_ON_CHAIN}"
         else:
@@ -790,7 +809,11 @@ def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = N
                 forward.append(link)
                 expected = link.digest
         accepted |= {link.line for link in forward[:-1]}
-        if forward:
+        garbled = forward and any(not link.readable and forward[-1].line < link.line < oldest.line
+                                  for link in links)
+        if forward and garbled:  # the unreadable line in between is the altered one
+            accepted.add(forward[-1].line)
+        elif forward:
             verdict.rejected[forward[-1].line] = (
                 "last line before a break in the hash chain (cannot be verified)")
     tail = anchor
@@ -800,6 +823,8 @@ def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = N
                 accepted.add(link.line)
                 tail = link
     for link in live:
+        if not link.readable:
+            continue  # the reader refuses it with its own reason
         if link.line not in accepted and link.line not in verdict.rejected:
             late = seal is not None and seal.closed and link.line > anchor.line
             verdict.rejected[link.line] = (

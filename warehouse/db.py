@@ -32,7 +32,7 @@ import duckdb
 from runner.events import id_problem
 from warehouse import rollup
 from warehouse.errors import WarehouseError
-from warehouse.schema import DERIVED, ROW_GROUP_ROWS, TABLES, columns, empty_select
+from warehouse.schema import DERIVED, DUCKDB_TYPES, ROW_GROUP_ROWS, TABLES, columns, empty_select
 
 if TYPE_CHECKING:  # pyarrow is imported where tables are written or read, not to query
     import pyarrow as pa
@@ -252,18 +252,34 @@ def delete_run(db_path: Path, run_id: str) -> None:
             shutil.rmtree(target)
 
 
-def _view_sql(root: Path, name: str) -> str:
-    """A view per table; an empty typed view when the table has no files yet."""
-    files = list((root / name).glob("run_id=*/*.parquet"))
-    if not files:
-        return f"CREATE OR REPLACE VIEW {name} AS {empty_select(name)}"
+_KEY = "-- files: "
+
+
+def _view_key(root: Path, name: str) -> str:
+    """What a table's view depends on besides its files' columns: empty, or which glob."""
+    if not any((root / name).glob("run_id=*/*.parquet")):
+        return f"{_KEY}none"
+    return _KEY + str(root / name / "run_id=*" / "*.parquet")
+
+
+def _view_sql(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str:
+    """A view per table; an empty typed view when the table has no files yet.
+
+    Columns the contract gained after some partitions were written are read as NULL from
+    those partitions (``union_by_name``), and as a typed NULL when no partition has them yet,
+    so a warehouse written by an older trialhouse stays readable.
+    """
+    key = _view_key(root, name)
+    if key.endswith("none"):
+        return f"{key}\nCREATE OR REPLACE VIEW {name} AS {empty_select(name)}"
     glob = str(root / name / "run_id=*" / "*.parquet").replace("'", "''")
-    cols = ", ".join(c.name for c in columns(name))
+    source = (f"read_parquet('{glob}', hive_partitioning = true, hive_types = {{'run_id': VARCHAR}}, "
+              "union_by_name = true)")
+    present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}  # noqa: S608
+    cols = ", ".join(c.name if c.name in present else f"CAST(NULL AS {DUCKDB_TYPES[c.type]}) AS {c.name}"
+                     for c in columns(name))
     # DDL takes no parameters; names come from TABLES and the path is quote-escaped.
-    return (
-        f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM read_parquet('{glob}', "  # noqa: S608
-        "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true)"
-    )
+    return f"{key}\nCREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM {source}"  # noqa: S608
 
 
 def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = False) -> None:
@@ -271,15 +287,14 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
 
     A writer stores the views and the SQL it made them from (``_view_sql``). ``temp``
     (a read-only connection) creates a session-only view only where that stored SQL is
-    not what the files need now (a moved warehouse, a table that gained its first files,
+    not for the files there now (a moved warehouse, a table that gained its first files,
     a rollup still missing), so a reader still reads its own files but usually pays for
     no view at all.
     """
     root = parquet_root(Path(db_path).resolve())
-    views = {name: _view_sql(root, name) for name in TABLES}
-    for name in rollup.NAMES:
-        views[name] = f"CREATE OR REPLACE VIEW {name} AS {rollup.view_sql(root, name)}"
+    rollups = {name: f"CREATE OR REPLACE VIEW {name} AS {rollup.view_sql(root, name)}" for name in rollup.NAMES}
     if not temp:
+        views = {name: _view_sql(con, root, name) for name in TABLES} | rollups
         con.execute("BEGIN TRANSACTION")
         for sql in views.values():
             con.execute(sql)
@@ -292,7 +307,11 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_view_sql' "
                    "AND NOT temporary").fetchall()[0][0]:
         stored = dict(con.execute("SELECT name, sql FROM _view_sql").fetchall())
-    for name, sql in views.items():
+    for name in TABLES:
+        if stored.get(name, "").split("\n", 1)[0] != _view_key(root, name):
+            sql = _view_sql(con, root, name)
+            con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
+    for name, sql in rollups.items():
         if stored.get(name) != sql:
             con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
 
