@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest import parallel
-from ingest.batch import BatchSummary
+from ingest.batch import BatchSummary, QuarantineRow
 from ingest.chain import ChainFollower, assess, integrity_label, verify_file
 from ingest.cost import Prices
 from ingest.identity import run_key
@@ -127,13 +127,18 @@ def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices: P
         # A file with no valid line still gets a batch (its quarantine): under a safe key of its directory.
         key = stats.run_id or run_key(events_path.resolve().parent.name)
         rows = norm.rows()
+        quarantine = stats.quarantine + norm.quarantine
+        if stats.accepted == 0:  # no run: nothing but the record of why
+            for table in ("runs", "configs", "cases", "criteria", "skipped_trials"):
+                rows[table] = []
+            quarantine.append(QuarantineRow(src, None, "the file holds no valid event of any run: no run "
+                                            "was created", ""))
         if rows.get("runs") and integrity is not None:
             rows["runs"][0]["integrity"] = integrity
         staged = stage.close(rows, cols)
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return write_batch(
-            warehouse, key, batch_id, "trialhouse", files, rows,
-            stats.quarantine + norm.quarantine, SCHEMA_VERSION,
+            warehouse, key, batch_id, "trialhouse", files, rows, quarantine, SCHEMA_VERSION,
             stats.notes() + norm.notes + chain_notes, staged,
         )
     finally:

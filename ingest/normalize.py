@@ -104,7 +104,7 @@ _GRADING = ("attempt", "final", "criterion_id", "layer", "exit_code", "signal", 
 _CONTROL = ("case_id", "control", "criterion_id", "layer", "exit_code", "signal", "timed_out", "verdict",
             "duration_s")
 _TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status",
-              "case_fingerprint", "scored", "redactions")
+              "case_fingerprint", "scored", "redactions", "secrets_leaked")
 
 TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "trials": (

@@ -616,7 +616,10 @@ class TrialFinished(_Event):
     """False when the case failed its controls and ``run --score-unvalidated`` ran it
     anyway: analyses leave such trials out unless told ``--include-unvalidated``."""
     redactions: Count64 = 0
-    """Secrets redacted from this trial's stored evidence."""
+    """Secrets and credential-shaped strings redacted from this trial's stored evidence."""
+    secrets_leaked: Count64 = 0
+    """Of those, occurrences of the run's own secret values (``pass_env``/``secret_env``) the
+    agent wrote into its output: a leak, which makes its configuration ineligible."""
 
 
 Event = Annotated[

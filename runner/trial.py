@@ -185,13 +185,13 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
     return (ev.as_text(status, 100) if status is not None else None), findings
 
 
-def _store_redacted(raw: Path, dest: Path, redactor: Redactor) -> int:
-    """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted."""
+def _store_redacted(raw: Path, dest: Path, redactor: Redactor) -> tuple[int, int]:
+    """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted; (all, known secrets)."""
     data, _cut = read_capped(raw, STAGE_OUTPUT_LIMIT + 1)
-    clean, count = redactor.text((data or b"").decode("utf-8", errors="replace"))
+    clean, count, known = redactor.scan((data or b"").decode("utf-8", errors="replace"))
     write_atomic(dest, clean.encode("utf-8"))
     raw.unlink(missing_ok=True)
-    return count
+    return count, known
 
 
 def _layers(results: list[GradeResult], baseline: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -282,6 +282,8 @@ class _Trial:
         self.box = spec.containment
         self.redactor = spec.containment.redactor
         self.redactions = 0
+        self.leaked = 0
+        """Occurrences of the run's own secret values the agent put in its output."""
         self.tid = spec.trial_id
         self._emit = emit
         self.start = time.monotonic()
@@ -307,6 +309,9 @@ class _Trial:
             (self.dir / name).mkdir(exist_ok=True)
             st = os.lstat(self.dir / name)
             self.dir_ids[name] = (st.st_dev, st.st_ino)
+
+    def known_in(self, data: bytes | None) -> int:
+        return sum(data.count(s.encode()) for s in self.redactor.secrets) if data else 0
 
     def evidence_problems(self) -> list[str]:
         """Evidence directories that are no longer the ones the runner created."""
@@ -382,6 +387,7 @@ class _Trial:
         clean_events, hidden = self.redactor.jsonl(events_data or b"")
         write_atomic(events_copy, clean_events)
         verdict_data, _ = read_capped(dirs.verdict_file, VERDICT_LIMIT)
+        raw_verdict = verdict_data
         if verdict_data is not None:
             verdict_data, n = self.redactor.jsonl(verdict_data)
             hidden += n
@@ -390,8 +396,10 @@ class _Trial:
         report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_copy)
         status, vfindings = _parse_verdict(verdict_data)
         out_path, err_path = d / "logs" / f"{tag}.stdout", d / "logs" / f"{tag}.stderr"
-        redactions = (_store_redacted(raw_out, out_path, self.redactor)
-                      + _store_redacted(raw_err, err_path, self.redactor))
+        (n_out, k_out), (n_err, k_err) = (_store_redacted(raw_out, out_path, self.redactor),
+                                          _store_redacted(raw_err, err_path, self.redactor))
+        redactions = n_out + n_err
+        self.leaked += k_out + k_err + self.known_in(events_data) + self.known_in(raw_verdict)
         self.redactions += redactions + hidden
         self.emit(
             ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
@@ -688,6 +696,7 @@ class _Trial:
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(self.patch and self.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
+            secrets_leaked=self.leaked,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 

@@ -244,15 +244,39 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
 
 
 def delete_run(db_path: Path, run_id: str) -> None:
+    """Remove every partition of ``run_id`` (tables and rollups), all or none (caller holds the lock)."""
     root = parquet_root(db_path)
     part = _partition(run_id)
+    steps = []
     for name in (*TABLES, *DERIVED):
-        target = root / name / part
-        if target.exists():
-            shutil.rmtree(target)
+        if (root / name / part).exists():
+            empty = root / name / f".tmp-{uuid.uuid4().hex}"
+            empty.mkdir(parents=True)
+            steps.append((empty, root / name / part))
+    try:
+        _Swap(root, steps).run()
+    finally:
+        for empty, _target in steps:
+            _remove(empty)
+    for _empty, target in steps:
+        if target.is_dir() and not any(target.iterdir()):
+            target.rmdir()
 
 
 _KEY = "-- files: "
+
+UNFILTERED = ("runs", "run_status", "ingest_batches")
+"""Views that show invalidated runs too (the registry); every other view leaves them out."""
+EXCLUSION = "run_id NOT IN (SELECT run_id FROM excluded_runs)"
+EXCLUDED_RUNS = ("CREATE OR REPLACE VIEW excluded_runs AS SELECT run_id, reason FROM run_status "
+                 "WHERE status = 'invalidated'")
+"""The one place invalidated runs are left out; ``include_invalidated`` shadows it for a session."""
+
+
+def include_invalidated(con: duckdb.DuckDBPyConnection) -> None:
+    """Make this connection's views show invalidated runs too (``--include-invalidated``)."""
+    con.execute("CREATE OR REPLACE TEMP VIEW excluded_runs AS "
+                "SELECT CAST(NULL AS VARCHAR) AS run_id, CAST(NULL AS VARCHAR) AS reason WHERE false")
 
 
 def _view_key(root: Path, name: str) -> str:
@@ -272,6 +296,7 @@ def _view_sql(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str:
     key = _view_key(root, name)
     if key.endswith("none"):
         return f"{key}\nCREATE OR REPLACE VIEW {name} AS {empty_select(name)}"
+    keep = "" if name in UNFILTERED else f" WHERE {EXCLUSION}"
     glob = str(root / name / "run_id=*" / "*.parquet").replace("'", "''")
     source = (f"read_parquet('{glob}', hive_partitioning = true, hive_types = {{'run_id': VARCHAR}}, "
               "union_by_name = true)")
@@ -279,7 +304,7 @@ def _view_sql(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str:
     cols = ", ".join(c.name if c.name in present else f"CAST(NULL AS {DUCKDB_TYPES[c.type]}) AS {c.name}"
                      for c in columns(name))
     # DDL takes no parameters; names come from TABLES and the path is quote-escaped.
-    return f"{key}\nCREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM {source}"  # noqa: S608
+    return f"{key}\nCREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM {source}{keep}"  # noqa: S608
 
 
 def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = False) -> None:
@@ -292,9 +317,11 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
     no view at all.
     """
     root = parquet_root(Path(db_path).resolve())
-    rollups = {name: f"CREATE OR REPLACE VIEW {name} AS {rollup.view_sql(root, name)}" for name in rollup.NAMES}
+    rollups = {name: f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM ({rollup.view_sql(root, name)}) "  # noqa: S608
+                     f"WHERE {EXCLUSION}" for name in rollup.NAMES}
     if not temp:
-        views = {name: _view_sql(con, root, name) for name in TABLES} | rollups
+        tables = {name: _view_sql(con, root, name) for name in TABLES}
+        views = {"run_status": tables.pop("run_status"), "excluded_runs": EXCLUDED_RUNS} | tables | rollups
         con.execute("BEGIN TRANSACTION")
         for sql in views.values():
             con.execute(sql)
@@ -307,6 +334,11 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
     if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = '_view_sql' "
                    "AND NOT temporary").fetchall()[0][0]:
         stored = dict(con.execute("SELECT name, sql FROM _view_sql").fetchall())
+    if stored.get("excluded_runs") != EXCLUDED_RUNS:
+        stored.pop("run_status", None)  # a warehouse from before invalidation: make both here
+        con.execute(_view_sql(con, root, "run_status").replace("CREATE OR REPLACE VIEW",
+                                                                "CREATE OR REPLACE TEMP VIEW", 1))
+        con.execute(EXCLUDED_RUNS.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
     for name in TABLES:
         if stored.get(name, "").split("\n", 1)[0] != _view_key(root, name):
             sql = _view_sql(con, root, name)

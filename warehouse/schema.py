@@ -108,6 +108,13 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("scored", "bool"),  # false: failed or flaky controls, left out of analyses by default
         Column("unscored_reason", "string"),
     ),
+    "run_status": _spec(
+        "One row per run an operator invalidated (`trialhouse runs invalidate`): kept, but left "
+        "out of every other table's view (see `excluded_runs`). Never written by ingest.",
+        Column("status", "string", False),  # invalidated
+        Column("reason", "string", False),
+        Column("set_at", "timestamp", False),
+    ),
     "criteria": _spec(
         "One row per criterion of a case in a run: its layer, kind and severity.",
         Column("case_id", "string", False),
@@ -165,7 +172,8 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("labels_json", "string"),  # trial-level labels (limit_hit, retries, error message, …)
         Column("case_fingerprint", "string"),  # the task version graded (our runs; foreign: what the source offers)
         Column("scored", "bool"),  # false: run with --score-unvalidated on a case that failed its controls
-        Column("redactions", "int64"),  # secrets redacted from this trial's evidence
+        Column("redactions", "int64"),  # secrets and credential shapes redacted from this trial's evidence
+        Column("secrets_leaked", "int64"),  # of those, the run's own secret values the agent wrote out
     ),
     "attempts": _spec(
         "One row per attempt inside a trial (foreign formats: attempt 1 only).",
