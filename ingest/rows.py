@@ -24,7 +24,7 @@ from datetime import datetime
 
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
-from runner.events import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, id_problem
+from runner.events import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Redactor, id_problem
 from warehouse.schema import columns
 
 FOREIGN_ID_MAX = 512
@@ -83,8 +83,28 @@ def _raw(row: dict) -> str:
     return repr(row).encode("utf-8", "backslashreplace").decode("utf-8")[:4096]
 
 
+_REDACTOR = Redactor()
+"""Credential shapes only: another tool's results come with no list of secret values."""
+_KEEP = _ID_COLUMNS | {"model", "harness", "harness_version", "source_key", "source_path", "outcome",
+                       "source_format", "cost_source", "layer", "verdict", "stage", "kind"}
+
+
+def _redacted(table: str, row: dict) -> int:
+    """Redact credential shapes in ``row``'s free-text columns, in place; the count."""
+    total = 0
+    for col in columns(table):
+        value = row.get(col.name)
+        if col.type == "string" and isinstance(value, str) and col.name not in _KEEP:
+            clean, n = _REDACTOR.text(value)
+            if n:
+                row[col.name] = clean
+                total += n
+    return total
+
+
 def checked(batch: SourceBatch) -> SourceBatch:
-    """``batch`` with every row that breaks the value rules moved to its quarantine."""
+    """``batch`` with every row that breaks the value rules moved to its quarantine, and
+    credential shapes redacted from the free text it stores (reasons, labels, messages)."""
     if why := id_problem(batch.run_id):
         raise IngestError(f"{batch.source_format} importer made run id {batch.run_id!r}, which {why}; "
                           "this is a bug in the importer (run ids go through ingest.identity.run_key)")
@@ -99,12 +119,11 @@ def checked(batch: SourceBatch) -> SourceBatch:
                 continue  # goes with its trial, whose quarantine row holds the reason
             why = row_problem(table, row)
             if why is None:
+                _redacted(table, row)
                 kept.append(row)
                 continue
             if table == "trials" and isinstance(row.get("trial_id"), str):
                 dropped_trials.add(row["trial_id"])
             quarantine.append(QuarantineRow(source, None, f"{table} row: {why}", _raw(row)))
         rows[table] = kept
-    if len(quarantine) == len(batch.quarantine):
-        return batch
     return replace(batch, rows=rows, quarantine=quarantine)

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
+from runner.redact import Redactor as Redactor  # noqa: F401 - part of the contract: what may be stored
+
 SCHEMA_VERSION: Literal[1] = 1
 """Current event schema version written by this runner."""
 

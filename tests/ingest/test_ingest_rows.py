@@ -89,3 +89,24 @@ def test_a_hostile_foreign_run_name_becomes_a_safe_partition(tmp_path):
         assert con.execute("SELECT DISTINCT run_id FROM trials").fetchall() == [(batch.run_id,)]
     finally:
         con.close()
+
+
+def test_credential_shapes_in_foreign_text_are_redacted_before_they_are_stored(tmp_path):
+    import json as _json
+
+    import warehouse
+    from ingest.api import ingest_paths
+
+    token = "ghp_" + "9z8Y7x6W5v4U3t2S1r0QpOnMlKjIhGfEdCbA"
+    line = {"model": "m", "harness": "h", "harness_version": "1", "task_id": "t1", "trial": 1,
+            "status": "failed", "input_tokens": 5, "output_tokens": 1, "steps": 1,
+            "error": f"push failed with {token}", "note": "password=hunter2-correct-horse"}
+    src = tmp_path / "runs.jsonl"
+    src.write_text(_json.dumps(line) + "\n")
+    wh = tmp_path / "wh" / "w.duckdb"
+    ingest_paths([src], wh, format="runs-jsonl")
+    with warehouse.open(wh, read_only=True) as con:
+        stored = " ".join(str(v) for row in con.execute("SELECT * FROM trials").fetchall() for v in row)
+        stored += " ".join(str(v) for row in con.execute("SELECT * FROM events").fetchall() for v in row)
+    assert token not in stored and "hunter2-correct-horse" not in stored
+    assert "[REDACTED]" in stored
