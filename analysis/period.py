@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 SIGNIFICANT = 0.05
 _COLS = ["config_id", "case_id", "outcome", "complete", "valid", "solved", "holdout",
-         "duration_s", "cost_usd"]
+         "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps"]
 
 
 def previous_window(since: datetime, until: datetime) -> tuple[datetime, datetime]:

@@ -55,7 +55,8 @@ def test_configuration_missing_tasks_is_restricted_to_common_tasks(wh, grid):
     rows = {r["config_id"]: r for r in s.rows}
     assert rows["a"]["valid"] == 2 and rows["b"]["valid"] == 2
     assert s.excluded_cases == [{"config_id": "a", "variant": "a", "model": "m", "harness": "h",
-                                 "harness_version": "1", "case_ids": ["t3"]}]
+                                 "harness_version": "1", "universe": "r1",
+                                 "case_ids": ["t3"]}]
 
 
 def test_summary_task_interval_matches_statsmodels_and_slices(wh, grid):
