@@ -119,6 +119,12 @@ def _reversal(groups: dict[str, list[list[str]]]) -> bool:
     return False
 
 
+def _p(v: float | None) -> str:
+    """``p = 0.452`` or ``p < 0.001``."""
+    text = fmt.pval(v)
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
 def _effect_sentence(kind: str, within: str, effects: list[dict], a: str, b: str) -> str:
     parts = []
     for e in effects:
@@ -126,7 +132,7 @@ def _effect_sentence(kind: str, within: str, effects: list[dict], a: str, b: str
         p = st.get("p_holm", st["p"])
         parts.append(f"{e[b]} − {e[a]} {fmt.diff_ci(e['mean_diff'], e['ci_low'], e['ci_high'])}"
                      f" [{st['improvements']} better / {st['regressions']} worse, "
-                     f"p = {fmt.pval(p)}{'' if st['p_reachable'] else ', p < 0.05 unreachable'}]")
+                     f"{_p(p)}{'' if st['p_reachable'] else ', p < 0.05 unreachable'}]")
     return f"{kind} within {within} (Holm): " + "; ".join(parts) + "."
 
 
@@ -141,9 +147,9 @@ def _interaction_sentence(inter: dict, logit: dict | None) -> str:
         return f" Interaction: {inter['note']}."
     k = len(inter["contrasts"])
     c0 = inter["contrasts"][0]
-    what = (f"mean contrast {fmt.signed(c0['mean'])} ({_ci(c0)}), exact sign test p = "
-            f"{fmt.pval(inter['p'])}" if k == 1 else
-            f"smallest Holm-adjusted p = {fmt.pval(inter['p'])} over {k} contrasts")
+    what = (f"mean contrast {fmt.signed(c0['mean'])} ({_ci(c0)}), exact sign test "
+            f"{_p(inter['p'])}" if k == 1 else
+            f"smallest Holm-adjusted {_p(inter['p'])} over {k} contrasts")
     if inter["note"]:
         tail = f" — {inter['note']}."
     elif inter["p"] < 0.05:
@@ -153,7 +159,7 @@ def _interaction_sentence(inter: dict, logit: dict | None) -> str:
     out = f" Interaction (task-level contrasts): {what}{tail}"
     if logit is not None:
         out += (f" Log-odds interaction: chi2 = {logit['chi2']:.2f} on {logit['df']} df, "
-                f"p = {fmt.pval(logit['p'])}." if logit["estimable"]
+                f"{_p(logit['p'])}." if logit["estimable"]
                 else f" Log-odds interaction {logit['note']}.")
     return out
 
