@@ -84,6 +84,8 @@ def resolve(con: duckdb.DuckDBPyConnection, filters: Filters | None) -> Filters:
         _unknown("universe", filters.universes, known, "task universe in this selection")
     if filters.names_configs and filters.config_ids is None:
         filters = replace(filters, config_ids=_config_ids(con, filters))
+    if filters.cost_coverage == "complete":
+        coverage_notes(con, filters)  # none known: one clear error for every question
     return filters
 
 

@@ -135,6 +135,8 @@ def _solve(**kwargs: Any) -> float:
 
     from statsmodels.stats.power import TTestPower
 
+    import numpy as np
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(TTestPower().solve_power(alternative="two-sided", **kwargs))
+        return float(np.squeeze(TTestPower().solve_power(alternative="two-sided", **kwargs)))
