@@ -161,8 +161,9 @@ def _cost(rows: Sequence[tuple], acc_pairs: int, cost_d: list[float] | None) -> 
 
 def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
            holdout: list[bool], slice_: Mapping[str, Any] | None = None,
-           seed: int = SEED) -> Block:
-    """Every statistic of one comparison over one set of tasks (main or holdout)."""
+           seed: int | None = SEED) -> Block:
+    """Every statistic of one comparison over one set of tasks (main or holdout);
+    ``seed`` None computes no paired deltas (the holdout block reports none)."""
     sl, sl_params = _slice_pred(slice_)
     params = [cand, base, cand, holdout, *sl_params]
     (n_pairs, cand_only, base_only, both, neither, excluded, incomplete, acc_pairs,
@@ -192,7 +193,8 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
         duration=DurationDiff(acc_pairs, math.fsum(dur) / len(dur) if dur else None,
                               statistics.median(dur) if dur else None),
         cost=cost, directions=directions,
-        deltas=paired_deltas(con, _SIDES.format(rel=rel, sl=sl), params, cost, seed))
+        deltas=None if seed is None else paired_deltas(con, _SIDES.format(rel=rel, sl=sl),
+                                                       params, cost, seed))
 
 
 def _warnings(main: Block) -> list[str]:
@@ -228,7 +230,7 @@ def compare_relation(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef,
                 f"SELECT count(*) FROM {rel} WHERE config_id IN (?, ?) "  # noqa: S608
                 f"AND coalesce(holdout, FALSE){sl}", [*ids, *sl_params]).fetchall()[0][0]
             if n_hold:
-                hold = _block(con, rel, *ids, [True], slice_, seed)
+                hold = _block(con, rel, *ids, [True], slice_, None)
         out.append(Comparison(baseline=base, candidate=cand, main=main, holdout=hold,
                               warnings=_warnings(main),
                               slice=dict(slice_) if slice_ is not None else None))
@@ -278,11 +280,10 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     candidate has no trial are skipped, and Holm adjusts within a slice. ``seed`` seeds
     the bootstrap intervals of the paired deltas.
     """
-    from analysis.data import config_list, config_rows, trials_sql
+    from analysis.data import config_list, trials_sql
 
-    filters, notes, universe = universe_of_sides(con, scope.resolve(con, filters), baseline,
-                                                  candidates)
-    cfg_rows = config_rows(con, filters)
+    filters, notes, universe, cfg_rows = universe_of_sides(con, scope.resolve(con, filters),
+                                                            baseline, candidates)
     table = config_list(cfg_rows)
     roles = eligibility_from_kinds({r["config_id"]: r.get("agent_kind") for r in cfg_rows})
     base, cands, excluded = sides(table, roles, baseline, candidates,

@@ -40,15 +40,21 @@ d AS (
 
 _PER_TASK = ", ".join(f"count(d_{m}), fsum(d_{m})" for m in METRICS)
 _MEDIANS = ", ".join(f"median(d_{m}), median(b_{m}), median(c_{m})" for m in METRICS)
-PER_TASK_SQL = "SELECT case_id, " + _PER_TASK + " FROM d GROUP BY case_id ORDER BY case_id"  # noqa: S608
-MEDIANS_SQL = "SELECT " + _MEDIANS + " FROM d"  # noqa: S608
+PER_TASK_SQL = ("SELECT case_id, " + _PER_TASK  # noqa: S608
+                + " FROM cmp_deltas d GROUP BY case_id ORDER BY case_id")
+MEDIANS_SQL = "SELECT " + _MEDIANS + " FROM cmp_deltas d"  # noqa: S608
 
 
 def deltas(con: duckdb.DuckDBPyConnection, sides_sql: str, params: list,
            cost: CostDiff, seed: int = SEED, resamples: int = RESAMPLES) -> Deltas:
     """The four paired differences of one block (``sides_sql`` is the block's ``WITH s``)."""
-    per_task = con.execute(sides_sql + PAIRS_SQL + "\n" + PER_TASK_SQL, params).fetchall()
-    medians = con.execute(sides_sql + PAIRS_SQL + "\n" + MEDIANS_SQL, params).fetchall()[0]
+    con.execute("CREATE OR REPLACE TEMP TABLE cmp_deltas AS " + sides_sql + PAIRS_SQL
+                + "\nSELECT * FROM d", params)
+    try:
+        per_task = con.execute(PER_TASK_SQL).fetchall()
+        medians = con.execute(MEDIANS_SQL).fetchall()[0]
+    finally:
+        con.execute("DROP TABLE IF EXISTS cmp_deltas")
     counts = [[float(r[1 + 2 * i]) for r in per_task] for i in range(len(METRICS))]
     sums = [[float(r[2 + 2 * i] or 0.0) for r in per_task] for i in range(len(METRICS))]
     intervals = ratio_intervals(sums, counts, seed=seed, resamples=resamples)

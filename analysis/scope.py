@@ -78,9 +78,9 @@ def resolve(con: duckdb.DuckDBPyConnection, filters: Filters | None) -> Filters:
                  _distinct(con, f"SELECT DISTINCT {case_label('benchmark')} FROM cases c"),  # noqa: S608
                  "benchmark")
     if filters.universes:
-        known = [u.name for u in universes(con, replace(filters, universes=(),
-                                                        configs=(), models=(), harnesses=(),
-                                                        config_ids=None))]
+        known = [u.name for u in universes(con, replace(
+            filters, universes=(), configs=(), models=(), harnesses=(), config_ids=None,
+            cost_coverage="all"))]
         _unknown("universe", filters.universes, known, "task universe in this selection")
     if filters.names_configs and filters.config_ids is None:
         filters = replace(filters, config_ids=_config_ids(con, filters))
@@ -112,21 +112,26 @@ class Universe:
 _UNIVERSES_SQL = """
 SELECT {universe} AS universe, min({kind}) AS kind, list(DISTINCT t.run_id ORDER BY t.run_id),
        list(DISTINCT t.config_id ORDER BY t.config_id),
-       count(DISTINCT t.case_id) FILTER (WHERE t.complete)
-FROM trials t
+       count(DISTINCT t.case_id) FILTER (WHERE {complete})
+FROM {source} t
 LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
 LEFT JOIN runs r ON r.run_id = t.run_id
 WHERE {where}
 GROUP BY 1
 ORDER BY 1
 """  # fixed fragments only; values are parameters
+"""Over ``task_rollup`` (one row per run × configuration × case) unless a filter reads a
+trial's own columns."""
 
 
 def universes(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> list[Universe]:
     """The task universes of the selected trials (resolve the filters first)."""
     filters = filters or Filters()
     where, params = filters.where()
-    sql = _UNIVERSES_SQL.format(universe=UNIVERSE_SQL, kind=UNIVERSE_KIND_SQL, where=where)
+    rollup = not filters.needs_trials
+    sql = _UNIVERSES_SQL.format(universe=UNIVERSE_SQL, kind=UNIVERSE_KIND_SQL, where=where,
+                                source="task_rollup" if rollup else "trials",
+                                complete="t.complete > 0" if rollup else "t.complete")
     return [Universe(str(u), str(k), tuple(r), tuple(c), int(n or 0))
             for u, k, r, c, n in con.execute(sql, params).fetchall()]
 

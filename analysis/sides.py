@@ -69,12 +69,15 @@ GROUP BY 1
 
 
 def universe_of_sides(con: duckdb.DuckDBPyConnection, filters: Filters, baseline: str | None,
-           candidates: Sequence[str] | None) -> tuple[Filters, list[str], str | None]:
+                      candidates: Sequence[str] | None
+                      ) -> tuple[Filters, list[str], str | None, list[dict]]:
     """One task universe for the comparison (``scope.choose_universe``): the named
-    baseline's (or first named candidate's); a named side outside it is an error."""
+    baseline's (or first named candidate's); a named side outside it is an error. Also
+    returns the ``config_rows`` of the narrowed selection."""
     from analysis.data import config_list, config_rows
 
-    full = config_list(config_rows(con, filters))
+    rows = config_rows(con, filters)
+    full = config_list(rows)
     if not full:
         raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
                             "--run/--source/--label or ingest a run first")
@@ -82,14 +85,15 @@ def universe_of_sides(con: duckdb.DuckDBPyConnection, filters: Filters, baseline
     anchor = resolve_config(full, named)["config_id"] if named else None
     narrowed, notes, universe = scope.choose_universe(con, filters, "compare", anchor)
     if narrowed is not filters:
-        kept = {r["config_id"] for r in config_rows(con, narrowed)}
+        rows = config_rows(con, narrowed)
+        kept = {r["config_id"] for r in rows}
         for name in [*(candidates or []), *([baseline] if baseline else [])]:
             if resolve_config(full, name)["config_id"] not in kept:
                 raise AnalysisError(
                     f"{name!r} shares no task with {named!r}: they are in different task "
                     f"universes (compared within {universe}); compare configurations of one "
                     "universe (see trialhouse summarize) or choose it with --universe")
-    return narrowed, notes, universe
+    return narrowed, notes, universe, rows
 
 
 def sharing(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[ConfigRef],

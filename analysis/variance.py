@@ -133,9 +133,8 @@ def _solve(**kwargs: Any) -> float:
     """statsmodels' paired/one-sample t power equation solved for the missing argument."""
     import warnings
 
-    from statsmodels.stats.power import TTestPower
-
     import numpy as np
+    from statsmodels.stats.power import TTestPower
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -37,7 +37,7 @@ def noise(warehouse: Path, json_out: bool, csv_out: bool, **sel: Any) -> None:
 @app.command()
 @warehouse_option
 @option("--seed", type=int, default=20260601, help="Seed of the bootstrap over tasks.")
-@option("--resamples", type=click.IntRange(100, 100_000), default=2000,
+@option("--resamples", type=click.IntRange(100, 100_000), default=1000,
         help="Bootstrap resamples.")
 @filter_options(by=False)
 @json_option()
