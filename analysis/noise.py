@@ -37,7 +37,15 @@ class Noise(RowsResult):
         "se_at_reps": "List(Float64)", "se_floor": "Float64", "verdict": "String"}
 
 
-def _verdict(share: float | None, se_now: float | None, floor: float | None) -> str:
+def _verdict(share: float | None, se_now: float | None, floor: float | None,
+             truncated: bool = False) -> str:
+    text = _reading(share, se_now, floor)
+    if truncated:
+        text += "; τ² estimated at 0 (task rates spread no more than repetition noise explains)"
+    return text
+
+
+def _reading(share: float | None, se_now: float | None, floor: float | None) -> str:
     if se_now is None or floor is None:
         return "needs ≥ 2 repetitions on some task to split the variance"
     if share is None:
@@ -66,7 +74,8 @@ def _row(key: tuple, part: list[tuple], names: dict) -> dict:
             "min_reps": min(n for _, n in tasks), "within_var": omega, "between_var": tau,
             "between_share": share, "se_observed": observed, "se_design": se_now,
             "se_at_reps": [variance.design_se(tau, omega, n_t, r) for r in REPS] if split
-            else None, "se_floor": floor, "verdict": _verdict(share, se_now, floor)}
+            else None, "se_floor": floor,
+            "verdict": _verdict(share, se_now, floor, bool(comp["truncated"]))}
 
 
 def noise(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Noise:

@@ -286,11 +286,12 @@ def ranks(res: Any) -> View:
     from analysis import formatting as fmt
 
     names = {r["config_id"]: _name(r) for r in res.rows}
+    short = {r["config_id"]: fmt.label(r) for r in res.rows}
     rows = [[r["universe"], names[r["config_id"]], fmt.rate(r["task_mean"]),
              fmt.DASH if r["rank"] is None else str(r["rank"]),
              fmt.DASH if r["rank_low"] is None else f"{r['rank_low']}–{r['rank_high']}",
              "baseline (not ranked)" if r["role"] == "baseline" else
-             fmt.listing([names.get(t, t[:12]) for t in r["tied_with"]]) or "none"]
+             fmt.listing([short.get(t, t[:12]) for t in r["tied_with"]]) or "none"]
             for r in res.rows]
     return View(lines=_task_sets(res.universes),
                 tables=[_table("Leaderboard: rank by task mean, 95% bootstrap rank interval",
