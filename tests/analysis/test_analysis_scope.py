@@ -16,12 +16,13 @@ A, R, I = "accepted", "target_failed", "infra_error"
 
 @pytest.fixture
 def two_benchmarks(wh_runs, grid):
-    """Benchmark B1 (run r1): configs a, b on t1–t4, b has only infra errors on t4.
-    Benchmark B2 (run r2): configs c, d on t1–t2 (the same case ids, other tasks)."""
-    r1 = grid({"a": {"t1": [A, A], "t2": [A, R], "t3": [R, R], "t4": [A, A]},
+    """Benchmark B1 (run r1): configs a, b on t1–t4, b has only infra errors on t4, and a
+    alone ran t5. Benchmark B2 (run r2): configs c, d on t1–t2 (the same case ids, other
+    tasks)."""
+    r1 = grid({"a": {"t1": [A, A], "t2": [A, R], "t3": [R, R], "t4": [A, A], "t5": [A]},
                "b": {"t1": [A, R], "t2": [R, R], "t3": [A, A], "t4": [I, I]}})
     r2 = grid({"c": {"t1": [A], "t2": [R]}, "d": {"t1": [R], "t2": [R]}})
-    cases1 = [{"case_id": t, "benchmark": "B1"} for t in ("t1", "t2", "t3", "t4")]
+    cases1 = [{"case_id": t, "benchmark": "B1"} for t in ("t1", "t2", "t3", "t4", "t5")]
     cases2 = [{"case_id": t, "benchmark": "B2"} for t in ("t1", "t2")]
     return wh_runs([("r1", r1, cases1), ("r2", r2, cases2)])
 
@@ -29,17 +30,19 @@ def two_benchmarks(wh_runs, grid):
 def test_universes_are_listed_with_their_configurations(two_benchmarks):
     found = scope.universes(two_benchmarks)
     assert [(u.name, u.kind, u.runs, u.config_ids, u.tasks) for u in found] == [
-        ("B1", "benchmark", ("r1",), ("a", "b"), 4), ("B2", "benchmark", ("r2",), ("c", "d"), 2)]
+        ("B1", "benchmark", ("r1",), ("a", "b"), 5), ("B2", "benchmark", ("r2",), ("c", "d"), 2)]
 
 
 def test_summarize_and_consistency_use_one_task_set(two_benchmarks):
     s = summary.summarize(two_benchmarks)
     c = consistency.consistency(two_benchmarks)
     assert [u.as_dict() for u in s.universes] == [u.as_dict() for u in c.universes]
-    assert [(u.name, u.common) for u in s.universes] == [("B1", 4), ("B2", 2)]
+    assert [(u.name, u.tasks, u.common) for u in s.universes] == [("B1", 5, 4), ("B2", 2, 2)]
     rows_s = {(r["config_id"], r["universe"]): r["tasks"] for r in s.rows}
     rows_c = {(r["config_id"], r["universe"]): r["tasks"] for r in c.rows}
     assert rows_s == rows_c == {("a", "B1"): 4, ("b", "B1"): 3, ("c", "B2"): 2, ("d", "B2"): 2}
+    assert {r["config_id"]: r["excluded_tasks"] for r in c.rows} == {"a": 1, "b": 1, "c": 0,
+                                                                     "d": 0}
     # b's task without a valid trial is named, not silently dropped
     assert any("b" in w and "1 common task(s) without a valid trial" in w and "t4" in w
                for w in c.warnings)
