@@ -158,7 +158,7 @@ class AliasMap:
             by_canonical: dict[str, list[str]] = {}
             for s, a in entries.items():
                 by_canonical.setdefault(a.canonical, []).append(s)
-            for canonical, spellings in by_canonical.items():
+            for spellings in by_canonical.values():
                 if any(s in seen[kind] for s in spellings):
                     used += 1
                 else:

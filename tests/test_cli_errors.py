@@ -6,6 +6,7 @@ Each case runs the real CLI in a subprocess and asserts a non-zero exit, one
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -47,9 +48,10 @@ def qa(tmp_path_factory) -> Path:
     # a second task universe: one configuration on other tasks, no cost
     other = d / "other.jsonl"
     other.write_text("".join(
-        '{"model": "model-%s", "harness": "zh", "harness_version": "1", "task_id": "z%d", '
-        '"trial": 1, "status": "solved", "input_tokens": 10, "output_tokens": 5, "steps": 2, '
-        '"benchmark": "other"}\n' % (m, i) for m in "yz" for i in range(3)))
+        json.dumps({"model": f"model-{m}", "harness": "zh", "harness_version": "1",
+                    "task_id": f"z{i}", "trial": 1, "status": "solved", "input_tokens": 10,
+                    "output_tokens": 5, "steps": 2, "benchmark": "other"}) + "\n"
+        for m in "yz" for i in range(3)))
     res = cli("ingest", RUNS, other, "--prices", PRICES, "-w", d / "two.duckdb")
     assert res.returncode == 0, res.stderr
     # an empty warehouse: created by ingest machinery, nothing in it

@@ -11,7 +11,7 @@ from analysis import compare, consistency, familiarity, pareto, scope, summary
 from analysis.errors import AnalysisError
 from analysis.filters import Filters
 
-A, R, I = "accepted", "target_failed", "infra_error"
+A, R, INFRA = "accepted", "target_failed", "infra_error"
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def two_benchmarks(wh_runs, grid):
     alone ran t5. Benchmark B2 (run r2): configs c, d on t1–t2 (the same case ids, other
     tasks)."""
     r1 = grid({"a": {"t1": [A, A], "t2": [A, R], "t3": [R, R], "t4": [A, A], "t5": [A]},
-               "b": {"t1": [A, R], "t2": [R, R], "t3": [A, A], "t4": [I, I]}})
+               "b": {"t1": [A, R], "t2": [R, R], "t3": [A, A], "t4": [INFRA, INFRA]}})
     r2 = grid({"c": {"t1": [A], "t2": [R]}, "d": {"t1": [R], "t2": [R]}})
     cases1 = [{"case_id": t, "benchmark": "B1"} for t in ("t1", "t2", "t3", "t4", "t5")]
     cases2 = [{"case_id": t, "benchmark": "B2"} for t in ("t1", "t2")]
