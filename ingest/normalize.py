@@ -4,20 +4,26 @@ Events are collected per trial and resolved at the end, ordered by ``seq``, so
 out-of-order lines and resumed trials come out right: when a trial has several
 ``trial_started`` events only the events after the last one count. A trial without
 ``trial_finished`` is ``complete = false`` with a null outcome (incomplete, not
-failed). Cost: reported by the agent wins (``cost_source = 'reported'``), else priced
-from known tokens with the price table (``'priced'``), else null — never 0.
+failed). Cost follows the one rule in ``ingest.cost.resolve_cost``: reported by the
+agent wins (``cost_source = 'reported'``), else priced from known tokens with the price
+table (``'priced'``), else null — never 0.
+
+Every event fed in belongs to one run: the reader decides the file's run and quarantines
+the others' lines (``ingest.read.read_blocks``).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 
 from ingest.batch import QuarantineRow
+from ingest.cost import Prices, resolve_cost
 from ingest.fastdecode import to_model
 from ingest.read import Block, ReadEvent, exact_micros
 from ingest.seen import TrialIds
@@ -25,19 +31,10 @@ from runner import events as ev
 from warehouse.schema import TABLES
 
 
-class Prices(Protocol):
-    as_of: str | None
-
-    def cost(self, model, input_tokens, output_tokens, cache_read_tokens=None, on=None) -> float | None: ...
-
-
 def _j(obj: Any) -> str:
     if not obj and isinstance(obj, list | dict):
         return "[]" if isinstance(obj, list) else "{}"
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
-_fourth = itemgetter(3)
 
 
 class EventsColumns:
@@ -151,6 +148,24 @@ def _seq(pair: tuple) -> int:
     return pair[0].seq
 
 
+@dataclass
+class NormalizerState:
+    """What a normaliser holds besides its resolved rows: handed from one half of a file read
+    in two processes to the other (``ingest.parallel``) and merged with ``RunNormalizer.merge``."""
+
+    started: list = field(default_factory=list)
+    finished: Any = None
+    validated: dict = field(default_factory=dict)
+    controls: list = field(default_factory=list)
+    pending: dict[str, list] = field(default_factory=dict)
+    """Trials not resolved yet: id → their ``(seq, kind, event, µs)`` entries."""
+    resolved: TrialIds = field(default_factory=TrialIds)
+    incomplete: int = 0
+    run_level_other: int = 0
+    notes: list[str] = field(default_factory=list)
+    quarantine: list[QuarantineRow] = field(default_factory=list)
+
+
 class RunNormalizer:
     """Feed it blocks of events (any order); ``rows()`` returns the rows per table.
 
@@ -164,7 +179,8 @@ class RunNormalizer:
     as ``(seq, kind, event, ts in µs)`` tuples, controls as ``(event, ts in µs)``.
     """
 
-    def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False) -> None:
+    def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False,
+                 run_id: str | None = None) -> None:
         self.source_file = source_file
         self.prices = prices
         self.streaming = streaming
@@ -172,7 +188,7 @@ class RunNormalizer:
         self.n_ready = 0
         self._resolved = TrialIds()
         self._incomplete = 0
-        self.run_id: str | None = None
+        self.run_id: str | None = run_id
         self.quarantine: list[QuarantineRow] = []
         self.notes: list[str] = []
         self._started: list[ev.RunStarted] = []
@@ -186,35 +202,22 @@ class RunNormalizer:
         self._variants_for = -1
         self._variants_map: dict[str, tuple] = {}
 
-    def add(self, re: ReadEvent) -> bool:
-        """Accept one event; False (and a quarantine row) when it belongs to another run."""
-        block = Block([re.event], [re.line], [re.raw], None, [exact_micros(re.event.ts)])
-        return bool(self.add_block(block).events)
+    def add(self, re: ReadEvent) -> None:
+        """Accept one event (of this run)."""
+        self.add_block(Block([re.event], [re.line], [re.raw], None, [exact_micros(re.event.ts)]))
 
     def add_block(self, block: Block) -> Block:
-        """Accept a block of events; returns the ones kept (events of another run are quarantined)."""
+        """Accept a block of events of this run (the reader keeps other runs' lines out); returns it
+        with its envelope read."""
         events = block.events
         if self.run_id is None and events:
             self.run_id = events[0].run_id
-        rid = self.run_id
         env = block.envelope()
-        if list(map(_fourth, env)).count(rid) != len(events):
-            keep = []
-            for i, e in enumerate(events):
-                if e.run_id == rid:
-                    keep.append(i)
-                    continue
-                self.quarantine.append(QuarantineRow(
-                    self.source_file, block.lines[i],
-                    f"run_id {e.run_id!r} differs from this file's run {self.run_id!r}",
-                    block.raws[i][:4096].decode("utf-8", errors="replace"),
-                ))
-            block = block._replace(env=env).take(keep)
-            events, env = block.events, block.env
-        elif block.env is None:
+        if block.env is None:
             block = block._replace(env=env)
         trials = self._trials
         streaming, resolved = self.streaming, self._resolved
+        assert block.micros is not None, "the reader gives every event its µs"
         for (seq, kind, tid, _rid), e, m in zip(env, events, block.micros, strict=True):
             if kind in _RUN_KINDS:
                 self._run_event(e, m, kind)
@@ -234,7 +237,7 @@ class RunNormalizer:
                 self._resolve(tid)
         return block
 
-    def _run_event(self, e, m: int, kind: str) -> None:
+    def _run_event(self, e, m: int | None, kind: str) -> None:
         if kind == "run_started":
             self._started.append(e)
         elif kind == "run_finished":
@@ -266,6 +269,54 @@ class RunNormalizer:
         """Take the rows of trials resolved so far (streaming mode)."""
         out, self.ready, self.n_ready = self.ready, {t: [] for t in TRIAL_TABLES}, 0
         return out
+
+    # ------------------------------------------------------------ two halves (ingest.parallel)
+
+    def continue_from(self, run_started: ev.RunStarted) -> None:
+        """Read the second half of a file whose first line is ``run_started``: resolve only
+        trials whose ``trial_started`` this half holds (the others are merged at the end)."""
+        self.need_start = True
+        self.run_id = run_started.run_id
+        self._started.append(run_started)
+
+    @property
+    def starts(self) -> int:
+        """``run_started`` events seen (the one given to ``continue_from`` included)."""
+        return len(self._started)
+
+    @property
+    def resolved(self) -> TrialIds:
+        return self._resolved
+
+    def pending_ids(self) -> set[str]:
+        return set(self._trials)
+
+    def state(self) -> NormalizerState:
+        """Everything but the resolved rows (the second half's ``run_started`` context left out)."""
+        return NormalizerState(
+            started=self._started[1:] if self.need_start else list(self._started), finished=self._finished,
+            validated=self._validated, controls=self._controls, pending=dict(self._trials),
+            resolved=self._resolved, incomplete=self._incomplete, run_level_other=self._run_level_other,
+            notes=self.notes, quarantine=self.quarantine,
+        )
+
+    def merge(self, other: NormalizerState) -> None:
+        """Take in the state of the file's other half, as if this normaliser had read it too."""
+        self._started += other.started
+        if other.finished is not None and (self._finished is None or other.finished.seq > self._finished.seq):
+            self._finished = other.finished
+        for case_id, e in other.validated.items():
+            old = self._validated.get(case_id)
+            if old is None or e.seq > old.seq:
+                self._validated[case_id] = e
+        self._controls += other.controls
+        for trial_id, evs in other.pending.items():
+            self._trials[trial_id].extend(evs)
+        self._resolved.update(other.resolved)
+        self._incomplete += other.incomplete
+        self._run_level_other += other.run_level_other
+        self.notes += other.notes
+        self.quarantine += other.quarantine
 
     # ------------------------------------------------------------ run level
 
@@ -333,18 +384,17 @@ class RunNormalizer:
     # ------------------------------------------------------------ trial level
 
     def _cost(self, u, model: str | None, event) -> tuple[float | None, str | None]:
-        """The cost rule, in one place: reported wins, else priced from known tokens, else unknown.
+        """``resolve_cost`` for a validated ``Usage``; prices apply from the date of ``event``.
 
-        ``u`` is a validated ``Usage``; prices apply from the date of ``event`` (its ``ts``).
+        A 0 our agents report is a real 0 (they report a cost only when they computed one).
+        The date is parsed only when the cost will be priced (it costs a parse per event).
         """
-        if u.cost_usd is not None:
-            return u.cost_usd, "reported"
-        if self.prices is not None and u.input_tokens is not None and u.output_tokens is not None:
-            cost = self.prices.cost(model, u.input_tokens, u.output_tokens,
-                                    u.cache_read_tokens, on=event.ts.date())
-            if cost is not None:
-                return cost, "priced"
-        return None, None
+        if self.prices is None and u.cost_usd is None:
+            return None, None
+        on = event.ts.date() if u.cost_usd is None else None
+        return resolve_cost(self.prices, model, reported=u.cost_usd, input_tokens=u.input_tokens,
+                            output_tokens=u.output_tokens, cache_read_tokens=u.cache_read_tokens,
+                            cache_write_tokens=u.cache_write_tokens, activity=u.steps, on=on)
 
     def _trial(self, trial_id: str, events: list[tuple], variants: dict, out: dict[str, list]) -> bool:
         """Resolve one trial's ``(seq, kind, event, µs)`` entries into row tuples (``TRIAL_COLUMNS``) in ``out``.
@@ -353,7 +403,7 @@ class RunNormalizer:
         accepts, models: both are read by attribute (several at once with ``attrgetter``).
         This runs once per trial (≈ a third of the normaliser's time), so the common shape —
         one ``trial_started`` first, ``trial_finished`` last — is found with list methods
-        on the kinds rather than Python loops. Costs follow the one rule in ``_cost``.
+        on the kinds rather than Python loops. Costs follow the one rule (``_cost``).
         """
         events.sort(key=_first)
         kinds = list(map(_second, events))
@@ -446,8 +496,8 @@ class RunNormalizer:
     def rows(self) -> dict[str, list]:
         """Rows per table (without run_id / ingest_batch_id, which the writer stamps): dicts for
         ``runs``/``configs``/``cases``, ``TRIAL_COLUMNS`` tuples for the per-trial tables."""
-        runs, configs, cases, variants = self._run_rows()
-        variants = _variant_keys(variants)
+        runs, configs, cases, infos = self._run_rows()
+        variants = _variant_keys(infos)
         out = self.drain() if self.streaming else {t: [] for t in TRIAL_TABLES}
         incomplete = self._incomplete
         for trial_id in sorted(self._trials):

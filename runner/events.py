@@ -10,15 +10,177 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 """Current event schema version written by this runner."""
+
+
+# ---------------------------------------------------------------- value rules
+#
+# One rule for every value that enters the warehouse, applied identically where the runner
+# writes (these types are in the models it builds its events from), where ingest reads (the
+# same models, compiled in ``ingest.fastdecode``; ``json_problem`` on every line it diagnoses)
+# and in every importer (``ingest.rows``). docs/design.md, "One rule for every value".
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_DEPTH = 32
+"""Deepest nesting of JSON arrays/objects in one document (an event line or a manifest)."""
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""The safe identifier alphabet: ASCII letters, digits, ``.``, ``_``, ``-``; never first ``.``,
+``_`` or ``-`` (so never ``.``/``..``, a hidden file or an option). Such an id is a valid file
+name, Hive partition value, shell word and SQL literal without escaping."""
+ID_MAX = 128
+"""Longest run, case, variant, config, criterion or manifest id (characters = bytes)."""
+TRIAL_ID_MAX = 255
+"""Longest trial id: the runner composes ``<case>__<variant>__r<rep>``; the manifest limits case
+and variant ids so this fits one file name (``runner.manifest.CASE_VARIANT_ID_MAX``)."""
+
+ID_RE = re.compile(ID_PATTERN[:-1] + r"\Z")
+"""``ID_PATTERN`` for Python's ``re`` (whose ``$`` also matches before a final newline)."""
+
+
+def id_problem(value: object, max_length: int = ID_MAX) -> str | None:
+    """Why ``value`` is not a safe identifier (None when it is): the rule of ``Id``/``TrialId``."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if not value or len(value) > max_length:
+        return f"must be 1 to {max_length} characters long (is {len(value)})"
+    if not ID_RE.match(value):
+        return "must start with a letter or digit and use only letters, digits, '.', '_' or '-'"
+    return None
+
+
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+"""An integer that fits a Parquet int32 column (exit codes, signals)."""
+Count32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Positive32 = Annotated[int, Field(ge=1, le=INT32_MAX)]
+"""Attempts, repetitions: counted from 1, stored as int32."""
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Count64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""Tokens, steps, seq: ≥ 0 and within a Parquet int64 column."""
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=ID_MAX)]
+TrialId = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=TRIAL_ID_MAX)]
+
+
+def json_problem(value: Any, where: str = "", depth: int = 1) -> str | None:
+    """Why a decoded JSON value breaks the value rules (None when it keeps them).
+
+    Integers within int64, floats finite (no NaN/Infinity/1e999), strings and keys valid
+    Unicode (no lone surrogates, which UTF-8 cannot store), nesting at most ``MAX_DEPTH``
+    arrays/objects deep. ``where`` prefixes the location in the message (``a.b[2]``).
+    """
+    if isinstance(value, str):
+        return _text_problem(value, where)
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            return f"{where or 'value'}: integer out of range (must fit 64 bits)"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where or 'value'}: must be a finite number"
+    if isinstance(value, dict | list):
+        if depth > MAX_DEPTH:
+            return f"{where or 'value'}: nested more than {MAX_DEPTH} levels deep"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            at = f"{where}[{k}]" if isinstance(k, int) else (f"{where}.{k}" if where else str(k))
+            if isinstance(k, str) and (why := _text_problem(k, at)):
+                return why
+            if why := json_problem(v, at, depth + 1):
+                return why
+        return None
+    return f"{where or 'value'}: not a JSON value ({type(value).__name__})"
+
+
+def _text_problem(text: str, where: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{where or 'value'}: not valid Unicode (a lone surrogate such as \\ud800)"
+    return None
+
+
+SETTINGS_DEPTH = 4
+"""Where a variant's ``settings`` object sits: line → ``variants`` → variant → settings in a
+``run_started`` event, and manifest → ``variants`` → variant → settings in a manifest; its
+nesting counts from there, so both documents stay within ``MAX_DEPTH``."""
+
+
+def check_settings(value: Any) -> Any:
+    """``json_problem`` as the validator of a variant's free-form ``settings``: raises ValueError."""
+    if why := json_problem(value, depth=SETTINGS_DEPTH):
+        raise ValueError(why)
+    return value
+
+
+Settings = Annotated[dict[str, Any], AfterValidator(check_settings)]
+"""Free-form JSON held to ``json_problem``; ``ingest.fastdecode`` runs the same function after
+decoding."""
+
+
+def as_count(value: object) -> int | None:
+    """A reported count as an int within ``Count64``, else None (bools, negatives, text, 1e308)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= INT64_MAX:
+        return value
+    return None
+
+
+def as_amount(value: object) -> float | None:
+    """A reported amount (cost, seconds) as a finite float ≥ 0, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the float range
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def as_text(value: object, limit: int | None = None) -> str:
+    """Agent-written text as valid Unicode: a lone surrogate (from a JSON ``\\ud800`` escape) is
+    replaced by U+FFFD, so an event holding it can be written; cut at ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # pair what pairs (UTF-16 surrogates), replace what does not
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text if limit is None else text[:limit]
+
+
+def engine_version() -> str:
+    """This trialhouse's version, from its package metadata (the one source of it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trialhouse")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    """sha256 (hex) and size of the bytes of a file, read in chunks: the hashes events record."""
+    h = hashlib.sha256()
+    size = 0
+    with Path(path).open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
 
 Outcome = Literal[
     "accepted", "target_failed", "regression", "budget_exhausted", "infra_error", "invalid"
@@ -37,18 +199,22 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+_CONFIG = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+"""Every contract model: unknown fields refused, immutable, every float finite."""
+
+
 class _Event(BaseModel):
     """Envelope shared by every event."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     schema_version: Literal[1] = SCHEMA_VERSION
     """Event schema version; a reader refuses versions it does not know."""
-    run_id: str
+    run_id: Id
     """Run identifier (also the run's directory name)."""
-    trial_id: str | None = None
+    trial_id: TrialId | None = None
     """Trial identifier; null for run-level events."""
-    seq: int = Field(ge=0)
+    seq: Count64
     """Per-run sequence number, strictly increasing in file order."""
     ts: datetime
     """UTC timestamp of the event."""
@@ -64,17 +230,17 @@ class _Event(BaseModel):
 class VariantInfo(BaseModel):
     """The configuration key of a variant, as recorded for analysis."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    variant: str
-    config_id: str
+    variant: Id
+    config_id: Id
     """Stable hash of everything that can change behaviour (see runner.manifest.config_id)."""
     model: str | None = None
     harness: str | None = None
     harness_version: str | None = None
     reasoning_effort: str | None = None
     service_tier: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: Settings = Field(default_factory=dict)
     agent_kind: str
     """null | reference | replay | simulated | command."""
     simulated: bool = False
@@ -83,9 +249,9 @@ class VariantInfo(BaseModel):
 
 
 class CriterionInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    criterion_id: str
+    criterion_id: Id
     layer: Layer
     kind: Literal["command", "judge"]
     description: str = ""
@@ -107,9 +273,9 @@ class IsolationInfo(BaseModel):
 
 
 class CaseInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    case_id: str
+    case_id: Id
     holdout: bool = False
     labels: dict[str, str] = Field(default_factory=dict)
     """difficulty, task_class, subsystem, language, repository, familiarity (known/unknown)."""
@@ -126,7 +292,7 @@ class RunStarted(_Event):
     """First line of every run: what was run, on what, by which engine."""
 
     event: Literal["run_started"] = "run_started"
-    manifest_id: str
+    manifest_id: Id
     manifest_path: str
     manifest_sha256: str
     validation_only: bool = False
@@ -139,36 +305,36 @@ class RunStarted(_Event):
     initial_tree: str
     input_hashes: dict[str, str] = Field(default_factory=dict)
     """Snapshot path (relative to the manifest) → sha256 of every operator-owned input."""
-    repetitions: int
-    max_attempts: int
+    repetitions: Positive32
+    max_attempts: Positive32
     timeout_seconds: float
     max_cost_usd: float | None = None
     stages: list[Stage] = Field(default_factory=list)
     variants: list[VariantInfo] = Field(default_factory=list)
     cases: list[CaseInfo] = Field(default_factory=list)
-    jobs: int = 1
+    jobs: Positive32 = 1
     resumed: bool = False
     simulated: bool = False
     """True when any variant is simulated."""
     isolation: IsolationInfo | None = None
     """The isolation backend used; None in runs written before isolation existed."""
-    control_repeats: int | None = None
-    controls_from: str | None = None
+    control_repeats: Positive32 | None = None
+    controls_from: Id | None = None
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
-    grading_semantics: int | None = None
+    grading_semantics: Int32 | None = None
 
 
 class ControlResult(_Event):
     """One criterion evaluated during validation (negative or positive control)."""
 
     event: Literal["control_result"] = "control_result"
-    case_id: str
+    case_id: Id
     control: Literal["negative", "positive"]
-    criterion_id: str
+    criterion_id: Id
     layer: Layer
-    repeat: int = 1
-    exit_code: int | None = None
-    signal: int | None = None
+    repeat: Count32 = 1
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
     timed_out: bool = False
     verdict: Verdict
     expected: Literal["passed", "failed"]
@@ -180,13 +346,13 @@ class CaseValidated(_Event):
     """Verdict of a case's controls: usable in scored runs only when ``ok``."""
 
     event: Literal["case_validated"] = "case_validated"
-    case_id: str
+    case_id: Id
     ok: bool
     problems: list[str] = Field(default_factory=list)
     flaky_criteria: list[str] = Field(default_factory=list)
     baseline: dict[str, Verdict] = Field(default_factory=dict)
     """Criterion id → verdict on the initial commit (the negative control)."""
-    repeats: int | None = None
+    repeats: Positive32 | None = None
     fingerprint: str | None = None
     from_run: str | None = None
     """Set when copied from a validation-only run (``run --controls``)."""
@@ -195,11 +361,11 @@ class CaseValidated(_Event):
 class RunFinished(_Event):
     event: Literal["run_finished"] = "run_finished"
     status: Literal["completed", "interrupted", "failed_controls"]
-    trials_total: int
-    trials_finished: int
-    trials_skipped: int = 0
-    unscored_cases: list[str] = Field(default_factory=list)
-    outcomes: dict[str, int] = Field(default_factory=dict)
+    trials_total: Count64
+    trials_finished: Count64
+    trials_skipped: Count64 = 0
+    unscored_cases: list[Id] = Field(default_factory=list)
+    outcomes: dict[str, Count64] = Field(default_factory=dict)
     duration_s: float
 
 
@@ -208,13 +374,13 @@ class RunFinished(_Event):
 
 class TrialStarted(_Event):
     event: Literal["trial_started"] = "trial_started"
-    case_id: str
-    variant: str
-    config_id: str
-    repetition: int = Field(ge=1)
-    seed: int
+    case_id: Id
+    variant: Id
+    config_id: Id
+    repetition: Positive32
+    seed: Int64
     workspace: str
-    order: int = Field(ge=0, description="Position in the run's trial order.")
+    order: Count64 = Field(description="Position in the run's trial order.")
     case_fingerprint: str | None = None
 
 
@@ -222,10 +388,10 @@ class TrialSkipped(_Event):
     """A trial not run because its case is not scored (failed or flaky controls)."""
 
     event: Literal["trial_skipped"] = "trial_skipped"
-    case_id: str
-    variant: str
-    config_id: str
-    repetition: int = Field(ge=1)
+    case_id: Id
+    variant: Id
+    config_id: Id
+    repetition: Positive32
     reason: str
     case_fingerprint: str | None = None
 
@@ -233,7 +399,7 @@ class TrialSkipped(_Event):
 class PrepareFinished(_Event):
     event: Literal["prepare_finished"] = "prepare_finished"
     command: list[str]
-    exit_code: int | None = None
+    exit_code: Int32 | None = None
     timed_out: bool = False
     duration_s: float
 
@@ -248,20 +414,20 @@ class WorkspacePrepared(_Event):
     """Runner-captured tree after prepare: what ``changes.patch`` and patch flags compare to."""
     ignored_tree: str | None = None
     """Files prepare created that git ignores (restored for grading), when any."""
-    files: int = 0
-    bytes: int = 0
+    files: Count64 = 0
+    bytes: Count64 = 0
 
 
 class AttemptStarted(_Event):
     event: Literal["attempt_started"] = "attempt_started"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     findings: list[str] = Field(default_factory=list)
     """Concrete findings handed to this attempt from the previous one."""
 
 
 class StageStarted(_Event):
     event: Literal["stage_started"] = "stage_started"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
     time_left_s: float
     prompt_sha256: str
@@ -270,28 +436,53 @@ class StageStarted(_Event):
 class Usage(BaseModel):
     """What an agent reported about its own consumption. ``None`` means not reported."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    input_tokens: int | None = Field(default=None, ge=0)
+    input_tokens: Count64 | None = None
     """Uncached input tokens."""
-    output_tokens: int | None = Field(default=None, ge=0)
-    cache_read_tokens: int | None = Field(default=None, ge=0)
-    cache_write_tokens: int | None = Field(default=None, ge=0)
-    cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    output_tokens: Count64 | None = None
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
+    cost_usd: float | None = Field(default=None, ge=0)
     """Cost the agent reported itself; None when it reported nothing."""
-    steps: int | None = Field(default=None, ge=0)
+    steps: Count64 | None = None
     """Turns / tool-using steps."""
     time_to_first_edit_s: float | None = Field(default=None, ge=0)
     source: str | None = None
     """Which parser produced this: claude-json, claude-stream-json, codex-json, agent-events, simulated."""
 
 
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps")
+_USAGE_AMOUNTS = ("cost_usd", "time_to_first_edit_s")
+
+
+def reported_usage(source: str | None = None, **values: object) -> tuple[Usage, list[str]]:
+    """A ``Usage`` from what an agent reported, and a note per value that was out of range.
+
+    Agents write their own numbers (an agent-events line can say ``output_tokens: 1e308``);
+    a value the contract cannot hold becomes None (unknown) with a note instead of failing
+    the stage or writing an event ingest would refuse. None stays None.
+    """
+    kept: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, value in values.items():
+        if name not in _USAGE_COUNTS and name not in _USAGE_AMOUNTS:
+            raise TypeError(f"reported_usage: unknown usage field {name!r}")
+        if value is None:
+            continue
+        clean = as_count(value) if name in _USAGE_COUNTS else as_amount(value)
+        if clean is None:
+            notes.append(f"{name}: reported value {str(value)[:40]} is out of range; kept as unknown")
+        kept[name] = clean
+    return Usage(**kept, source=source), notes
+
+
 class StageFinished(_Event):
     event: Literal["stage_finished"] = "stage_finished"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
-    exit_code: int | None = None
-    signal: int | None = None
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
     timed_out: bool = False
     could_not_start: bool = False
     duration_s: float
@@ -302,16 +493,16 @@ class StageFinished(_Event):
     stdout_path: str | None = None
     stderr_path: str | None = None
     stdout_truncated: bool = False
-    redactions: int = 0
+    redactions: Count64 = 0
 
 
 class Checkpoint(_Event):
     event: Literal["checkpoint"] = "checkpoint"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
     sha: str
     """Runner-owned commit of the captured state (never the agent's own .git)."""
-    files_changed: int
+    files_changed: Count64
     tree: str | None = None
 
 
@@ -327,13 +518,13 @@ class Grading(_Event):
     """One deterministic criterion run against a trial's state."""
 
     event: Literal["grading"] = "grading"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     final: bool = True
     """True for the grading of the state the trial is judged on."""
-    criterion_id: str
+    criterion_id: Id
     layer: Layer
-    exit_code: int | None = None
-    signal: int | None = None
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
     timed_out: bool = False
     verdict: Verdict
     duration_s: float
@@ -352,8 +543,8 @@ class Judgment(_Event):
     """A supplementary model judgment: recorded apart, never turns a failure into a pass."""
 
     event: Literal["judgment"] = "judgment"
-    attempt: int = Field(ge=1)
-    criterion_id: str
+    attempt: Positive32
+    criterion_id: Id
     verdict: Verdict
     judge_model: str | None = None
     abstained: bool = False
@@ -388,7 +579,7 @@ class Flag(_Event):
 
 class AttemptFinished(_Event):
     event: Literal["attempt_finished"] = "attempt_finished"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     outcome: Outcome
     findings: list[str] = Field(default_factory=list)
 
@@ -397,13 +588,13 @@ class TrialFinished(_Event):
     """Last event of a trial; a trial without it is incomplete, not failed."""
 
     event: Literal["trial_finished"] = "trial_finished"
-    case_id: str
-    variant: str
-    config_id: str
-    repetition: int = Field(ge=1)
+    case_id: Id
+    variant: Id
+    config_id: Id
+    repetition: Positive32
     outcome: Outcome
     reason: str = ""
-    attempts: int = Field(ge=0)
+    attempts: Count32
     duration_s: float
     setup_s: float | None = None
     agent_s: float | None = None
@@ -413,7 +604,7 @@ class TrialFinished(_Event):
     cost_budget_status: Literal["within", "exceeded", "unknown", "unlimited"] = "unlimited"
     layers: dict[str, str] = Field(default_factory=dict)
     """Layer → pass | fail | none, on the final state."""
-    flags: int = 0
+    flags: Count32 = 0
     simulated: bool = False
     line: str = ""
     """The compact stable one-line summary printed for this trial."""
@@ -424,7 +615,7 @@ class TrialFinished(_Event):
     scored: bool = True
     """False when the case failed its controls and ``run --score-unvalidated`` ran it
     anyway: analyses leave such trials out unless told ``--include-unvalidated``."""
-    redactions: int = 0
+    redactions: Count64 = 0
     """Secrets redacted from this trial's stored evidence."""
 
 
@@ -453,7 +644,7 @@ Event = Annotated[
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: dict[str, type[_Event]] = {
-    m.model_fields["event"].default: m  # type: ignore[misc]
+    m.model_fields["event"].default: m
     for m in Event.__origin__.__args__  # type: ignore[attr-defined]
 }
 
@@ -482,6 +673,8 @@ def upgrade_event(raw: dict[str, Any]) -> dict[str, Any]:
     if version < 0:
         raise ValueError(f"schema_version {version} is not a known version")
     if version == 0:
+        if not isinstance(raw.get("type"), str):
+            raise ValueError("schema_version 0 line without a string 'type' (the v0 event name)")
         raw = dict(raw)
         raw["event"] = raw.pop("type")
         if "time" in raw:

@@ -160,8 +160,9 @@ def _sum_usage(stages: list[_Stage]) -> ev.Usage:
     firsts = [s.usage.time_to_first_edit_s for s in stages if s.usage.time_to_first_edit_s is not None]
     totals["time_to_first_edit_s"] = firsts[0] if firsts else None
     sources = sorted({s.usage.source for s in stages if s.usage.source})
-    totals["source"] = "+".join(sources) or None
-    return ev.Usage(**totals)
+    # A sum of in-range stage numbers can still leave the contract's range: unknown then.
+    usage, _notes = ev.reported_usage(source="+".join(sources) or None, **totals)
+    return usage
 
 
 def _known_cost(stages: list[_Stage]) -> float:
@@ -180,8 +181,8 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
         return None, []
     status = parsed.get("status")
     findings = parsed.get("findings")
-    findings = [str(f)[:2000] for f in findings[:50]] if isinstance(findings, list) else []
-    return (str(status)[:100] if status is not None else None), findings
+    findings = [ev.as_text(f, 2000) for f in findings[:50]] if isinstance(findings, list) else []
+    return (ev.as_text(status, 100) if status is not None else None), findings
 
 
 def _store_redacted(raw: Path, dest: Path, redactor: Redactor) -> int:
