@@ -17,18 +17,25 @@ RESAMPLES = 1000
 few per cent of the interval's width (Efron & Tibshirani's ≥ 1000 for percentile
 intervals); more with ``--resamples``."""
 SEED = 20260601
-_CHUNK = 100
+_CHUNK = 250
 
 
-def _weights(rng: Any, n_tasks: int, n: int) -> Any:
-    """``n`` bootstrap resamples of ``n_tasks`` tasks as an (n, n_tasks) count matrix
-    (how often each task was drawn), built from int32 draws with one ``bincount``."""
+def _resampled_sums(rng: Any, values: Any, resamples: int) -> Any:
+    """Σ over a bootstrap resample of tasks of each column of ``values`` (tasks × m), for
+    ``resamples`` resamples: a (resamples × m) array. Each resample draws as many tasks as
+    there are, with replacement; a task's weight is how often it was drawn (one
+    ``bincount`` per resample), so all columns share the same resampled tasks."""
     import numpy as np
 
-    kind = np.int32 if n * n_tasks < 2**31 else np.int64
-    idx = rng.integers(0, n_tasks, size=(n, n_tasks), dtype=kind)
-    idx += (np.arange(n, dtype=kind) * n_tasks)[:, None]
-    return np.bincount(idx.ravel(), minlength=n * n_tasks).reshape(n, n_tasks)
+    n_tasks = values.shape[0]
+    kind = np.uint16 if n_tasks <= np.iinfo(np.uint16).max else np.int32
+    out = np.empty((resamples, values.shape[1]))
+    for start in range(0, resamples, _CHUNK):
+        n = min(_CHUNK, resamples - start)
+        draws = rng.integers(0, n_tasks, size=(n, n_tasks), dtype=kind)
+        for i in range(n):
+            out[start + i] = np.bincount(draws[i], minlength=n_tasks) @ values
+    return out
 
 
 def ratio_intervals(sums: Sequence[Sequence[float]], counts: Sequence[Sequence[float]],
@@ -50,12 +57,8 @@ def ratio_intervals(sums: Sequence[Sequence[float]], counts: Sequence[Sequence[f
     if n_tasks < 2:
         return out
     rng = np.random.default_rng(seed)
-    num, den = [], []
-    for start in range(0, resamples, _CHUNK):
-        w = _weights(rng, n_tasks, min(_CHUNK, resamples - start)).astype(float)
-        num.append(w @ s.T)
-        den.append(w @ c.T)
-    nums, dens = np.vstack(num), np.vstack(den)
+    both = _resampled_sums(rng, np.vstack([s, c]).T, resamples)
+    nums, dens = both[:, :len(s)], both[:, len(s):]
     alpha = (1 - level) / 2
     for m in range(len(s)):
         ok = dens[:, m] > 0
@@ -87,11 +90,7 @@ def rank_intervals(rates: Sequence[Sequence[float]], seed: int = SEED,
         out["low"], out["high"] = [None] * k, [None] * k
         return out
     rng = np.random.default_rng(seed)
-    ranks = []
-    for start in range(0, resamples, _CHUNK):
-        w = _weights(rng, n_tasks, min(_CHUNK, resamples - start))
-        ranks.append(_ranks((w @ p) / n_tasks))
-    r = np.vstack(ranks)
+    r = _ranks(_resampled_sums(rng, p, resamples) / n_tasks)
     alpha = (1 - level) / 2
     out["low"] = [int(np.floor(np.quantile(r[:, j], alpha))) for j in range(k)]
     out["high"] = [int(np.ceil(np.quantile(r[:, j], 1 - alpha))) for j in range(k)]
