@@ -68,19 +68,20 @@ COUNTS_FROM_TRIALS = """
 filter needs a trial's own columns (--since/--until, --cost-coverage complete)."""
 
 _UNIVERSES_SQL = """
-SELECT universe, config_id, min(run_id) AS first_run, max(run_id) AS last_run,
+SELECT universe, config_id, min(universe_kind), list(DISTINCT run_id ORDER BY run_id),
        count(*) FILTER (WHERE n_complete > 0) AS done
 FROM task_cells GROUP BY universe, config_id
 """
-"""Per task universe and configuration: its runs and finished tasks. With one run per
+"""Per task universe and configuration: its kind, runs and finished tasks. With one run per
 universe, task rows are already one per (configuration, task)."""
 
-_FEWEST_CONFIGS_SQL = """
-SELECT universe, min(k) FROM (
+_TASKS_SQL = """
+SELECT universe, min(k), count(*) FROM (
   SELECT universe, case_id, count(*) AS k FROM task_cells WHERE n_complete > 0 GROUP BY ALL
 ) GROUP BY universe
 """
-"""One run per universe: the fewest configurations that finished any one task."""
+"""Per universe: its finished tasks and, with one run per universe, the fewest
+configurations that finished any one task."""
 
 _OUTSIDE_SQL = """
 CREATE OR REPLACE TEMP TABLE task_outside AS
@@ -107,16 +108,9 @@ HAVING count(*) < any_value(ucfg.n)
 """
 """The same when every universe is one run: a task's rows are one per configuration."""
 
-_UNIVERSE_INFO_SQL = """
-SELECT s.universe, min(s.universe_kind), list(DISTINCT s.run_id ORDER BY s.run_id),
-       list(DISTINCT s.config_id ORDER BY s.config_id) FILTER (WHERE s.n_complete > 0),
-       count(DISTINCT s.case_id) FILTER (WHERE s.n_complete > 0),
-       {outside}
-FROM task_cells s
-GROUP BY s.universe ORDER BY s.universe
+_OUTSIDE_PER_UNIVERSE_SQL = """
+SELECT universe, count(DISTINCT case_id) FROM task_outside GROUP BY universe
 """
-_OUTSIDE_COUNT = """(SELECT count(DISTINCT o.case_id) FROM task_outside o
-        WHERE o.universe = s.universe)"""
 
 COMMON = """NOT EXISTS (
            SELECT 1 FROM task_outside o WHERE o.run_id = s.run_id AND o.case_id = s.case_id)"""
@@ -177,20 +171,29 @@ def _joins(filters: Filters, by_cols: list[str], universe: bool = False) -> str:
 
 def _shape(con: duckdb.DuckDBPyConnection) -> Staged:
     runs: dict[str, set[str]] = {}
-    configs: dict[str, int] = {}
+    kinds: dict[str, str] = {}
+    configs: dict[str, list[str]] = {}
     config_runs: dict[str, set[str]] = {}
     config_universes: dict[str, set[str]] = {}
-    for universe, cid, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
-        runs.setdefault(universe, set()).update({first, last})
-        config_runs.setdefault(cid, set()).update({first, last})
+    for universe, cid, kind, run_ids, done in con.execute(_UNIVERSES_SQL).fetchall():
+        runs.setdefault(universe, set()).update(run_ids)
+        kinds[universe] = min(kinds.get(universe, kind), kind)
+        config_runs.setdefault(cid, set()).update(run_ids)
         config_universes.setdefault(cid, set()).add(universe)
-        configs[universe] = configs.get(universe, 0) + (done > 0)
+        if done > 0:
+            configs.setdefault(universe, []).append(cid)
     one_run = all(len(r) == 1 for r in runs.values())
-    if one_run and all(k == configs[u] for u, k in con.execute(_FEWEST_CONFIGS_SQL).fetchall()):
-        return Staged(one_run, 0, config_runs, config_universes)  # every task is common
-    con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
-    n_outside = con.execute("SELECT count(*) FROM task_outside").fetchall()[0][0]
-    return Staged(one_run, n_outside, config_runs, config_universes)
+    per_universe = {u: (fewest, n) for u, fewest, n in con.execute(_TASKS_SQL).fetchall()}
+    st = Staged(one_run, 0, config_runs, config_universes)
+    if not (one_run and all(f == len(configs.get(u, [])) for u, (f, _) in per_universe.items())):
+        con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
+        st.n_outside = con.execute("SELECT count(*) FROM task_outside").fetchall()[0][0]
+    outside = dict(con.execute(_OUTSIDE_PER_UNIVERSE_SQL).fetchall()) if st.n_outside else {}
+    st.universes = [TaskUniverse(u, kinds[u], sorted(runs[u]), sorted(configs.get(u, [])),
+                                 per_universe.get(u, (0, 0))[1],
+                                 per_universe.get(u, (0, 0))[1] - outside.get(u, 0))
+                    for u in sorted(runs)]
+    return st
 
 
 def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
@@ -200,20 +203,20 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
     where, params = filters.where()
     by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by_cols)  # fixed column map
     counts = (COUNTS_FROM_TRIALS if filters.needs_trials or from_trials else COUNTS_FROM_ROLLUP)
-    bench = case_label("benchmark")
-    labelled = con.execute(f"SELECT count({bench}) FROM cases c").fetchall()[0][0]  # noqa: S608
+    column, in_json = con.execute(
+        "SELECT count(benchmark), count(json_extract_string(labels_json, '$.benchmark')) "
+        "FROM cases").fetchall()[0]
+    # The universe's benchmark part, as filters.UNIVERSE_SQL reads it: the labels_json
+    # fallback costs a JSON parse per row, so it is left out when no case needs it.
+    bench = case_label("benchmark") if in_json else "c.benchmark"
+    labelled = column or in_json
     con.execute(_TASK_SQL.format(
         counts=counts.format(by_sel=by_sel, joins=_joins(filters, by_cols), where=where,
                              trials=TRIALS),
         benchmark=f"{bench}, " if labelled else "",
         benchmark_only=bench if labelled else "NULL",
         cases=_CASES_JOIN if labelled else ""), params)
-    st = _shape(con)
-    info = _UNIVERSE_INFO_SQL.format(outside=_OUTSIDE_COUNT if st.n_outside else "0")
-    st.universes = [TaskUniverse(str(u), str(k), list(r), list(c or []), int(n or 0),
-                                 int(n or 0) - int(o or 0))
-                    for u, k, r, c, n, o in con.execute(info).fetchall()]
-    return st
+    return _shape(con)
 
 
 def drop(con: duckdb.DuckDBPyConnection) -> None:
