@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis import stats
+from analysis import scope, stats
 from analysis.comparison import (
     Block,
     Comparison,
@@ -32,11 +32,12 @@ from analysis.comparison import (
     SignTest,
     TaskSet,
 )
-from analysis.data import config_table, resolve_config
-from analysis.eligibility import Eligibility, default_baseline, eligibility_from_kinds
+from analysis.deltas import deltas as paired_deltas
+from analysis.eligibility import default_baseline, eligibility_from_kinds
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
-from warehouse.rules import trial_status
+from analysis.resampling import SEED
+from analysis.sides import sharing, sides, universe_of_sides
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,7 +56,7 @@ def compare_report(report_json_path: str | Path, baseline: str | None = None,
 
 # Per-trial columns a comparison reads (names come from the configuration table).
 _COLS = ["config_id", "case_id", "outcome", "complete", "valid", "solved", "holdout",
-         "duration_s", "cost_usd"]
+         "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps"]
 
 
 # One comparison block over the trial relation ``{rel}`` (config_id, case_id, rep, valid,
@@ -64,7 +65,7 @@ _COLS = ["config_id", "case_id", "outcome", "complete", "valid", "solved", "hold
 _SIDES = """
 WITH s AS (
   SELECT config_id = ? AS is_c, case_id, rep, complete, duration_s, cost_usd,
-         valid, solved AS accepted
+         input_tokens, output_tokens, steps, valid, solved AS accepted
   FROM {rel}
   WHERE config_id IN (?, ?) AND coalesce(holdout, FALSE) IN (SELECT unnest(?::BOOLEAN[])){sl}
 )
@@ -159,8 +160,10 @@ def _cost(rows: Sequence[tuple], acc_pairs: int, cost_d: list[float] | None) -> 
 
 
 def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
-           holdout: list[bool], slice_: Mapping[str, Any] | None = None) -> Block:
-    """Every statistic of one comparison over one set of tasks (main or holdout)."""
+           holdout: list[bool], slice_: Mapping[str, Any] | None = None,
+           seed: int | None = SEED) -> Block:
+    """Every statistic of one comparison over one set of tasks (main or holdout);
+    ``seed`` None computes no paired deltas (the holdout block reports none)."""
     sl, sl_params = _slice_pred(slice_)
     params = [cand, base, cand, holdout, *sl_params]
     (n_pairs, cand_only, base_only, both, neither, excluded, incomplete, acc_pairs,
@@ -181,6 +184,7 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
         "repetition counts differ between or within the sides: consistency counts are not "
         "comparable")
     dur = dur or []
+    cost = _cost(rows, acc_pairs, cost_d)
     return Block(
         tasks=TaskSet(common=len(tasks), excluded=[r[1] for r in rows if r[0] == "excluded"]),
         pairs=PairCounts(n_pairs, cand_only, base_only, both, neither, excluded, incomplete),
@@ -188,7 +192,9 @@ def _block(con: duckdb.DuckDBPyConnection, rel: str, base: str, cand: str,
         consistency=ConsistencyPair(cb, cc, comparable, note),
         duration=DurationDiff(acc_pairs, math.fsum(dur) / len(dur) if dur else None,
                               statistics.median(dur) if dur else None),
-        cost=_cost(rows, acc_pairs, cost_d), directions=directions)
+        cost=cost, directions=directions,
+        deltas=None if seed is None else paired_deltas(con, _SIDES.format(rel=rel, sl=sl),
+                                                       params, cost, seed))
 
 
 def _warnings(main: Block) -> list[str]:
@@ -206,23 +212,25 @@ def _warnings(main: Block) -> list[str]:
 
 def compare_relation(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef,
                      cands: Sequence[ConfigRef], holdout_mode: str = "include",
-                     slice_: Mapping[str, Any] | None = None) -> list[Comparison]:
+                     slice_: Mapping[str, Any] | None = None,
+                     seed: int = SEED) -> list[Comparison]:
     """Every candidate against the baseline over the trial relation ``rel`` (see
-    ``_SIDES``), optionally within one slice; Holm adjusts over the candidates given."""
+    ``_SIDES``), optionally within one slice; Holm adjusts over the candidates given.
+    ``seed`` seeds the bootstrap of the paired deltas (``analysis.deltas``)."""
     sl, sl_params = _slice_pred(slice_)
     out = []
     for cand in cands:
         ids = (base.config_id, cand.config_id)
         hold = None
         if holdout_mode == "only":
-            main = _block(con, rel, *ids, [False, True], slice_)
+            main = _block(con, rel, *ids, [False, True], slice_, seed)
         else:
-            main = _block(con, rel, *ids, [False], slice_)
+            main = _block(con, rel, *ids, [False], slice_, seed)
             n_hold = con.execute(
                 f"SELECT count(*) FROM {rel} WHERE config_id IN (?, ?) "  # noqa: S608
                 f"AND coalesce(holdout, FALSE){sl}", [*ids, *sl_params]).fetchall()[0][0]
             if n_hold:
-                hold = _block(con, rel, *ids, [True], slice_)
+                hold = _block(con, rel, *ids, [True], slice_, None)
         out.append(Comparison(baseline=base, candidate=cand, main=main, holdout=hold,
                               warnings=_warnings(main),
                               slice=dict(slice_) if slice_ is not None else None))
@@ -232,47 +240,10 @@ def compare_relation(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef,
     return out
 
 
-def _sides(configs: list[dict], roles: Mapping[str, Eligibility], baseline: str | None,
-           candidates: Sequence[str] | None, default: str | None
-           ) -> tuple[ConfigRef, list[ConfigRef], list[ConfigRef]]:
-    """Resolve baseline, candidates (the Holm family) and the baselines left out of it."""
-    if len(configs) < 2:
-        raise AnalysisError("only one configuration in the selected trials: nothing to compare")
-
-    def is_baseline(cid: str) -> bool:
-        return cid in roles and roles[cid].is_baseline
-
-    if baseline:
-        base = ConfigRef.of(resolve_config(configs, baseline))
-    else:
-        first = default or next((c["config_id"] for c in configs
-                                 if not is_baseline(c["config_id"])), configs[0]["config_id"])
-        base = ConfigRef.of(resolve_config(configs, first))
-    if candidates:
-        cands = [ConfigRef.of(resolve_config(configs, name)) for name in candidates]
-        for c in cands:
-            if is_baseline(c.config_id):
-                raise AnalysisError(
-                    f"{c.variant or c.config_id[:12]} is a baseline (agent kind "
-                    f"{roles[c.config_id].agent_kind}): a reference point, never a candidate; "
-                    "name it with --baseline to compare against it")
-    else:
-        cands = [ConfigRef.of(r) for r in configs if not is_baseline(r["config_id"])]
-    cands = [c for c in cands if c.config_id != base.config_id]
-    excluded = [ConfigRef.of(r) for r in configs
-                if is_baseline(r["config_id"]) and r["config_id"] != base.config_id]
-    if not cands:
-        if candidates:
-            raise AnalysisError("the candidate is the baseline; name a different --candidate")
-        raise AnalysisError("no candidate: every other configuration is a baseline (null or "
-                            "reference agent), and baselines are never candidates")
-    return base, cands, excluded
-
-
 def _run(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[ConfigRef],
-         holdout_mode: str, by_cols: list[str]) -> list[Comparison]:
+         holdout_mode: str, by_cols: list[str], seed: int = SEED) -> list[Comparison]:
     if not by_cols:
-        return compare_relation(con, rel, base, cands, holdout_mode)
+        return compare_relation(con, rel, base, cands, holdout_mode, seed=seed)
     cols = ", ".join(by_cols)  # from SLICE_COLUMNS (check_by)
     present: dict[tuple, set[str]] = {}
     for *values, cid in con.execute(
@@ -286,7 +257,7 @@ def _run(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[
         here = [c for c in cands if c.config_id in cids]
         if here:
             out.extend(compare_relation(con, rel, base, here, holdout_mode,
-                                        dict(zip(by_cols, key, strict=True))))
+                                        dict(zip(by_cols, key, strict=True)), seed))
     if not out:
         raise AnalysisError(f"no {' × '.join(by_cols)} slice holds trials of both the baseline "
                             "and a candidate")
@@ -295,26 +266,27 @@ def _run(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[
 
 def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             baseline: str | None = None, candidates: Sequence[str] | None = None,
-            by: list[str] | str | None = None) -> ComparisonSet:
-    """Candidates against a baseline over the warehouse.
+            by: list[str] | str | None = None, seed: int = SEED) -> ComparisonSet:
+    """Candidates against a baseline over the warehouse, within one task universe.
 
     Default baseline: the manifest's first non-baseline variant; default candidates:
-    every configuration that is not a baseline (``analysis.eligibility``). The compared
-    configurations' trials (with ``rep``) are staged once in a temporary table; every
-    block is aggregated in DuckDB and only per-task rows reach Python. With ``by``, each
-    slice value gets its own comparisons (``Comparison.slice``), each equal to an
-    unsliced comparison of that slice's trials; slices where the baseline or a candidate
-    has no trial are skipped, and Holm adjusts within a slice.
+    every configuration that is not a baseline (``analysis.eligibility``) and shares a
+    task with the baseline. A selection spanning several universes is narrowed to the
+    named baseline's (``scope.choose_universe``) or refused with the universes listed.
+    The compared configurations' trials (with ``rep``) are staged once in a temporary
+    table; every block is aggregated in DuckDB and only per-task rows reach Python. With
+    ``by``, each slice value gets its own comparisons (``Comparison.slice``), each equal
+    to an unsliced comparison of that slice's trials; slices where the baseline or a
+    candidate has no trial are skipped, and Holm adjusts within a slice. ``seed`` seeds
+    the bootstrap intervals of the paired deltas.
     """
-    from analysis.data import config_list, config_rows, trials_sql
+    from analysis.data import config_list, trials_sql
 
-    filters = filters or Filters()
-    cfg_rows = config_rows(con, filters)
-    if not cfg_rows:
-        raise AnalysisError(f"no trials match the filters {filters.as_dict()}")
+    filters, notes, universe, cfg_rows = universe_of_sides(con, scope.resolve(con, filters),
+                                                            baseline, candidates)
     table = config_list(cfg_rows)
     roles = eligibility_from_kinds({r["config_id"]: r.get("agent_kind") for r in cfg_rows})
-    base, cands, excluded = _sides(table, roles, baseline, candidates,
+    base, cands, excluded = sides(table, roles, baseline, candidates,
                                    None if baseline else default_baseline(cfg_rows, roles))
     by_cols = check_by(by)
     ids = [base.config_id, *[c.config_id for c in cands]]
@@ -323,51 +295,21 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     rel = f"cmp_trials_{uuid.uuid4().hex}"  # internal name, no user input
     con.execute(f"CREATE TEMP TABLE {rel} AS {sql}", params)
     try:
-        comps = _run(con, rel, base, cands, filters.holdout, by_cols)
+        cands, left_out = sharing(con, rel, base, cands, bool(candidates))
+        comps = _run(con, rel, base, cands, filters.holdout, by_cols, seed)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {rel}")
     simulated = frozenset(r["config_id"] for r in cfg_rows if r.get("simulated"))
     return ComparisonSet(base, cands, comps, "requested" if baseline else "default", excluded,
-                         by_cols, simulated)
-
-
-_FRAME_COLS = ["config_id", "case_id", "rep", "outcome", "complete", "holdout", "duration_s",
-               "cost_usd"]
+                         by_cols, simulated, universe,
+                         [*notes, *left_out, *scope.coverage_notes(con, filters)])
 
 
 def compare_frame(df: pl.DataFrame, baseline: str | None = None,
                   candidates: Sequence[str] | None = None, holdout_mode: str = "include"
                   ) -> ComparisonSet:
-    """Compare on a trial frame (columns as ``load_trials`` plus ``rep``; ``agent_kind``
-    and ``variant_order`` when known). Runs the same SQL as ``compare`` in an in-memory
-    DuckDB, through the same valid-trial rule."""
-    import duckdb
-    import polars as pl
+    """Compare on a trial frame (``analysis.runreport.compare_frame``): the same SQL as
+    ``compare`` in an in-memory DuckDB, through the same valid-trial rule."""
+    from analysis.runreport import compare_frame as from_frame
 
-    if df.height == 0:
-        raise AnalysisError("no trials to compare; check the filters or the report")
-    configs = config_table(df).to_dicts()
-    kinds: dict[str, str | None] = dict.fromkeys(df["config_id"].unique().to_list())
-    if "agent_kind" in df.columns:
-        kinds.update(dict(df.select("config_id", "agent_kind").unique("config_id").iter_rows()))
-    roles = eligibility_from_kinds(kinds)
-    firsts: list[dict] = []
-    if not baseline and "variant_order" in df.columns:
-        keep = [c for c in ("config_id", "variant_order", "run_started_at", "run_id")
-                if c in df.columns]
-        firsts = df.filter(pl.col("variant_order").is_not_null()).select(keep).unique().to_dicts()
-    base, cands, excluded = _sides(configs, roles, baseline, candidates,
-                                   None if baseline else default_baseline(firsts, roles))
-    con = duckdb.connect()
-    try:
-        # The columns trial_status reads besides the comparison's (a frame has no flags).
-        con.register("cmp_source", df.select(_FRAME_COLS).with_columns(
-            pl.lit(None, pl.String).alias("source_format"), pl.lit(None, pl.Int32).alias("flags")))
-        con.execute(f"CREATE TEMP TABLE cmp_trials AS SELECT * FROM {trial_status('cmp_source')}")  # noqa: S608
-        comps = compare_relation(con, "cmp_trials", base, cands, holdout_mode)
-    finally:
-        con.close()
-    simulated = frozenset(df.filter(pl.col("simulated").fill_null(False))["config_id"].to_list()
-                          if "simulated" in df.columns else [])
-    return ComparisonSet(base, cands, comps, "requested" if baseline else "default", excluded,
-                         simulated=simulated)
+    return from_frame(df, baseline, candidates, holdout_mode)

@@ -139,6 +139,42 @@ class CostDiff:
 
 
 @dataclass(frozen=True)
+class PairedDelta:
+    """Candidate − baseline for one metric over the pairs both accepted where both sides
+    know it: the mean with a seeded task-cluster bootstrap interval, the median, and each
+    side's median on the same pairs. ``status`` says why there is no number."""
+
+    metric: str
+    pairs: int
+    mean_diff: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    median_diff: float | None = None
+    baseline_median: float | None = None
+    candidate_median: float | None = None
+    status: str = "ok"
+
+
+@dataclass(frozen=True)
+class Deltas:
+    """Paired differences of wall time, cost, tokens and steps (``analysis.resampling``)."""
+
+    duration_s: PairedDelta
+    cost_usd: PairedDelta
+    tokens: PairedDelta
+    steps: PairedDelta
+    resamples: int
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {m: asdict(getattr(self, m))
+                               for m in ("duration_s", "cost_usd", "tokens", "steps")}
+        out["bootstrap"] = {"unit": "task", "resamples": self.resamples, "seed": self.seed,
+                            "interval": "percentile 95%"}
+        return out
+
+
+@dataclass(frozen=True)
 class Direction:
     case_id: str
     baseline_solved: int
@@ -160,6 +196,7 @@ class Block:
     duration: DurationDiff
     cost: CostDiff
     directions: list[Direction]
+    deltas: Deltas | None = None
 
 
 _DIRECTION_SCHEMA = {"case_id": "String", "baseline_solved": "Int64", "baseline_n": "Int64",
@@ -217,7 +254,9 @@ class Comparison:
                     "sign_test": asdict(m.sign_test),
                     "paired_difference": asdict(m.paired_difference),
                     "consistency": asdict(m.consistency), "duration": asdict(m.duration),
-                    "cost": asdict(m.cost), "directions": self.direction_rows})
+                    "cost": asdict(m.cost),
+                    "paired_deltas": m.deltas.as_dict() if m.deltas else None,
+                    "directions": self.direction_rows})
         h = self.holdout
         out["holdout"] = None if h is None else {
             "tasks": asdict(h.tasks), "pairs": asdict(h.pairs), "sign_test": asdict(h.sign_test),
@@ -243,6 +282,8 @@ class ComparisonSet:
     excluded_baselines: list[ConfigRef] = field(default_factory=list)
     sliced_by: list[str] = field(default_factory=list)
     simulated: frozenset[str] = frozenset()  # config ids of simulated configurations
+    universe: str | None = None  # the task universe compared within (None: one only)
+    notes: list[str] = field(default_factory=list)  # what scoping chose and left out
 
     def __iter__(self) -> Iterator[Comparison]:
         return iter(self.comparisons)
@@ -277,5 +318,6 @@ class ComparisonSet:
         return {"baseline": self.baseline.as_dict(), "baseline_chosen": self.chosen,
                 "holm_family": [c.config_id for c in self.candidates],
                 "excluded_baselines": [c.as_dict() for c in self.excluded_baselines],
-                "by": list(self.sliced_by),
+                "by": list(self.sliced_by), "universe": self.universe,
+                "notes": list(self.notes),
                 "comparisons": [c.as_dict() for c in self.comparisons]}

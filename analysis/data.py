@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
-from analysis.filters import CASE_COLUMNS, Filters
+from analysis.filters import CASE_COLUMNS, UNIVERSE_SQL, Filters, case_label
 from warehouse.rules import trial_status
 
 if TYPE_CHECKING:
@@ -49,9 +49,9 @@ _COLUMNS = {
     "simulated": "t.simulated",
     "holdout": "coalesce(c.holdout, FALSE)",
     "run_started_at": "r.started_at",
-    # Task universe: tasks are common within one benchmark (see summary.summarize).
-    "universe": "coalesce(c.benchmark, r.manifest_id, t.run_id)",
-    **{col: f"c.{col}" for col in CASE_COLUMNS},
+    # Task universe: tasks are common within one benchmark (analysis.tasks).
+    "universe": UNIVERSE_SQL,
+    **{col: case_label(col) for col in CASE_COLUMNS},
 }
 _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
           "r": ("run_started_at", "universe"),
@@ -85,8 +85,7 @@ def trials_sql(filters: Filters | None = None, columns: list[str] | None = None,
     if config_ids is not None:
         where += "\n  AND t.config_id IN (SELECT unnest(?::VARCHAR[]))"
         params = [*params, list(config_ids)]
-    needs_r = (any(c in _NEEDS["r"] for c in cols) or with_rep
-               or filters.since is not None or filters.until is not None)
+    needs_r = any(c in _NEEDS["r"] for c in cols) or with_rep or filters.needs_runs
     select = ",\n  ".join(f"{_COLUMNS[c]} AS {c}" for c in cols)  # fixed column map
     if with_rep:
         select += (",\n  row_number() OVER (PARTITION BY t.config_id, t.case_id ORDER BY "

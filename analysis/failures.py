@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from analysis import scope
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
 from analysis.filters import Filters, check_by
 from analysis.results import CONFIG_SCHEMA, RowsResult
@@ -60,7 +61,7 @@ def failures(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     """Per configuration [× slice]: counts, shares (with totals) and lost spend per class."""
     import polars as pl
 
-    filters = filters or Filters()
+    filters = scope.resolve(con, filters)
     by_cols = check_by(by)
     df = load_trials(con, filters, columns=[*CONFIG_KEYS, "trial_id", "outcome", "complete",
                                             "cost_usd", *by_cols])
@@ -115,7 +116,7 @@ def review_disagreements(con: duckdb.DuckDBPyConnection,
     """Reviewer accept/reject decisions that disagree with the grader's verdict."""
     import polars as pl
 
-    filters = filters or Filters()
+    filters = scope.resolve(con, filters)
     df = load_trials(con, filters, columns=[*CONFIG_KEYS, "trial_id", "case_id", "outcome",
                                             "complete"])
     reviews = latest_judgments(con, "review_decision").rename({"value": "review"})

@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, ClassVar
 
-from analysis import stats
+from analysis import scope, stats
 from analysis.data import _COLUMNS, CONFIG_KEYS, TRIALS
 from analysis.errors import AnalysisError
-from analysis.filters import Filters, check_by
+from analysis.filters import Filters, case_label, check_by
 from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
@@ -26,6 +26,21 @@ class Familiarity(RowsResult):
         "unknown_rate": "Float64", "gap": "Float64", "se": "Float64", "ci_low": "Float64",
         "ci_high": "Float64", "g_known": "Int64", "g_unknown": "Int64", "g": "Int64",
         "small_g": "Boolean"}
+NO_LABELS = (
+    "no valid trial on a task labelled familiarity known or unknown; supply the labels: a "
+    "labels file at ingest (trialhouse ingest PATH --labels labels.yaml, mapping each task "
+    "or repository to familiarity: known|unknown), a 'familiarity' field on each runs-jsonl "
+    "line, or 'familiarity' on the manifest's cases")
+
+
+def task_label(key: str) -> str:
+    """A task label however it arrived: the case column, the case's labels_json, or the
+    trial's labels (a foreign line's extra field, e.g. ``familiarity`` on a runs-jsonl
+    line, is kept with the trial)."""
+    return (f"coalesce({case_label(key)}, json_extract_string(t.labels_json, '$.{key}'), "
+            f"json_extract_string(t.labels_json, '$.extra.{key}'))")
+
+
 # Slicing by these would split known from unknown (or a cluster from itself).
 NOT_SLICEABLE = ("familiarity", "repository")
 
@@ -34,8 +49,8 @@ WITH f AS (
   SELECT t.config_id,
          {variant} AS variant, {model} AS model, {harness} AS harness,
          {harness_version} AS harness_version,
-         coalesce(c.repository, 'case:' || t.case_id) AS cluster,
-         c.familiarity = 'known' AS known,
+         coalesce({repository}, 'case:' || t.case_id) AS cluster,
+         {familiarity} = 'known' AS known,
          t.solved AS y{by_sel}
   FROM {trials} t
   LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
@@ -43,7 +58,7 @@ WITH f AS (
   LEFT JOIN runs r ON r.run_id = t.run_id
   WHERE {where}
     AND t.valid
-    AND c.familiarity IN ('known', 'unknown')
+    AND {familiarity} IN ('known', 'unknown')
 )
 SELECT config_id{by_cols}, cluster, known, count(*) AS n, count(*) FILTER (WHERE y) AS s,
        min(variant), min(model), min(harness), min(harness_version)
@@ -62,7 +77,7 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     indicator needs nothing more (``stats.cluster_diff_cells``). ``by`` may name task
     attributes other than familiarity and repository.
     """
-    filters = filters or Filters()
+    filters = scope.resolve(con, filters)
     by_cols = check_by(by)
     bad = [b for b in by_cols if b in NOT_SLICEABLE]
     if bad:
@@ -70,7 +85,9 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                             "repositories; slice by task_class, difficulty, language or "
                             "subsystem instead")
     where, params = filters.where()
-    sql = _SQL.format(where=where, trials=TRIALS, by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
+    sql = _SQL.format(where=where, trials=TRIALS, familiarity=task_label("familiarity"),
+                      repository=task_label("repository"),
+                      by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
                       by_cols="".join(f", {b}" for b in by_cols),
                       **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]})
     cells = con.execute(sql, params).fetchall()
@@ -82,8 +99,7 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             raise AnalysisError(
                 f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
                 "or ingest a run first")
-        raise AnalysisError("no valid trial on a task labelled familiarity=known|unknown; "
-                            "label cases with 'familiarity' in the manifest")
+        raise AnalysisError(NO_LABELS)
     nkey = 1 + len(by_cols)
     rows = []
     for key, group in itertools.groupby(cells, key=lambda r: r[:nkey]):

@@ -1,23 +1,44 @@
-"""Which trials an analysis looks at: runs, a time window, case labels, holdout.
+"""Which trials an analysis looks at: runs, configurations, sources, benchmarks, task
+universes, a time window, case labels, holdout and cost coverage.
 
-Turned into a parameterised SQL WHERE clause (values are never interpolated).
+Turned into a parameterised SQL WHERE clause (values are never interpolated). Selectors
+that name configurations (``configs``, ``models``, ``harnesses``) are resolved to
+configuration ids against the warehouse by ``analysis.scope.resolve`` before a query is
+built; every question calls it first. What a *task* is, and which tasks two
+configurations share, is ``analysis.tasks``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Literal
 
 from analysis.errors import AnalysisError
 
 Holdout = Literal["include", "exclude", "only"]
+CostCoverage = Literal["all", "complete"]
 
 # Case columns a label filter or a slice may name (mapped, never interpolated from input).
 CASE_COLUMNS = ("repository", "familiarity", "task_class", "difficulty", "language",
                 "subsystem", "benchmark")
 SLICE_COLUMNS = ("task_class", "repository", "difficulty", "language", "familiarity",
                  "subsystem")
+
+
+def case_label(col: str, alias: str = "c") -> str:
+    """A task label as SQL: the case column, else the same key in the case's labels_json
+    (how an importer that has no column for it stores it). ``col`` is from CASE_COLUMNS."""
+    if col not in CASE_COLUMNS:
+        raise AnalysisError(f"unknown case column {col!r}")
+    return f"coalesce({alias}.{col}, json_extract_string({alias}.labels_json, '$.{col}'))"
+
+
+UNIVERSE_SQL = f"coalesce({case_label('benchmark')}, r.manifest_id, t.run_id)"
+"""The task universe of a trial (aliases t, c, r): its case's benchmark label, else its
+run's manifest id, else its run. Tasks are compared only within one universe."""
+UNIVERSE_KIND_SQL = (f"CASE WHEN {case_label('benchmark')} IS NOT NULL THEN 'benchmark' "
+                     "WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END")
 
 
 def _parse_time(value: str | date | datetime | None, name: str) -> datetime | None:
@@ -40,19 +61,41 @@ def _parse_time(value: str | date | datetime | None, name: str) -> datetime | No
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
+def _strings(values) -> tuple[str, ...]:
+    return tuple(str(v) for v in (values or ()))
+
+
 @dataclass(frozen=True)
 class Filters:
-    """Trial selection shared by every analysis (empty = everything)."""
+    """Trial selection shared by every analysis (empty = everything).
+
+    ``configs`` (variant name, config id or unique id prefix), ``models`` and
+    ``harnesses`` select configurations; ``scope.resolve`` turns them into
+    ``config_ids`` (their intersection when several kinds are given). ``sources`` are
+    source formats (``trialhouse``, ``runs-jsonl``, ``inspect``, ...), ``benchmarks``
+    case benchmark labels, ``universes`` task universes (``UNIVERSE_SQL``).
+    ``cost_coverage="complete"`` keeps only trials with a known cost.
+    """
 
     runs: tuple[str, ...] = ()
     since: datetime | None = None
     until: datetime | None = None  # exclusive
     labels: tuple[tuple[str, str], ...] = ()
     holdout: Holdout = "include"
+    configs: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    harnesses: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    benchmarks: tuple[str, ...] = ()
+    universes: tuple[str, ...] = ()
+    cost_coverage: CostCoverage = "all"
+    config_ids: tuple[str, ...] | None = None  # set by scope.resolve
 
     @classmethod
     def parse(cls, runs=None, since=None, until=None, labels=None,
-              holdout: str = "include") -> Filters:
+              holdout: str = "include", configs=None, models=None, harnesses=None,
+              sources=None, benchmarks=None, universes=None,
+              cost_coverage: str = "all") -> Filters:
         """Build from CLI strings; bad input is an AnalysisError naming the option."""
         pairs = []
         for item in labels or []:
@@ -62,26 +105,59 @@ class Filters:
             pairs.append((key.strip(), value.strip()))
         if holdout not in ("include", "exclude", "only"):
             raise AnalysisError(f"--holdout {holdout!r}: expected include, exclude or only")
-        return cls(runs=tuple(runs or ()), since=_parse_time(since, "since"),
+        if cost_coverage not in ("all", "complete"):
+            raise AnalysisError(f"--cost-coverage {cost_coverage!r}: expected all or complete")
+        return cls(runs=_strings(runs), since=_parse_time(since, "since"),
                    until=_parse_time(until, "until"), labels=tuple(pairs),
-                   holdout=holdout)  # type: ignore[arg-type]
+                   holdout=holdout,  # type: ignore[arg-type]
+                   configs=_strings(configs), models=_strings(models),
+                   harnesses=_strings(harnesses), sources=_strings(sources),
+                   benchmarks=_strings(benchmarks), universes=_strings(universes),
+                   cost_coverage=cost_coverage)  # type: ignore[arg-type]
+
+    @property
+    def names_configs(self) -> bool:
+        """Whether a selector names configurations (resolved by ``scope.resolve``)."""
+        return bool(self.configs or self.models or self.harnesses)
+
+    def without_config_selectors(self) -> Filters:
+        return replace(self, configs=(), models=(), harnesses=(), config_ids=None)
 
     def where(self) -> tuple[str, list]:
         """SQL predicate over aliases t (trials), c (cases), r (runs) and its parameters."""
+        if self.names_configs and self.config_ids is None:
+            raise AnalysisError("configuration selectors are not resolved yet: call "
+                                "analysis.scope.resolve(con, filters) first")
         clauses: list[str] = ["TRUE"]
         params: list = []
+
+        def within(sql: str, values) -> None:
+            clauses.append(f"{sql} IN (SELECT unnest(?::VARCHAR[]))")
+            params.append(list(values))
+
         if self.runs:
-            clauses.append("t.run_id IN (SELECT unnest(?::VARCHAR[]))")
-            params.append(list(self.runs))
+            within("t.run_id", self.runs)
+        if self.config_ids is not None:
+            within("t.config_id", self.config_ids)
+        if self.sources:
+            clauses.append("t.run_id IN (SELECT run_id FROM runs "
+                           "WHERE source_format IN (SELECT unnest(?::VARCHAR[])))")
+            params.append(list(self.sources))
+        if self.benchmarks:
+            within(case_label("benchmark"), self.benchmarks)
+        if self.universes:
+            within(UNIVERSE_SQL, self.universes)
         if self.since is not None:
             clauses.append("coalesce(t.started_at, r.started_at) >= ?")
             params.append(self.since)
         if self.until is not None:
             clauses.append("coalesce(t.started_at, r.started_at) < ?")
             params.append(self.until)
+        if self.cost_coverage == "complete":
+            clauses.append("t.cost_usd IS NOT NULL")
         for key, value in self.labels:
             if key in CASE_COLUMNS:
-                clauses.append(f"c.{key} = ?")  # key is from a fixed whitelist
+                clauses.append(f"{case_label(key)} = ?")  # key is from a fixed whitelist
             else:
                 clauses.append("json_extract_string(c.labels_json, ?) = ?")
                 params.append('$."' + key.replace('"', '\\"') + '"')
@@ -95,18 +171,30 @@ class Filters:
     @property
     def needs_cases(self) -> bool:
         """Whether ``where()`` reads the cases table (alias c)."""
-        return bool(self.labels) or self.holdout != "include"
+        return bool(self.labels or self.benchmarks or self.universes) or self.holdout != "include"
 
     @property
     def needs_runs(self) -> bool:
         """Whether ``where()`` reads the runs table (alias r)."""
-        return self.since is not None or self.until is not None
+        return self.since is not None or self.until is not None or bool(self.universes)
+
+    @property
+    def needs_trials(self) -> bool:
+        """Whether ``where()`` reads a trial's own columns (start time, cost), so per-task
+        rollups cannot answer and counts come from the trial rows."""
+        return self.since is not None or self.until is not None or self.cost_coverage != "all"
 
     def as_dict(self) -> dict:
-        return {"runs": list(self.runs),
-                "since": self.since.isoformat() if self.since else None,
-                "until": self.until.isoformat() if self.until else None,
-                "labels": {k: v for k, v in self.labels}, "holdout": self.holdout}
+        out = {"runs": list(self.runs),
+               "since": self.since.isoformat() if self.since else None,
+               "until": self.until.isoformat() if self.until else None,
+               "labels": {k: v for k, v in self.labels}, "holdout": self.holdout}
+        for key in ("configs", "models", "harnesses", "sources", "benchmarks", "universes"):
+            if getattr(self, key):
+                out[key] = list(getattr(self, key))
+        if self.cost_coverage != "all":
+            out["cost_coverage"] = self.cost_coverage
+        return out
 
 
 def check_by(by: list[str] | tuple[str, ...] | str | None) -> list[str]:

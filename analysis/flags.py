@@ -96,7 +96,9 @@ def evidence_dir(source_path: str | None, trial_id: str) -> str | None:
 def flags(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Flags:
     """Per configuration and flag kind: flags, trials flagged (of complete trials), the
     files named, and up to ``EXAMPLES`` flagged trials with their evidence directory."""
-    filters = filters or Filters()
+    from analysis import scope
+
+    filters = scope.resolve(con, filters)
     where, params = filters.where()
     sql = _FLAG_ROWS_SQL.format(trials=TRIALS, where=where,
                                 **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]})

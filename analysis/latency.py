@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from analysis import scope
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
 from analysis.filters import Filters, check_by
 from analysis.results import CONFIG_SCHEMA, RowsResult
@@ -29,7 +30,7 @@ def latency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     """Per configuration [× slice]: n, p50, p90, p95 seconds of each phase (complete trials)."""
     import polars as pl
 
-    filters = filters or Filters()
+    filters = scope.resolve(con, filters)
     by_cols = check_by(by)
     df = load_trials(con, filters, columns=[*CONFIG_KEYS, "complete", *PHASES.values(),
                                             *by_cols])

@@ -1,19 +1,33 @@
-"""Model × harness: the grid, paired effects within rows/columns, and the interaction.
+"""Model × harness: the designs people run, on the largest complete sub-grid.
 
-Answers "does the harness change the model ranking?" with a binomial GLM
-``accepted ~ C(model) * C(harness)`` on per-(task, cell) counts, task-clustered covariance.
+Three designs, decided by what the selection holds:
+
+- **harnesses**: one model under N ≥ 2 harnesses, the harness effects (paired on the
+  tasks every cell shares, mean difference with a t interval and an exact sign test,
+  Holm over the pairs);
+- **models**: M ≥ 2 models under one harness, the model effects likewise;
+- **full**: M ≥ 2 × N ≥ 2, both families of effects, the rankings of the models under each
+  harness, and the interaction (``analysis.interaction``: task-level contrasts for the
+  verdict, the logistic GLM on the log-odds scale where it exists).
+
+An incomplete grid (some model never ran under some harness) is analysed on its largest
+complete sub-grid (most cells, then most common tasks), and the cells left out are named.
+Equal rates are ties (compared as exact fractions), never an order. The grid never
+spans task universes (``scope.choose_universe``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from analysis import stats
+from analysis import formatting as fmt
+from analysis import interaction, scope, stats
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
-from analysis.errors import AnalysisError
 from analysis.filters import Filters
+from analysis.subgrid import Cells, cells_of, largest_complete
 
 if TYPE_CHECKING:
     import duckdb
@@ -33,6 +47,11 @@ class Matrix:
     ranking_changes: bool
     verdict: str
     warnings: list[str] = field(default_factory=list)
+    design: str = "full"  # full | harnesses | models
+    ranking_groups: dict[str, list[list[str]]] = field(default_factory=dict)
+    logit: dict | None = None
+    dropped_cells: list[dict] = field(default_factory=list)
+    universe: str | None = None
 
     def records(self) -> list[dict]:
         """Flat rows for CSV: the grid cells."""
@@ -43,175 +62,196 @@ class Matrix:
     def as_dict(self) -> dict:
         from analysis.jsonout import clean, frame_records
 
-        return clean({"grid": frame_records(self.grid), "models": self.models,
+        return clean({"design": self.design, "universe": self.universe,
+                      "grid": frame_records(self.grid), "models": self.models,
                       "harnesses": self.harnesses, "common_tasks": self.common_tasks,
+                      "dropped_cells": self.dropped_cells,
                       "model_effects": self.model_effects,
                       "harness_effects": self.harness_effects,
-                      "interaction": self.interaction, "rankings": self.rankings,
+                      "interaction": self.interaction, "logit": self.logit,
+                      "rankings": self.rankings, "ranking_groups": self.ranking_groups,
                       "ranking_changes": self.ranking_changes, "verdict": self.verdict,
                       "warnings": self.warnings})
 
 
-def _effect(per_task: pl.DataFrame, a: str, b: str) -> dict:
-    """Paired effect of cell b over cell a on common tasks: mean difference + sign test."""
-    import polars as pl
-
-    ta = per_task.filter(pl.col("cell") == a)
-    tb = per_task.filter(pl.col("cell") == b)
-    j = ta.join(tb, on="case_id", suffix="_b").sort("case_id")
-    dirs = [stats.direction(cb, nb, ca, na) for ca, na, cb, nb in
-            j.select("c", "n", "c_b", "n_b").iter_rows()]
-    pa_ = [c / n for c, n in j.select("c", "n").iter_rows()]
-    pb_ = [c / n for c, n in j.select("c_b", "n_b").iter_rows()]
-    diff = stats.paired_difference(pb_, pa_)
+def _effect(per_task: dict[str, dict[str, tuple[int, int]]], tasks: list[str], a: str,
+            b: str) -> dict:
+    """Paired effect of cell b over cell a on the common tasks: mean difference + sign test."""
+    ca, cb = per_task[a], per_task[b]
+    dirs = [stats.direction(*cb[t], *ca[t]) for t in tasks]
+    diff = stats.paired_difference([cb[t][0] / cb[t][1] for t in tasks],
+                                   [ca[t][0] / ca[t][1] for t in tasks])
     sign = stats.sign_test(dirs.count("improvement"), dirs.count("regression"))
     sign["ties"] = dirs.count("tie")
     return {"mean_diff": diff["mean_diff"], "ci_low": diff["ci_low"],
             "ci_high": diff["ci_high"], "tasks": diff["tasks"], "sign_test": sign}
 
 
-def _interaction(per_task: pl.DataFrame) -> dict:
-    """Joint Wald test of the interaction terms, clustered by task."""
-    import warnings
+def _family(effects: list[dict]) -> list[dict]:
+    for e, p in zip(effects, stats.holm([e["sign_test"]["p"] for e in effects]), strict=True):
+        e["sign_test"]["p_holm"] = p
+    return effects
 
-    import numpy as np
-    import statsmodels.api as sm
-    import statsmodels.formula.api as smf
-    from scipy.stats import chi2
 
-    pdf = per_task.select("case_id", "model", "harness", "c", "n").to_pandas()
-    pdf["fail"] = pdf["n"] - pdf["c"]
-    groups = pdf["case_id"].astype("category").cat.codes.to_numpy()
-    out: dict[str, Any] = {"method": "binomial GLM accepted ~ C(model) * C(harness), task-clustered Wald",
-           "df": None, "chi2": None, "p": None, "estimable": False, "note": None}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = smf.glm("c + fail ~ C(model) * C(harness)", data=pdf,
-                          family=sm.families.Binomial()).fit(
-                cov_type="cluster", cov_kwds={"groups": groups})
-    except Exception as exc:  # noqa: BLE001 -- separation etc. is a finding, not a crash
-        out["note"] = f"model could not be fitted: {type(exc).__name__}: {exc}"
-        return out
-    names = [n for n in res.params.index if ":" in n]
-    b = res.params[names].to_numpy()
-    v = res.cov_params().loc[names, names].to_numpy()
-    if not np.all(np.isfinite(b)) or not np.all(np.isfinite(v)) or np.abs(b).max() > 15:
-        out["note"] = ("interaction not estimable: some cell is all-pass or all-fail "
-                       "(separation); read the grid and the paired effects instead")
-        return out
-    try:
-        stat = float(b @ np.linalg.solve(v, b))
-    except np.linalg.LinAlgError:
-        out["note"] = "interaction covariance is singular (too few tasks for the clusters)"
-        return out
-    out.update(df=len(names), chi2=stat, p=float(chi2.sf(stat, len(names))), estimable=True)
+def _groups(items: list[str], rate: dict[str, Fraction]) -> list[list[str]]:
+    """Best first; equal rates (exact fractions) share a group."""
+    out: list[list[str]] = []
+    for x in sorted(items, key=lambda i: (-rate[i], i)):
+        if out and rate[out[-1][0]] == rate[x]:
+            out[-1].append(x)
+        else:
+            out.append([x])
     return out
 
 
-def _cells(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str], list[str]]:
-    """Valid trials labelled with their cell (model × harness[@version]); refuses what is no
-    grid. Returns the frame, models, harnesses, and notes on what was left out."""
-    import polars as pl
-
-    # Configurations without a model or harness (the no-agent and oracle baselines, some
-    # foreign sources) have no place in a model × harness grid: leave them out, say so.
-    outside = df.filter(pl.col("model").is_null() | pl.col("harness").is_null())
-    notes = [f"{r['variant'] or r['config_id'][:12]}: no model or harness recorded; not part "
-             "of the grid" for r in outside.select("config_id", "variant").unique()
-             .sort("config_id").iter_rows(named=True)]
-    df = df.filter(pl.col("model").is_not_null() & pl.col("harness").is_not_null())
-    if df.height == 0:
-        raise AnalysisError("no configuration records both a model and a harness; "
-                            "a model × harness matrix needs them")
-    versions = df.group_by("harness").agg(pl.col("harness_version").n_unique().alias("v"))
-    multi = set(versions.filter(pl.col("v") > 1)["harness"].to_list())
-    df = df.with_columns(
-        model=pl.col("model").fill_null("(unknown model)"),
-        harness=pl.when(pl.col("harness").is_in(list(multi)))
-        .then(pl.concat_str([pl.col("harness"), pl.lit("@"), pl.col("harness_version")]))
-        .otherwise(pl.col("harness")).fill_null("(unknown harness)"),
-    ).with_columns(cell=pl.concat_str([pl.col("model"), pl.lit(" × "), pl.col("harness")]))
-    per_cell_cfg = df.group_by("cell").agg(pl.col("config_id").n_unique().alias("k"))
-    crowded = per_cell_cfg.filter(pl.col("k") > 1)["cell"].to_list()
-    if crowded:
-        raise AnalysisError(
-            f"cell(s) {', '.join(crowded)} hold several configurations (different settings); "
-            "select one per cell with --run or --label")
-    models = sorted(df["model"].unique().to_list())
-    harnesses = sorted(df["harness"].unique().to_list())
-    cells = df["cell"].n_unique()
-    if len(models) < 2 or len(harnesses) < 2 or cells < len(models) * len(harnesses):
-        raise AnalysisError(
-            f"a model × harness matrix needs every cell of ≥ 2 models × ≥ 2 harnesses; found "
-            f"{len(models)} model(s) × {len(harnesses)} harness(es) with {cells} cell(s) filled")
-    return df, models, harnesses, notes
+def _order(groups: list[list[str]]) -> str:
+    return " > ".join(" = ".join(g) for g in groups)
 
 
-def _grid(df: pl.DataFrame, per_task: pl.DataFrame) -> list[dict]:
-    import polars as pl
+def _reversal(groups: dict[str, list[list[str]]]) -> bool:
+    """Whether some pair is strictly ordered one way under one harness and the other way
+    under another (a tie against an order is not a reversal)."""
+    pos = {h: {x: i for i, g in enumerate(gs) for x in g} for h, gs in groups.items()}
+    for a, b in combinations(sorted(next(iter(pos.values()))), 2):
+        signs = {(p[a] > p[b]) - (p[a] < p[b]) for p in pos.values()}
+        if {1, -1} <= signs:
+            return True
+    return False
 
+
+def _p(v: float | None) -> str:
+    """``p = 0.452`` or ``p < 0.001``."""
+    text = fmt.pval(v)
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
+def _effect_sentence(kind: str, within: str, effects: list[dict], a: str, b: str) -> str:
+    parts = []
+    for e in effects:
+        st = e["sign_test"]
+        p = st.get("p_holm", st["p"])
+        parts.append(f"{e[b]} − {e[a]} {fmt.diff_ci(e['mean_diff'], e['ci_low'], e['ci_high'])}"
+                     f" [{st['improvements']} better / {st['regressions']} worse, "
+                     f"{_p(p)}{'' if st['p_reachable'] else ', p < 0.05 unreachable'}]")
+    return f"{kind} within {within} (Holm): " + "; ".join(parts) + "."
+
+
+def _ci(e: dict) -> str:
+    if e["ci_low"] is None:
+        return "no interval"
+    return f"95% CI {fmt.signed(e['ci_low'])} to {fmt.signed(e['ci_high'])}"
+
+
+def _interaction_sentence(inter: dict, logit: dict | None) -> str:
+    if not inter["estimable"]:
+        return f" Interaction: {inter['note']}."
+    k = len(inter["contrasts"])
+    c0 = inter["contrasts"][0]
+    what = (f"mean contrast {fmt.signed(c0['mean'])} ({_ci(c0)}), exact sign test "
+            f"{_p(inter['p'])}" if k == 1 else
+            f"smallest Holm-adjusted {_p(inter['p'])} over {k} contrasts")
+    if inter["note"]:
+        tail = f" — {inter['note']}."
+    elif inter["p"] < 0.05:
+        tail = " — the harness effect differs between models."
+    else:
+        tail = " — not distinguishable from noise on these tasks."
+    out = f" Interaction (task-level contrasts): {what}{tail}"
+    if logit is not None:
+        out += (f" Log-odds interaction: chi2 = {logit['chi2']:.2f} on {logit['df']} df, "
+                f"{_p(logit['p'])}." if logit["estimable"]
+                else f" Log-odds interaction {logit['note']}.")
+    return out
+
+
+def _no_interaction(note: str) -> dict[str, Any]:
+    return {"method": None, "df": None, "chi2": None, "p": None, "estimable": False,
+            "note": note}
+
+
+def _analyse(g: Cells, models: list[str], harnesses: list[str], tasks: list[str]
+             ) -> dict[str, Any]:
+    """Effects, rankings, interaction and verdict on a complete grid."""
+    per = {cell: {t: g.counts[cell][t] for t in tasks} for cell in g.counts}
+    cell = {(m, h): f"{m} × {h}" for m in models for h in harnesses}
+    me = _family([{"harness": h, "model_a": a, "model_b": b,
+                   **_effect(per, tasks, cell[(a, h)], cell[(b, h)])}
+                  for h in harnesses for a, b in combinations(models, 2)])
+    he = _family([{"model": m, "harness_a": a, "harness_b": b,
+                   **_effect(per, tasks, cell[(m, a)], cell[(m, b)])}
+                  for m in models for a, b in combinations(harnesses, 2)])
+    rate = {k: Fraction(sum(per[v][t][0] for t in tasks), sum(per[v][t][1] for t in tasks))
+            for k, v in cell.items()}
+    out: dict[str, Any] = {"model_effects": me, "harness_effects": he, "logit": None}
+    if len(models) == 1:
+        groups = {models[0]: _groups(harnesses, {h: rate[(models[0], h)] for h in harnesses})}
+        out.update(design="harnesses", groups=groups, changes=False,
+                   interaction=_no_interaction("one model: no interaction to test"),
+                   verdict=f"Harnesses ranked within {models[0]}: "
+                           f"{_order(groups[models[0]])}. "
+                           + _effect_sentence("Harness effects", models[0], he, "harness_a",
+                                              "harness_b"))
+        return out
+    groups = {h: _groups(models, {m: rate[(m, h)] for m in models}) for h in harnesses}
+    if len(harnesses) == 1:
+        out.update(design="models", groups=groups, changes=False,
+                   interaction=_no_interaction("one harness: no interaction to test"),
+                   verdict=f"Models ranked under {harnesses[0]}: {_order(groups[harnesses[0]])}. "
+                           + _effect_sentence("Model effects", harnesses[0], me, "model_a",
+                                              "model_b"))
+        return out
+    changes = _reversal(groups)
+    inter = interaction.contrast_tests(models, harnesses,
+                                       {k: [per[v][t] for t in tasks] for k, v in cell.items()})
+    logit = interaction.logistic([(t, m, h, *per[cell[(m, h)]][t]) for (m, h) in cell
+                                  for t in tasks])
+    inter["chi2"] = logit["chi2"]  # the log-odds Wald statistic (null when not estimable)
+    order = "; ".join(f"{h}: {_order(v)}" for h, v in groups.items())
+    head = (f"Yes, the harness changes the model ranking ({order})." if changes else
+            f"No harness reverses the order of any two models ({order}).")
+    out.update(design="full", groups=groups, changes=changes, interaction=inter, logit=logit,
+               verdict=head + _interaction_sentence(inter, logit))
+    return out
+
+
+def _grid(g: Cells, models: list[str], harnesses: list[str], tasks: list[str]) -> list[dict]:
     rows = []
-    cfg = df.group_by("cell").agg([pl.col(k).first() for k in CONFIG_KEYS])
-    for r in cfg.sort(["model", "harness"]).iter_rows(named=True):
-        part = per_task.filter(pl.col("cell") == r["cell"])
-        valid, solved = int(part["n"].sum()), int(part["c"].sum())
-        lo, hi = stats.wilson(solved, valid)
-        rows.append({**{k: r[k] for k in CONFIG_KEYS}, "tasks": part.height, "valid": valid,
-                     "solved": solved, "rate": solved / valid, "ci_low": lo, "ci_high": hi})
+    for m in models:
+        for h in harnesses:
+            cell = f"{m} × {h}"
+            solved = sum(g.counts[cell][t][0] for t in tasks)
+            valid = sum(g.counts[cell][t][1] for t in tasks)
+            lo, hi = stats.wilson(solved, valid)
+            rows.append({**g.configs[cell], "tasks": len(tasks), "valid": valid,
+                         "solved": solved, "rate": solved / valid, "ci_low": lo, "ci_high": hi})
     return rows
 
 
-def _verdict(rankings: dict[str, list[str]], changes: bool, inter: dict[str, Any]) -> str:
-    order = "; ".join(f"{h}: {' > '.join(v)}" for h, v in rankings.items())
-    if changes:
-        verdict = f"Yes, the harness changes the model ranking ({order})."
-    else:
-        verdict = f"No, every harness ranks the models the same ({order})."
-    if not inter["estimable"]:
-        return verdict + f" {inter['note']}."
-    p = inter["p"]
-    return verdict + (f" Interaction test: chi2 = {inter['chi2']:.2f} on {inter['df']} df, "
-                      f"p = {p:.3g}" + (" — the harness effect differs between models."
-                                        if p < 0.05 else
-                                        " — not distinguishable from noise on these tasks."))
-
-
 def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Matrix:
-    """The model × harness grid on tasks common to every cell (refuses grids below 2 × 2)."""
+    """The model × harness analysis of the selection (see the module docstring)."""
     import polars as pl
 
-    filters = filters or Filters()
+    filters, notes, universe = scope.choose_universe(con, scope.resolve(con, filters),
+                                                     "matrix")
     df = load_trials(con, filters, columns=[*CONFIG_KEYS, "case_id", "outcome", "valid"])
     require_trials(df, filters)
-    df, models, harnesses, notes = _cells(df.filter(pl.col("valid")))
-    cells = df["cell"].n_unique()
-    common = (df.group_by("case_id").agg(pl.col("cell").n_unique().alias("k"))
-              .filter(pl.col("k") == cells)["case_id"])
-    if common.len() == 0:
-        raise AnalysisError("no task has a valid trial in every model × harness cell")
-    df = df.filter(pl.col("case_id").is_in(common.implode()))
-    per_task = df.group_by(["cell", "model", "harness", "case_id"]).agg(
-        n=pl.len(), c=(pl.col("outcome") == "accepted").sum().cast(pl.Int64))
-    grid_rows = _grid(df, per_task)
-    rate = {(r["model"], r["harness"]): r["rate"] for r in grid_rows}
-    model_effects = [{"harness": h, "model_a": a, "model_b": b,
-                      **_effect(per_task, f"{a} × {h}", f"{b} × {h}")}
-                     for h in harnesses for a, b in combinations(models, 2)]
-    harness_effects = [{"model": m, "harness_a": a, "harness_b": b,
-                        **_effect(per_task, f"{m} × {a}", f"{m} × {b}")}
-                       for m in models for a, b in combinations(harnesses, 2)]
-
-    def ranked(h: str) -> list[str]:
-        return sorted(models, key=lambda m: (-rate[(m, h)], m))
-
-    rankings = {h: ranked(h) for h in harnesses}
-    changes = len({tuple(v) for v in rankings.values()}) > 1
-    inter = _interaction(per_task)
-    warnings = [*notes] + ([f"{common.len()} common task(s): descriptive sample"]
-                           if common.len() < 10 else [])
-    return Matrix(grid=pl.DataFrame(grid_rows), models=models, harnesses=harnesses,
-                  common_tasks=common.len(), model_effects=model_effects,
-                  harness_effects=harness_effects, interaction=inter, rankings=rankings,
-                  ranking_changes=changes, verdict=_verdict(rankings, changes, inter),
-                  warnings=warnings)
+    g = cells_of(df.filter(pl.col("valid")))
+    models, harnesses, tasks, dropped = largest_complete(g)
+    res = _analyse(g, models, harnesses, tasks)
+    warnings = [*notes, *g.notes]
+    if dropped:
+        warnings.append(f"incomplete grid: analysed the complete {len(models)} × "
+                        f"{len(harnesses)} sub-grid; left out: "
+                        + "; ".join(f"{d['model']} × {d['harness']} ({d['reason']})"
+                                    for d in dropped[:8])
+                        + (f"; and {len(dropped) - 8} more" if len(dropped) > 8 else ""))
+    if len(tasks) < 10:
+        warnings.append(f"{len(tasks)} common task(s): descriptive sample")
+    return Matrix(grid=pl.DataFrame(_grid(g, models, harnesses, tasks)), models=models,
+                  harnesses=harnesses, common_tasks=len(tasks),
+                  model_effects=res["model_effects"], harness_effects=res["harness_effects"],
+                  interaction=res["interaction"],
+                  rankings={k: [x for grp in v for x in grp] for k, v in res["groups"].items()},
+                  ranking_changes=res["changes"], verdict=res["verdict"], warnings=warnings,
+                  design=res["design"], ranking_groups=res["groups"], logit=res["logit"],
+                  dropped_cells=dropped, universe=universe)

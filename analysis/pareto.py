@@ -14,7 +14,9 @@ from analysis.results import CONFIG_SCHEMA, RowsResult
 if TYPE_CHECKING:
     import duckdb
 
-X_CHOICES = ("cost_per_accepted", "cost_per_trial")
+X_CHOICES = ("cost_per_accepted", "cost_per_trial", "median_steps")
+"""The x axis (lower is better): cost per accepted result, cost per trial, or the median
+steps of valid trials (steps as an axis of their own, where the source reports them)."""
 
 
 
@@ -22,8 +24,9 @@ X_CHOICES = ("cost_per_accepted", "cost_per_trial")
 class Pareto(RowsResult):
     """One point per configuration [× slice]: cost (``x``) against rate, front membership."""
 
+    TASK_SETS: ClassVar[bool] = True
     SCHEMA: ClassVar[dict[str, str]] = {
-        **CONFIG_SCHEMA, "x_name": "String", "x": "Float64", "rate": "Float64",
+        **CONFIG_SCHEMA, "universe": "String", "x_name": "String", "x": "Float64", "rate": "Float64",
         "ci_low": "Float64", "ci_high": "Float64", "solved": "Int64", "valid": "Int64",
         "on_front": "Boolean", "role": "String", "dominated_by": "List(String)",
         "overlap": "Boolean", "convex": "Boolean"}
@@ -67,39 +70,55 @@ def front_rows(points: list[dict], convex: bool = False,
     return out
 
 
+def _x(row: dict, x: str) -> float | None:
+    if x == "cost_per_accepted":
+        return row["cost_per_solved"]
+    if x == "median_steps":
+        return row["med_steps"]
+    cost, trials = row["cost_usd"], row["trials"]
+    return cost / trials if cost is not None and trials else None
+
+
 def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
            x: str = "cost_per_accepted", convex: bool = False,
            by: list[str] | str | None = None) -> Pareto:
-    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks.
+    """One point per configuration: (x ↓, rate ↑) on the common tasks of its universe.
 
-    With ``by`` there is one front per slice (configurations compete only within their
-    slice). Baselines (``analysis.eligibility``) are reference points: drawn, never ranked.
+    There is one front per task universe (and per slice with ``by``): configurations
+    measured on different tasks never dominate each other. Baselines
+    (``analysis.eligibility``) are reference points: drawn, never ranked.
     """
     from analysis.eligibility import baseline_ids, eligibility
     from analysis.summary import summarize
 
     if x not in X_CHOICES:
-        raise AnalysisError(f"--x {x!r}: choose cost_per_accepted or cost_per_trial")
+        raise AnalysisError(f"--x {x!r}: choose {', '.join(X_CHOICES)}")
     by_cols = check_by(by)
-    summary = summarize(con, filters, by=by_cols, full=False)  # counts and cost only
+    # counts and cost only, unless the axis is the median steps
+    summary = summarize(con, filters, by=by_cols, full=x == "median_steps")
     groups: dict[tuple, list[dict]] = {}
     for r in summary.rows:
-        if x == "cost_per_accepted":
-            xv = r["cost_per_solved"]
-        else:
-            xv = r["cost_usd"] / r["trials"] if r["cost_usd"] is not None and r["trials"] else None
-        key = tuple(r[b] for b in by_cols)
+        key = (r["universe"], *(r[b] for b in by_cols))
         groups.setdefault(key, []).append(
-            {**{k: r[k] for k in CONFIG_KEYS}, **{b: r[b] for b in by_cols}, "x_name": x,
-             "x": xv, "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-             "solved": r["solved"], "valid": r["valid"]})
+            {**{k: r[k] for k in CONFIG_KEYS}, "universe": r["universe"],
+             **{b: r[b] for b in by_cols}, "x_name": x, "x": _x(r, x), "rate": r["rate"],
+             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "solved": r["solved"],
+             "valid": r["valid"]})
     baselines = baseline_ids(eligibility(con, (r["config_id"] for r in summary.rows)))
     rows = [row for points in groups.values() for row in front_rows(points, convex, baselines)]
-    if by_cols:  # slices first, each in the summary's configuration order
-        rows.sort(key=lambda r: tuple((r[b] is None, r[b] or "") for b in by_cols))
+    rows.sort(key=lambda r: (str(r["universe"]),
+                             *((r[b] is None, r[b] or "") for b in by_cols)))  # stable
     unplaced = [r for r in rows if r["role"] != "baseline" and r["on_front"] is None]
-    warnings = [f"{len(unplaced)} configuration(s) not placed: cost unknown"] if unplaced else []
-    return Pareto(rows, by_cols, warnings)
+    what = "median steps" if x == "median_steps" else "cost"
+    warnings = [w for w in summary.warnings if w.startswith("cost coverage complete")]
+    if unplaced:
+        warnings.append(f"{len(unplaced)} configuration(s) not placed: {what} unknown"
+                        + ("" if x == "median_steps" else
+                           " (--cost-coverage complete keeps the trials with a known cost)"))
+    if len(summary.universes) > 1:
+        warnings.append(f"{len(summary.universes)} task universes: one front each, so no "
+                        "configuration is compared with one measured on other tasks")
+    return Pareto(rows, by_cols, warnings, universes=summary.universes)
 
 
 def is_finite(v: float | None) -> bool:

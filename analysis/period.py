@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 SIGNIFICANT = 0.05
 _COLS = ["config_id", "case_id", "outcome", "complete", "valid", "solved", "holdout",
-         "duration_s", "cost_usd"]
+         "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps"]
 
 
 def previous_window(since: datetime, until: datetime) -> tuple[datetime, datetime]:
@@ -113,7 +113,9 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
     ran, the paired comparison current vs previous (see the module docstring)."""
     from analysis.compare import compare_relation
     from analysis.data import config_list, config_rows, trials_sql
+    from analysis.scope import resolve
 
+    current, previous = resolve(con, current), resolve(con, previous)
     names = {c["config_id"]: c for c in config_list(config_rows(con, current)
                                                      + config_rows(con, previous))}
     cur_sql, cur_p = trials_sql(current, columns=_COLS, with_rep=True)

@@ -36,14 +36,21 @@ class RowsResult:
     rows: list[dict[str, Any]]
     by: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    universes: list[Any] = field(default_factory=list)  # analysis.tasks.TaskUniverse
 
     SCHEMA: ClassVar[dict[str, str]] = {}
-    """Column → polars dtype name; the slice columns (strings) follow the config keys."""
+    """Column → polars dtype name; the slice columns (strings) follow the config keys
+    (and ``universe`` when the schema has it right after them)."""
+    TASK_SETS: ClassVar[bool] = False
+    """Whether the question reads the common tasks (``analysis.tasks``); its JSON form
+    then lists them under ``universes``."""
 
     @property
     def columns(self) -> list[str]:
         keys = list(self.SCHEMA)
         at = len(CONFIG_KEYS) if keys[:len(CONFIG_KEYS)] == CONFIG_KEYS else 0
+        if keys[at:at + 1] == ["universe"]:
+            at += 1
         return [*keys[:at], *self.by, *keys[at:]]
 
     @property
@@ -64,8 +71,11 @@ class RowsResult:
     def as_dict(self) -> dict[str, Any]:
         from analysis.jsonout import clean
 
-        return clean({"rows": [{c: r.get(c) for c in self.columns} for r in self.rows],
-                      "warnings": list(self.warnings)})
+        out: dict[str, Any] = {"rows": [{c: r.get(c) for c in self.columns} for r in self.rows]}
+        if self.TASK_SETS:
+            out["universes"] = [u.as_dict() for u in self.universes]
+        out["warnings"] = list(self.warnings)
+        return clean(out)
 
     def records(self) -> list[dict[str, Any]]:
         """Flat rows for CSV: lists joined with ``;``, values JSON-clean."""

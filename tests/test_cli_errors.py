@@ -6,6 +6,7 @@ Each case runs the real CLI in a subprocess and asserts a non-zero exit, one
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -44,6 +45,15 @@ def qa(tmp_path_factory) -> Path:
     (d / "existing.txt").write_text("keep me\n")
     (d / "list.yaml").write_text("[1, 2]\n")
     (d / "empty.csv").write_text("")
+    # a second task universe: one configuration on other tasks, no cost
+    other = d / "other.jsonl"
+    other.write_text("".join(
+        json.dumps({"model": f"model-{m}", "harness": "zh", "harness_version": "1",
+                    "task_id": f"z{i}", "trial": 1, "status": "solved", "input_tokens": 10,
+                    "output_tokens": 5, "steps": 2, "benchmark": "other"}) + "\n"
+        for m in "yz" for i in range(3)))
+    res = cli("ingest", RUNS, other, "--prices", PRICES, "-w", d / "two.duckdb")
+    assert res.returncode == 0, res.stderr
     # an empty warehouse: created by ingest machinery, nothing in it
     subprocess.run([sys.executable, "-c", "import sys, warehouse.db as d; d.open(sys.argv[1]).close()",
                     str(d / "empty.duckdb")], check=True, cwd=REPO)
@@ -97,6 +107,21 @@ CASES = [
     ("candidate-unknown", ["compare", "-w", W, "--baseline", "minimal-shell@1.2.0 / model-a", "--candidate", "zzz"], 2, ["'zzz'", "not found"]),
     ("baseline-ambiguous", ["compare", "-w", W, "--baseline", "f"], 2, ["'f'", "ambiguous", "longer"]),
     ("report-baseline-unknown", ["report", "-w", W, "-o", "{d}/r_base", "--baseline", "nope"], 2, ["'nope'", "not found"]),
+    # scoping: selectors, task universes, zero pairs, degenerate grids, cost coverage
+    ("source-unknown", ["summarize", "-w", W, "--source", "inspcet"], 2, ["--source 'inspcet'", "known: runs-jsonl"]),
+    ("universe-unknown", ["pareto", "-w", W, "--universe", "nope"], 2, ["--universe 'nope'", "known: acme-bugs-v1"]),
+    ("benchmark-unknown", ["consistency", "-w", W, "--benchmark", "nope"], 2, ["--benchmark 'nope'", "known: acme-bugs-v1"]),
+    ("config-unknown", ["summarize", "-w", W, "--config", "zzz"], 2, ["'zzz'", "not found", "known:"]),
+    ("model-unknown", ["matrix", "-w", W, "--model", "zzz"], 2, ["--model 'zzz'", "known: model-a"]),
+    ("cost-coverage-bad", ["pareto", "-w", W, "--cost-coverage", "some"], 2, ["--cost-coverage", "all or complete"]),
+    ("compare-two-universes", ["compare", "-w", "{d}/two.duckdb"], 2, ["2 task universes", "--universe NAME"]),
+    ("compare-no-shared-task", ["compare", "-w", "{d}/two.duckdb", "--baseline", "minimal-shell@1.2.0 / model-a",
+                                "--candidate", "zh@1 / model-z"], 2, ["shares no task", "different task universes"]),
+    ("matrix-one-cell", ["matrix", "-w", "{d}/two.duckdb", "--universe", "other", "--model", "model-z"], 2, ["only one model × harness cell", "two models or two harnesses"]),
+    ("cost-none-known", ["pareto", "-w", "{d}/two.duckdb", "--universe", "other", "--cost-coverage", "complete"], 2, ["none of the 6", "known cost", "--prices"]),
+    ("plan-many-candidates", ["plan", "-w", W], 2, ["plan needs one pair", "--candidate"]),
+    ("plan-half-components", ["plan", "--between", "0.1"], 2, ["give both --between and --within"]),
+    ("rank-few-resamples", ["rank", "-w", W, "--resamples", "5"], 2, ["--resamples", "100"]),
     # compare --report
     ("compare-report-missing", ["compare", "--report", "{d}/nope.json"], 2, ["nope.json", "report.json"]),
     ("compare-report-not-report", ["compare", "--report", "{d}/not_report.json"], 2, ["not_report.json", "trials"]),

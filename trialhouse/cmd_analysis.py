@@ -19,22 +19,42 @@ from trialhouse.app import Choice, app, json_option, listed, option, warehouse_o
 Many = tuple[str, ...]  # a repeatable option's values (empty when not given)
 
 # Same values as analysis.pareto.X_CHOICES (tests/test_cli_docs.py checks).
-PARETO_X = ("cost_per_accepted", "cost_per_trial")
+PARETO_X = ("cost_per_accepted", "cost_per_trial", "median_steps")
 
 csv_option = option("--csv", "csv_out", is_flag=True, help="CSV rows on stdout.")
 
 
-def filter_options(by: bool = True):
-    """The filters every analysis command takes: --run, --since, --until, --label, --holdout
-    and (unless ``by=False``) --by."""
+_FILTER_KEYS = ("run", "since", "until", "label", "holdout", "config", "model", "harness",
+                "source", "benchmark", "universe", "cost_coverage")
+
+
+def filter_options(by: bool = True, cost: bool = False):
+    """The selection every analysis command takes: --run, --config, --model, --harness,
+    --source, --benchmark, --universe, --since, --until, --label, --holdout, (``by``) --by
+    and (``cost``, the commands that report cost) --cost-coverage. The command receives
+    them as keyword arguments; ``_filters`` turns them into ``analysis.filters.Filters``."""
     opts = [
         option("--run", multiple=True, help="Run id (repeatable)."),
+        option("--config", multiple=True,
+               help="Configuration: variant name, config id or id prefix (repeatable)."),
+        option("--model", multiple=True, help="Model name (repeatable)."),
+        option("--harness", multiple=True, help="Harness name (repeatable)."),
+        option("--source", multiple=True,
+               help="Source format: trialhouse, runs-jsonl, inspect, harbor, terminal-bench, "
+                    "swebench (repeatable)."),
+        option("--benchmark", multiple=True, help="Case benchmark label (repeatable)."),
+        option("--universe", multiple=True,
+               help="Task universe: a benchmark label, manifest id or run id (repeatable; "
+                    "summarize lists them)."),
         option("--since", help="From this ISO date/time (UTC)."),
         option("--until", help="Before this ISO date/time."),
         option("--label", multiple=True, help="Case label key=value (repeatable, all must match)."),
         option("--holdout", type=Choice(("include", "exclude", "only")), default="include",
                help="Holdout tasks: include | exclude | only."),
     ]
+    if cost:
+        opts.append(option("--cost-coverage", type=Choice(("all", "complete")), default="all",
+                           help="complete: only trials with a known cost (says how many remain)."))
     if by:
         opts.append(option("--by", multiple=True, help="Slice by task_class | repository | "
                                                        "difficulty | language | familiarity."))
@@ -47,11 +67,16 @@ def filter_options(by: bool = True):
     return decorate
 
 
-def _filters(run: Many, since: str | None, until: str | None, label: Many, holdout: str) -> Any:
+def _filters(sel: dict[str, Any]) -> Any:
+    """Pop the selection options from a command's keyword arguments into Filters."""
     from analysis.filters import Filters
 
-    return Filters.parse(runs=listed(run), since=since, until=until, labels=listed(label),
-                         holdout=holdout)
+    v = {k: sel.pop(k, None) for k in _FILTER_KEYS}
+    return Filters.parse(runs=listed(v["run"] or ()), since=v["since"], until=v["until"],
+                         labels=listed(v["label"] or ()), holdout=v["holdout"] or "include",
+                         configs=v["config"], models=v["model"], harnesses=v["harness"],
+                         sources=v["source"], benchmarks=v["benchmark"],
+                         universes=v["universe"], cost_coverage=v["cost_coverage"] or "all")
 
 
 @contextmanager
@@ -80,14 +105,16 @@ def _emit(result: Any, view: str, fmt: str, filters: Any) -> None:
 
 @app.command()
 @warehouse_option
-@filter_options()
+@filter_options(cost=True)
 @option("--format", "layout", type=Choice(("table", "seed")), default="table",
         help="table | seed (tab-separated columns of the per-run summary script).")
 @json_option()
 @csv_option
-def summarize(warehouse: Path, run: Many, since: str | None, until: str | None, label: Many,
-              holdout: str, by: Many, layout: str, json_out: bool, csv_out: bool) -> None:
-    """Per-configuration table: pass rate with Wilson and task-clustered intervals, cost, latency, flags.
+def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: bool,
+              **sel: Any) -> None:
+    """Per-configuration table on the common tasks of each task universe: pass rate with Wilson and task-clustered intervals, cost, latency, flags.
+
+    Prints the task set of each universe (the same one consistency uses).
 
     Example: trialhouse summarize --warehouse w.duckdb --run r1 --by task_class
     """
@@ -96,7 +123,7 @@ def summarize(warehouse: Path, run: Many, since: str | None, until: str | None, 
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
+    filters = _filters(sel)
     result = _ask(warehouse, ask, filters, by=listed(by))
     if layout == "seed" and fmt == "table":
         click.echo("\n".join(seed_lines(result)))
@@ -112,13 +139,14 @@ def summarize(warehouse: Path, run: Many, since: str | None, until: str | None, 
         help="Variant name or config id (repeatable; default: every non-baseline).")
 @option("--report", type=click.Path(path_type=Path),
         help="Compare from RUN_DIR/report.json instead of the warehouse.")
-@filter_options()
+@option("--seed", type=int, default=20260601,
+        help="Seed of the bootstrap intervals of the wall-time, cost, token and step deltas.")
+@filter_options(cost=True)
 @json_option()
 @csv_option
 def compare(warehouse: Path, baseline: str | None, candidate: Many, report: Path | None,
-            run: Many, since: str | None, until: str | None, label: Many, holdout: str,
-            by: Many, json_out: bool, csv_out: bool) -> None:
-    """Paired comparison of candidates against a baseline: headline, pairs, sign test, paired difference.
+            seed: int, by: Many, json_out: bool, csv_out: bool, **sel: Any) -> None:
+    """Paired comparison of candidates against a baseline within one task universe: headline, pairs, sign test, paired difference, bootstrap deltas.
 
     With --by, one comparison per slice (directions and sign test within the slice).
 
@@ -128,14 +156,14 @@ def compare(warehouse: Path, baseline: str | None, candidate: Many, report: Path
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
+    filters = _filters(sel)
     if report is not None:
         if by:
             raise click.UsageError("--by needs the warehouse (case labels); drop --report")
         result = cmp.compare_report(report, baseline, listed(candidate))
     else:
         result = _ask(warehouse, cmp.compare, filters, baseline, listed(candidate),
-                      by=listed(by))
+                      by=listed(by), seed=seed)
     if fmt == "json":
         from analysis.headline import headline
         from trialhouse.app import echo_json
@@ -148,39 +176,52 @@ def compare(warehouse: Path, baseline: str | None, candidate: Many, report: Path
     _emit(result, "comparisons", fmt, filters)
 
 
-@app.command()
-@warehouse_option
-@filter_options()
-@json_option()
-@csv_option
-def consistency(warehouse: Path, run: Many, since: str | None, until: str | None, label: Many,
-                holdout: str, by: Many, json_out: bool, csv_out: bool) -> None:
-    """Tasks passed on every repetition (Wilson over tasks), pass^k and pass@k for k ≤ min n.
+def _question(name: str, fn: str, view: str, doc: str, cost: bool = False,
+              by: bool = True) -> None:
+    """Register a command that asks ``analysis.<module>.<fn>`` with the selection (and
+    --by) and prints the result through ``view``."""
+    module, func = fn.rsplit(".", 1)
+
+    def command(warehouse: Path, json_out: bool, csv_out: bool, **sel: Any) -> None:
+        import importlib
+
+        from trialhouse.render import output_format
+
+        fmt = output_format(json_out, csv_out)
+        slices = sel.pop("by", None)
+        filters = _filters(sel)
+        ask = getattr(importlib.import_module(module), func)
+        kwargs = {"by": listed(slices)} if by else {}
+        _emit(_ask(warehouse, ask, filters, **kwargs), view, fmt, filters)
+
+    command.__doc__ = doc
+    command.__name__ = name
+    for deco in reversed([app.command(name), warehouse_option,
+                          filter_options(by=by, cost=cost), json_option(), csv_option]):
+        command = deco(command)
+
+
+_question("consistency", "analysis.consistency.consistency", "consistency", """Tasks passed on every repetition (Wilson over tasks), pass^k and pass@k for k ≤ min n.
+
+    Uses the same task set as summarize (printed above the table).
 
     Example: trialhouse consistency --warehouse w.duckdb --run r1
-    """
-    from analysis.consistency import consistency as ask
-    from trialhouse.render import output_format
-
-    fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
-    _emit(_ask(warehouse, ask, filters, by=listed(by)), "consistency", fmt, filters)
+    """)
 
 
 @app.command()
 @warehouse_option
 @option("--x", type=Choice(PARETO_X), default="cost_per_accepted",
-        help="Cost axis of the front.")
+        help="The axis to minimise: cost per accepted result, cost per trial, or median steps.")
 @option("--convex", is_flag=True, help="Also mark the convex frontier.")
-@filter_options()
+@filter_options(cost=True)
 @json_option()
 @csv_option
-def pareto(warehouse: Path, x: str, convex: bool, run: Many, since: str | None,
-           until: str | None, label: Many, holdout: str, by: Many, json_out: bool,
-           csv_out: bool) -> None:
-    """Cost/quality Pareto front: non-dominated configurations and who dominates the rest.
+def pareto(warehouse: Path, x: str, convex: bool, by: Many, json_out: bool, csv_out: bool,
+           **sel: Any) -> None:
+    """Cost/quality Pareto front per task universe: non-dominated configurations and who dominates the rest.
 
-    With --by, one front per slice.
+    With --by, one front per slice; --x median_steps puts steps on the axis.
 
     Example: trialhouse pareto --warehouse w.duckdb --x cost_per_trial --convex
     """
@@ -188,28 +229,18 @@ def pareto(warehouse: Path, x: str, convex: bool, run: Many, since: str | None,
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
+    filters = _filters(sel)
     _emit(_ask(warehouse, ask, filters, x=x, convex=convex, by=listed(by)), "pareto", fmt,
           filters)
 
 
-@app.command()
-@warehouse_option
-@filter_options(by=False)
-@json_option()
-@csv_option
-def matrix(warehouse: Path, run: Many, since: str | None, until: str | None, label: Many,
-           holdout: str, json_out: bool, csv_out: bool) -> None:
-    """Model × harness grid, effects within rows and columns, and the interaction test.
+_question("matrix", "analysis.matrix.matrix", "matrix", """Model × harness: one model under several harnesses, several models under one, or the full grid (interaction).
 
-    Example: trialhouse matrix --warehouse w.duckdb --run r1
-    """
-    from analysis.matrix import matrix as ask
-    from trialhouse.render import output_format
+    An incomplete grid is analysed on its largest complete sub-grid; the cells left out
+    are named.
 
-    fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
-    _emit(_ask(warehouse, ask, filters), "matrix", fmt, filters)
+    Example: trialhouse matrix --warehouse w.duckdb --model claude-3-7-sonnet
+    """, by=False)
 
 
 @app.command()
@@ -219,9 +250,8 @@ def matrix(warehouse: Path, run: Many, since: str | None, until: str | None, lab
 @filter_options()
 @json_option()
 @csv_option
-def failures(warehouse: Path, disagreements: bool, run: Many, since: str | None,
-             until: str | None, label: Many, holdout: str, by: Many, json_out: bool,
-             csv_out: bool) -> None:
+def failures(warehouse: Path, disagreements: bool, by: Many, json_out: bool, csv_out: bool,
+             **sel: Any) -> None:
     """Outcome classes and first-decisive-wrong-choice categories with shares and lost spend.
 
     Example: trialhouse failures --warehouse w.duckdb --by task_class
@@ -230,48 +260,22 @@ def failures(warehouse: Path, disagreements: bool, run: Many, since: str | None,
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
+    filters = _filters(sel)
     if disagreements:
         _emit(_ask(warehouse, f.review_disagreements, filters), "disagreements", fmt, filters)
     else:
         _emit(_ask(warehouse, f.failures, filters, by=listed(by)), "failures", fmt, filters)
 
 
-@app.command()
-@warehouse_option
-@filter_options()
-@json_option()
-@csv_option
-def familiarity(warehouse: Path, run: Many, since: str | None, until: str | None, label: Many,
-                holdout: str, by: Many, json_out: bool, csv_out: bool) -> None:
-    """Known vs unknown repository gap per configuration, interval clustered by repository.
+_question("familiarity", "analysis.familiarity.familiarity", "familiarity", """Known vs unknown repository gap per configuration, interval clustered by repository.
 
-    --by takes task_class, difficulty, language or subsystem.
+    --by takes task_class, difficulty, language or subsystem. Familiarity comes from the
+    case label, however it arrived (manifest, labels file, a field of an imported line).
 
     Example: trialhouse familiarity --warehouse w.duckdb --by task_class
-    """
-    from analysis.familiarity import familiarity as ask
-    from trialhouse.render import output_format
+    """)
 
-    fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
-    _emit(_ask(warehouse, ask, filters, by=listed(by)), "familiarity", fmt, filters)
-
-
-@app.command()
-@warehouse_option
-@filter_options()
-@json_option()
-@csv_option
-def latency(warehouse: Path, run: Many, since: str | None, until: str | None, label: Many,
-            holdout: str, by: Many, json_out: bool, csv_out: bool) -> None:
-    """Latency by phase (setup, agent, verification, total) and time to first edit: p50/p90/p95.
+_question("latency", "analysis.latency.latency", "latency", """Latency by phase (setup, agent, verification, total) and time to first edit: p50/p90/p95.
 
     Example: trialhouse latency --warehouse w.duckdb --by difficulty
-    """
-    from analysis.latency import latency as ask
-    from trialhouse.render import output_format
-
-    fmt = output_format(json_out, csv_out)
-    filters = _filters(run, since, until, label, holdout)
-    _emit(_ask(warehouse, ask, filters, by=listed(by)), "latency", fmt, filters)
+    """)

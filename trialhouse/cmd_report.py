@@ -23,10 +23,16 @@ from trialhouse.app import app, echo_json, json_option, listed, option, warehous
 @option("--previous-period", is_flag=True,
         help="Also compare with the window of the same length before --since.")
 @option("--title", help="Report title.")
+@option("--config", multiple=True, help="Only these configurations (repeatable, as summarize).")
+@option("--model", multiple=True, help="Only configurations of these models (repeatable).")
+@option("--harness", multiple=True, help="Only configurations of these harnesses (repeatable).")
+@option("--source", multiple=True, help="Only runs of these source formats (repeatable).")
+@option("--benchmark", multiple=True, help="Only cases with these benchmark labels (repeatable).")
+@option("--universe", multiple=True, help="Only these task universes (repeatable).")
 @json_option()
 def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | None, until: str | None,
            baseline: str | None, candidate: tuple[str, ...], previous_period: bool,
-           title: str | None, json_out: bool) -> None:
+           title: str | None, json_out: bool, **selectors: tuple[str, ...]) -> None:
     """Write an offline HTML report (plus Markdown, JSON and chart PNG/SVG) for runs or a time window.
 
     The headline and the comparison are compare's: same baseline, candidates and Holm family.
@@ -45,6 +51,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         candidates=listed(candidate),
         previous_period=previous_period,
         title=title,
+        selectors={k: v for k, v in selectors.items() if v},
     )
     if json_out:
         echo_json(

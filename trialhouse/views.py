@@ -24,10 +24,22 @@ def _name(row: Any, simulated: frozenset[str] = frozenset()) -> str:
     return fmt.label_with_id(row, simulated)
 
 
+def _task_sets(universes: list[Any]) -> list[str]:
+    """The task set of each universe, one line each (summarize and consistency print the
+    same lines for the same selection)."""
+    return [u.sentence() for u in universes]
+
+
+def _universe(rows: list[dict]) -> list[str]:
+    """The universe column, shown when the rows span several universes."""
+    return ["universe"] if len({r.get("universe") for r in rows}) > 1 else []
+
+
 def summary(s: Any) -> View:
     from analysis import formatting as fmt
 
-    cols = ["configuration", *s.by, "solved/valid", "95% CI per trial", "tasks",
+    uni = _universe(s.rows)
+    cols = ["configuration", *uni, *s.by, "solved/valid", "95% CI per trial", "tasks",
             "task mean [95% CI]", "infra", "invalid", "incompl.", "med steps", "med tokens",
             "cost", "cost/solved", "cost known", "p50 wall", "flags (trials)"]
     rows = []
@@ -35,7 +47,7 @@ def summary(s: Any) -> View:
         flags = ("unknown" if r.get("flags") is None else
                  f"{fmt.count(r['flags'])} ({fmt.count(r['flagged_trials'])})")
         rows.append([
-            _name(r), *[r[b] if r[b] is not None else fmt.DASH for b in s.by],
+            _name(r), *[r[u] for u in uni], *[r[b] if r[b] is not None else fmt.DASH for b in s.by],
             fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
             fmt.count(r["tasks"]),
             f"{fmt.rate(r['task_mean'])} [{fmt.interval(r['task_ci_low'], r['task_ci_high'])}]",
@@ -44,10 +56,12 @@ def summary(s: Any) -> View:
             fmt.number(r["med_tokens"], unknown="unknown"), fmt.usd(r["cost_usd"]),
             fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_solved"]),
             fmt.pct(r["cost_known"], r["trials"]), fmt.secs(r["latency_p50"]), flags])
-    numeric = [False] * (1 + len(s.by)) + [True] * (len(cols) - 1 - len(s.by))
+    lead = 1 + len(uni) + len(s.by)
+    numeric = [False] * lead + [True] * (len(cols) - lead)
     after = (["SIMULATED agents: these numbers measure the simulator, not a model."]
              if any(r["simulated"] for r in s.rows) else [])
-    return View(tables=[_table("Summary (tasks common within each benchmark)", cols, rows,
+    return View(lines=_task_sets(s.universes),
+                tables=[_table("Summary (common tasks within each task universe)", cols, rows,
                                numeric)], after=after, notes=list(s.warnings))
 
 
@@ -58,8 +72,6 @@ def _comparison_rows(c: Any) -> list[list[str]]:
     test = (f"p = {fmt.pval(st.p)} (mid-p {fmt.pval(st.mid_p)}, Holm {fmt.pval(st.p_holm)})"
             if st.p_reachable else
             f"p < 0.05 unreachable with N = {st.n} < 6 (p = {fmt.pval(st.p)})")
-    cost = (fmt.signed(c.cost.mean_diff_usd, money=True) if c.cost.status == "ok"
-            else c.cost.status)
     return [
         ["pairs (task, rep) both valid", fmt.count(p.pairs)],
         ["candidate-only / baseline-only successes",
@@ -75,12 +87,36 @@ def _comparison_rows(c: Any) -> list[list[str]]:
          f"{fmt.pct(cons.baseline.consistent, c.tasks.common)} / "
          f"{fmt.pct(cons.candidate.consistent, c.tasks.common)}"
          + ("" if cons.comparable else " (not comparable: reps differ)")],
-        ["wall-time difference (both accepted, mean)",
-         fmt.signed(c.main.duration.mean_diff_s, unit=" s")],
-        ["cost difference (both accepted, mean)", cost],
         ["cost per accepted, baseline → candidate",
          f"{fmt.usd(c.cost.baseline_per_accepted)} → {fmt.usd(c.cost.candidate_per_accepted)}"],
+        *_delta_rows(c.main.deltas),
     ]
+
+
+_DELTA_LABELS = {"duration_s": ("wall time", " s"), "cost_usd": ("cost", ""),
+                 "tokens": ("tokens", " tokens"), "steps": ("steps", " steps")}
+
+
+def _delta_rows(deltas: Any) -> list[list[str]]:
+    """Paired deltas (both accepted) with their bootstrap interval and the medians."""
+    from analysis import formatting as fmt
+
+    if deltas is None:
+        return []
+    out = []
+    for metric, (label, unit) in _DELTA_LABELS.items():
+        d = getattr(deltas, metric)
+        money = metric == "cost_usd"
+        if d.status != "ok":
+            out.append([f"{label} Δ, pairs both accepted", d.status])
+            continue
+        mean = fmt.signed(d.mean_diff, unit=unit, money=money)
+        lo, hi = (fmt.signed(v, unit=unit, money=money) for v in (d.ci_low, d.ci_high))
+        med = " → ".join(fmt.usd(v) if money else fmt.number(v)
+                         for v in (d.baseline_median, d.candidate_median))
+        out.append([f"{label} Δ, pairs both accepted: mean [95% bootstrap]; medians",
+                    f"{mean} [{lo} to {hi}] over {fmt.count(d.pairs)} pairs; {med}"])
+    return out
 
 
 def comparisons(result: Any) -> View:
@@ -88,7 +124,8 @@ def comparisons(result: Any) -> View:
     from analysis.headline import headline
 
     head = headline(result)
-    view = View(lines=[head.intro, *[ln.sentence for ln in head.lines]])
+    view = View(lines=[head.intro, *[ln.sentence for ln in head.lines]],
+                notes=list(getattr(result, "notes", [])))
     for c in result:
         where = "" if c.slice is None else " — " + ", ".join(f"{k} = {v}"
                                                              for k, v in c.slice.items())
@@ -109,15 +146,18 @@ def comparisons(result: Any) -> View:
 def consistency(res: Any) -> View:
     from analysis import formatting as fmt
 
-    rows = [[_name(r), *[r[b] for b in res.by], fmt.pct(r["consistent"], r["tasks"]),
+    uni = _universe(res.rows)
+    rows = [[_name(r), *[r[u] for u in uni], *[r[b] for b in res.by],
+             fmt.pct(r["consistent"], r["tasks"]),
              fmt.interval(r["ci_low"], r["ci_high"]),
              str(r["min_n"]) if r["equal_n"] else f"{r['min_n']}–{r['max_n']}",
              " ".join(fmt.prob(v) for v in r["pass_hat_k"]),
              " ".join(fmt.prob(v) for v in r["pass_at_k"])] for r in res.rows]
-    cols = ["configuration", *res.by, "consistent", "95% CI", "reps", "pass^k (k = 1…)",
+    cols = ["configuration", *uni, *res.by, "consistent", "95% CI", "reps", "pass^k (k = 1…)",
             "pass@k (k = 1…)"]
-    return View(tables=[_table("Consistency (k = 1..min n)", cols, rows,
-                               [False] * (1 + len(res.by)) + [True] * 5)],
+    return View(lines=_task_sets(res.universes),
+                tables=[_table("Consistency (k = 1..min n)", cols, rows,
+                               [False] * (1 + len(uni) + len(res.by)) + [True] * 5)],
                 notes=list(res.warnings))
 
 
@@ -126,15 +166,20 @@ def pareto(res: Any) -> View:
 
     names = {r["config_id"]: _name(r) for r in res.rows}
     x = res.rows[0]["x_name"] if res.rows else "cost"
-    rows = [[names[r["config_id"]], *[r[b] for b in res.by], fmt.usd(r["x"]),
+    uni = _universe(res.rows)
+    steps = x == "median_steps"
+    rows = [[names[r["config_id"]], *[r[u] for u in uni], *[r[b] for b in res.by],
+             fmt.number(r["x"], unknown="unknown") if steps else fmt.usd(r["x"]),
              fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
              fmt.front_status(r.get("role"), r["on_front"]), fmt.listing([names.get(d, d[:12]) for d in r["dominated_by"]]),
              "yes" if r["overlap"] else "no",
              "" if r["convex"] is None else ("yes" if r["convex"] else "no")] for r in res.rows]
-    cols = ["configuration", *res.by, x, "rate", "95% CI", "status", "dominated by",
+    cols = ["configuration", *uni, *res.by, x, "rate", "95% CI", "status", "dominated by",
             "CI overlap", "convex"]
-    return View(tables=[_table(f"Pareto front ({x} ↓, rate ↑)", cols, rows,
-                               [False] * (1 + len(res.by)) + [True] * 3 + [False] * 4)],
+    return View(lines=_task_sets(res.universes),
+                tables=[_table(f"Pareto front per task universe ({x} ↓, rate ↑)", cols, rows,
+                               [False] * (1 + len(uni) + len(res.by)) + [True] * 3
+                               + [False] * 4)],
                 notes=list(res.warnings))
 
 
@@ -144,10 +189,24 @@ def matrix(m: Any) -> View:
     cell = {(r["model"], r["harness"]): r for r in m.grid.iter_rows(named=True)}
     rows = [[mod, *[fmt.pct(cell[(mod, h)]["solved"], cell[(mod, h)]["valid"])
                     for h in m.harnesses]] for mod in m.models]
-    return View(tables=[_table(f"Model × harness on {m.common_tasks} common tasks",
-                               ["model", *m.harnesses], rows,
-                               [False] + [True] * len(m.harnesses))],
-                after=[m.verdict], notes=list(m.warnings))
+    design = {"full": "Model × harness", "harnesses": "One model × harnesses",
+              "models": "Models × one harness"}[m.design]
+    tables = [_table(f"{design} on {m.common_tasks} common tasks", ["model", *m.harnesses],
+                     rows, [False] + [True] * len(m.harnesses))]
+    for key, within, a, b, effects in (
+            ("harness", "harness", "model_a", "model_b", m.model_effects),
+            ("model", "model", "harness_a", "harness_b", m.harness_effects)):
+        if effects:
+            tables.append(_table(
+                f"{'Model' if key == 'harness' else 'Harness'} effects within each {within} "
+                "(paired by task, Holm)", [within, "A", "B", "B − A [95% CI]",
+                                           "better / worse / tied", "p (Holm)"],
+                [[e[key], e[a], e[b], fmt.diff_ci(e["mean_diff"], e["ci_low"], e["ci_high"]),
+                  f"{e['sign_test']['improvements']} / {e['sign_test']['regressions']} / "
+                  f"{e['sign_test']['ties']}",
+                  f"{fmt.pval(e['sign_test']['p'])} ({fmt.pval(e['sign_test']['p_holm'])})"]
+                 for e in effects], [False, False, False, True, True, True]))
+    return View(tables=tables, after=[m.verdict], notes=list(m.warnings))
 
 
 def failures(res: Any) -> View:
@@ -199,3 +258,67 @@ def latency(res: Any) -> View:
     return View(tables=[_table("Latency p50 / p90 / p95 (s)",
                                ["configuration", *res.by, "trials", *PHASES], rows,
                                [False] * (1 + len(res.by)) + [True] * (1 + len(PHASES)))])
+
+
+def noise(res: Any) -> View:
+    from analysis import formatting as fmt
+    from analysis.noise import REPS
+
+    def pp(v: Any) -> str:
+        return fmt.DASH if v is None else f"{100 * v:.1f} pp"
+
+    rows = [[_name(r), *([r["universe"]] if len({x["universe"] for x in res.rows}) > 1 else []),
+             fmt.count(r["tasks"]), fmt.number(r["mean_reps"], 2),
+             fmt.number(r["within_var"], 4), fmt.number(r["between_var"], 4),
+             fmt.DASH if r["between_share"] is None else f"{100 * r['between_share']:.0f}%",
+             pp(r["se_observed"]), " / ".join(pp(v) for v in (r["se_at_reps"] or [])) or fmt.DASH,
+             pp(r["se_floor"]), r["verdict"]] for r in res.rows]
+    uni = ["universe"] if len({x["universe"] for x in res.rows}) > 1 else []
+    cols = ["configuration", *uni, "tasks", "reps", "within ω²", "between τ²", "τ² share",
+            "SE now", "SE at " + "/".join(map(str, REPS)) + " reps", "SE at ∞", "reading"]
+    return View(lines=_task_sets(res.universes),
+                tables=[_table("Noise: repetition (ω²) vs task-to-task (τ²) variance", cols, rows,
+                               [False] * (1 + len(uni)) + [True] * 8 + [False])],
+                notes=list(res.warnings))
+
+
+def ranks(res: Any) -> View:
+    from analysis import formatting as fmt
+
+    names = {r["config_id"]: _name(r) for r in res.rows}
+    short = {r["config_id"]: fmt.label(r) for r in res.rows}
+    rows = [[r["universe"], names[r["config_id"]], fmt.rate(r["task_mean"]),
+             fmt.DASH if r["rank"] is None else str(r["rank"]),
+             fmt.DASH if r["rank_low"] is None else f"{r['rank_low']}–{r['rank_high']}",
+             "baseline (not ranked)" if r["role"] == "baseline" else
+             fmt.listing([short.get(t, t[:12]) for t in r["tied_with"]]) or "none"]
+            for r in res.rows]
+    return View(lines=_task_sets(res.universes),
+                tables=[_table("Leaderboard: rank by task mean, 95% bootstrap rank interval",
+                               ["universe", "configuration", "task mean", "rank",
+                                "rank interval", "tied with"], rows,
+                               [False, False, True, True, True, False])],
+                notes=list(res.warnings))
+
+
+def plan(p: Any) -> View:
+    from analysis.plan import REPS, _reps
+
+    def pp(v: Any) -> str:
+        return "—" if v is None else f"{100 * v:.1f} pp"
+
+    by_tasks: dict[int, dict[float, Any]] = {}
+    for g in p.grid:
+        by_tasks.setdefault(g["tasks"], {})[g["reps"]] = g["mde"]
+    rows = [[f"{t:,}", *[pp(by_tasks[t].get(r)) for r in REPS]] for t in by_tasks]
+    lines = [f"Components of the per-task difference ({p.source}): between-task τ² = "
+             f"{p.between:.5f}, within-task ω² = {p.within:.5f} per repetition."]
+    if p.pilot:
+        lines.append(f"Pilot: {p.pilot['candidate']['variant'] or p.pilot['candidate']['config_id'][:12]} vs "
+                     f"{p.pilot['baseline']['variant'] or p.pilot['baseline']['config_id'][:12]} on "
+                     f"{p.pilot['tasks']} tasks × {p.pilot['mean_reps']:.2f} repetitions.")
+    return View(lines=lines,
+                tables=[_table(f"Minimum detectable difference (α = {p.alpha:g}, power = "
+                               f"{p.power:g}, paired t)", ["tasks", *[f"{_reps(r)} reps" for r in REPS]],
+                               rows, [True] * (1 + len(REPS)))],
+                after=list(p.verdict), notes=list(p.warnings))

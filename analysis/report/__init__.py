@@ -52,11 +52,14 @@ def write_report(warehouse: Path | str, output: Path | str, *,
                  runs: list[str] | tuple[str, ...] | None = None, since: Any = None,
                  until: Any = None, baseline: str | None = None,
                  candidates: list[str] | None = None, previous_period: bool = False,
-                 title: str | None = None) -> ReportPaths:
+                 title: str | None = None,
+                 selectors: dict[str, Any] | None = None) -> ReportPaths:
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``.
 
     ``baseline``/``candidates`` resolve exactly as ``compare``'s (default baseline: the
     manifest's first variant that is not a baseline; candidates: every non-baseline).
+    ``selectors`` (``config``, ``model``, ``harness``, ``source``, ``benchmark``,
+    ``universe``: lists of names) narrow the selection as the analysis commands do.
     """
     from analysis.filters import Filters
     from analysis.report import output as out
@@ -65,12 +68,14 @@ def write_report(warehouse: Path | str, output: Path | str, *,
 
     warehouse, directory = Path(warehouse), Path(output)
     since_t, until_t, prev = _window(since, until, previous_period)
-    filters = Filters(runs=tuple(runs or ()), since=since_t, until=until_t)
+    sel: dict[str, Any] = {f"{k}s" if k != "harness" else "harnesses": tuple(v)
+                           for k, v in (selectors or {}).items()}
+    filters = Filters(runs=tuple(runs or ()), since=since_t, until=until_t, **sel)
     window = {"since": since_t.isoformat() if since_t else None,
               "until": until_t.isoformat() if until_t else None,
               "previous_since": prev[0].isoformat() if prev else None,
               "previous_until": prev[1].isoformat() if prev else None}
-    previous = Filters(runs=filters.runs, since=prev[0], until=prev[1]) if prev else None
+    previous = Filters(runs=filters.runs, since=prev[0], until=prev[1], **sel) if prev else None
     out.check(directory)
     with closing(wdb.open(warehouse, read_only=True)) as con:
         data = gather(con, filters, window=window, baseline=baseline, candidates=candidates,

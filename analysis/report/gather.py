@@ -152,8 +152,10 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     from analysis.eligibility import eligibility
     from analysis.headline import headline
     from analysis.period import period_changes
+    from analysis.scope import resolve
     from analysis.summary import summarize
 
+    filters = resolve(con, filters)
     trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
     require_trials(trials, filters)
     run_ids = sorted(set(trials["run_id"].to_list()))

@@ -45,7 +45,7 @@ def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=Non
             "input_tokens": t.get("input_tokens", 100), "output_tokens": t.get("output_tokens", 10),
             "steps": t.get("steps", 3), "cost_usd": t.get("cost_usd", 0.01),
             "simulated": t.get("simulated", False), "started_at": t.get("started_at", started),
-            "ingest_batch_id": batch,
+            "labels_json": t.get("labels_json"), "ingest_batch_id": batch,
         })
     for c in cases or []:
         case_rows[c["case_id"]] = {"run_id": run_id, "holdout": False, "ingest_batch_id": batch,

@@ -57,7 +57,8 @@ def test_runs_of_one_benchmark_pool_their_tasks(two_runs):
     assert rows["b"]["task_mean"] == pytest.approx((0 + 1 / 2 + 0) / 3)
     assert (rows["a"]["valid"], rows["a"]["solved"], rows["a"]["incomplete"]) == (6, 5, 1)
     assert s.excluded_cases == [{"config_id": "a", "variant": "a", "model": "m", "harness": "h",
-                                 "harness_version": "1", "case_ids": ["t3"]}]
+                                 "harness_version": "1", "universe": "B",
+                                 "case_ids": ["t3"]}]
 
 
 def test_an_unlabelled_slice_keeps_its_task_statistics(two_runs):

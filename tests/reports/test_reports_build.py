@@ -156,7 +156,7 @@ def test_cli_single_configuration_says_why_sections_are_absent(tmp_path: Path, m
     paths = json.loads(proc.stdout)
     doc = json.loads(Path(paths["json"]).read_text(encoding="utf-8"))
     assert doc["comparisons"] == [] and doc["comparison_absent"]
-    assert doc["matrix"] is None and "2" in doc["matrix_absent"]
+    assert doc["matrix"] is None and "two models or two harnesses" in doc["matrix_absent"]
     assert doc["previous_period"] is None
     md = Path(paths["markdown"]).read_text(encoding="utf-8")
     assert "No model × harness grid:" in md and "No paired comparison:" in md

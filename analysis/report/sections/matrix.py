@@ -17,6 +17,22 @@ def _effects(caption: str, key: str, a: str, b: str, effects: list[dict]) -> Tab
           f"p = {fmt.pval(e['sign_test']['p'])}"] for e in effects])
 
 
+def _interaction(m: dict) -> str | None:
+    it, logit = m["interaction"], m.get("logit")
+    if m["design"] != "full":
+        return None
+    text = f"Interaction (does the harness change the model effect?): {it.get('method')}"
+    if it.get("estimable"):
+        text += f", p = {fmt.pval(it.get('p'))}"
+    if it.get("note"):
+        text += f" — {it['note']}"
+    if logit is not None:
+        text += (f". Log-odds scale ({logit['method']}): χ² = {fmt.number(logit['chi2'], 2)} on "
+                 f"{logit['df']} df, p = {fmt.pval(logit['p'])}" if logit["estimable"]
+                 else f". Log-odds scale: {logit['note']}")
+    return text + f". Common tasks: {m['common_tasks']}."
+
+
 def section(d: ReportData) -> Section:
     s = Section("matrix", "Model × harness")
     if d.matrix is None:
@@ -25,15 +41,15 @@ def section(d: ReportData) -> Section:
     m = d.matrix.as_dict()
     s.paragraphs.append(m["verdict"])
     s.charts.append("matrix")
-    it = m["interaction"]
-    s.paragraphs.append(
-        f"Interaction (does the harness change the model effect?): {it.get('method')}, "
-        f"χ² = {fmt.number(it.get('chi2'), 2)} on {it.get('df')} df, p = {fmt.pval(it.get('p'))}"
-        + (f" — {it['note']}" if it.get("note") else "") + f". Common tasks: {m['common_tasks']}.")
-    s.tables.append(_effects("Model effect within each harness (paired by task)", "harness",
-                             "model", "model", m["model_effects"]))
-    s.tables.append(_effects("Harness effect within each model (paired by task)", "model",
-                             "harness", "harness", m["harness_effects"]))
+    inter = _interaction(m)
+    if inter:
+        s.paragraphs.append(inter)
+    if m["model_effects"]:
+        s.tables.append(_effects("Model effect within each harness (paired by task)",
+                                 "harness", "model", "model", m["model_effects"]))
+    if m["harness_effects"]:
+        s.tables.append(_effects("Harness effect within each model (paired by task)", "model",
+                                 "harness", "harness", m["harness_effects"]))
     s.warnings += list(m.get("warnings", []))
     s.warnings += small_sample(m["common_tasks"], "the model × harness grid")
     return s

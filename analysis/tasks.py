@@ -1,0 +1,240 @@
+"""What a task is, and which tasks configurations share: the one place for both.
+
+A **task** is a case id within a task universe (``filters.UNIVERSE_SQL``: the case's
+benchmark label, else the run's manifest id, else the run). The **common tasks** of a
+universe are those on which *every* configuration of that universe has at least one
+complete trial (any outcome, as the seed summary script counts them). ``summarize``,
+``consistency``, ``noise``, ``rank`` and ``pareto`` all read the common tasks staged here,
+so the task sets they report are equal for the same selection by construction.
+(Paired questions, ``compare`` and ``matrix``, pair on the tasks *both* sides share.)
+
+``stage`` writes two temporary tables on the connection:
+
+- ``task_cells``: one row per (run, configuration, [slice,] case) with its trial counts,
+  known cost, universe and universe kind (from ``task_rollup``, or from the trials when a
+  filter reads a trial's own columns);
+- ``task_outside``: the (run, case) pairs whose task is *not* common in its universe
+  (absent when every task is common).
+
+Issue 13 will extend the task key (case, evaluator fingerprint) and exclude unscored
+cases here; every question picks that up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from analysis.data import _COLUMNS, TRIALS
+from analysis.filters import Filters, case_label
+
+if TYPE_CHECKING:
+    import duckdb
+
+_TASK_SQL = """
+CREATE OR REPLACE TEMP TABLE task_cells AS
+SELECT k.*, coalesce({benchmark}r.manifest_id, k.run_id) AS universe,
+       CASE WHEN {benchmark_only} IS NOT NULL THEN 'benchmark'
+            WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END AS universe_kind
+FROM ({counts}) k{cases}
+LEFT JOIN runs r ON r.run_id = k.run_id
+"""
+_CASES_JOIN = "\nLEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id"
+"""Needed for the universe only when some case carries a ``benchmark`` label."""
+
+COUNTS_FROM_ROLLUP = """
+  SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
+         t.trials - t.complete AS n_incomplete, t.valid AS n_valid, t.solved AS n_solved,
+         t.infra AS n_infra, t.invalid AS n_invalid, t.cost_usd AS cost_sum, t.cost_known
+  FROM task_rollup t{joins}
+  WHERE {where}"""
+COUNTS_FROM_TRIALS = """
+  SELECT t.run_id, t.config_id{by_sel}, t.case_id,
+         count(*) FILTER (WHERE t.complete) AS n_complete,
+         count(*) FILTER (WHERE NOT t.complete) AS n_incomplete,
+         count(*) FILTER (WHERE t.valid) AS n_valid,
+         count(*) FILTER (WHERE t.solved) AS n_solved,
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'infra_error') AS n_infra,
+         count(*) FILTER (WHERE t.complete AND t.outcome = 'invalid') AS n_invalid,
+         fsum(t.cost_usd) FILTER (WHERE t.complete) AS cost_sum,
+         count(t.cost_usd) FILTER (WHERE t.complete) AS cost_known
+  FROM {trials} t{joins}
+  WHERE {where}
+  GROUP BY ALL"""
+"""One row per (run, configuration, [slice,] case) with its trial counts: from the
+``task_rollup`` table (built when trials are written), or from the trials themselves when a
+filter needs a trial's own columns (--since/--until, --cost-coverage complete)."""
+
+_UNIVERSES_SQL = """
+SELECT universe, config_id, min(universe_kind), list(DISTINCT run_id ORDER BY run_id),
+       count(*) FILTER (WHERE n_complete > 0) AS done
+FROM task_cells GROUP BY universe, config_id
+"""
+"""Per task universe and configuration: its kind, runs and finished tasks. With one run per
+universe, task rows are already one per (configuration, task)."""
+
+_TASKS_SQL = """
+SELECT universe, min(k), count(*) FROM (
+  SELECT universe, case_id, count(*) AS k FROM task_cells WHERE n_complete > 0 GROUP BY ALL
+) GROUP BY universe
+"""
+"""Per universe: its finished tasks and, with one run per universe, the fewest
+configurations that finished any one task."""
+
+_OUTSIDE_SQL = """
+CREATE OR REPLACE TEMP TABLE task_outside AS
+WITH done AS (SELECT DISTINCT config_id, universe, case_id FROM task_cells WHERE n_complete > 0),
+ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM done GROUP BY universe),
+cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id)
+SELECT DISTINCT s.run_id, s.case_id, s.universe
+FROM task_cells s
+JOIN cnt ON cnt.universe = s.universe AND cnt.case_id = s.case_id
+JOIN ucfg ON ucfg.universe = s.universe
+WHERE cnt.k < ucfg.n
+"""
+"""(run, case) pairs whose task is not done by every configuration of its universe."""
+
+_OUTSIDE_ONE_RUN_SQL = """
+CREATE OR REPLACE TEMP TABLE task_outside AS
+WITH ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM task_cells
+              WHERE n_complete > 0 GROUP BY universe)
+SELECT any_value(s.run_id) AS run_id, s.case_id, s.universe
+FROM task_cells s JOIN ucfg USING (universe)
+WHERE s.n_complete > 0
+GROUP BY s.universe, s.case_id
+HAVING count(*) < any_value(ucfg.n)
+"""
+"""The same when every universe is one run: a task's rows are one per configuration."""
+
+_OUTSIDE_PER_UNIVERSE_SQL = """
+SELECT universe, count(DISTINCT case_id) FROM task_outside GROUP BY universe
+"""
+
+COMMON = """NOT EXISTS (
+           SELECT 1 FROM task_outside o WHERE o.run_id = s.run_id AND o.case_id = s.case_id)"""
+"""SQL predicate over ``task_cells s``: the row's task is common in its universe."""
+
+
+@dataclass(frozen=True)
+class TaskUniverse:
+    """The common tasks of one universe (the task set a question reports)."""
+
+    name: str
+    kind: str  # benchmark | manifest | run
+    runs: list[str]
+    config_ids: list[str]
+    tasks: int  # tasks some configuration completed
+    common: int  # tasks every configuration of the universe completed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"universe": self.name, "kind": self.kind, "runs": self.runs,
+                "configurations": len(self.config_ids), "tasks": self.tasks,
+                "common_tasks": self.common}
+
+    def sentence(self) -> str:
+        runs = ", ".join(self.runs) if len(self.runs) <= 3 else f"{len(self.runs)} runs"
+        left = f" ({self.tasks - self.common} left out)" if self.common < self.tasks else ""
+        return (f"Tasks: universe {self.name} ({self.kind}; {runs}): {self.common:,} common "
+                f"task(s) of {self.tasks:,}{left}, {len(self.config_ids)} configuration(s).")
+
+
+@dataclass
+class Staged:
+    """What staging the task rows found out about the selection's shape."""
+
+    one_run: bool  # every task universe is one run
+    n_outside: int  # (run, case) pairs outside the common-task set
+    config_runs: dict[str, set[str]]  # config_id -> runs it appears in
+    config_universes: dict[str, set[str]]  # config_id -> universes it appears in
+    universes: list[TaskUniverse] = field(default_factory=list)
+
+    @property
+    def common(self) -> str:
+        """SQL predicate over ``task_cells s``: the task is common (TRUE when all are)."""
+        return COMMON if self.n_outside else "TRUE"
+
+    @property
+    def one_universe_per_config(self) -> bool:
+        return all(len(u) == 1 for u in self.config_universes.values())
+
+
+def _joins(filters: Filters, by_cols: list[str], universe: bool = False) -> str:
+    joins = ""
+    if by_cols or filters.needs_cases or universe:
+        joins += "\n  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
+    if filters.needs_runs or universe:
+        joins += "\n  LEFT JOIN runs r ON r.run_id = t.run_id"
+    return joins
+
+
+def _shape(con: duckdb.DuckDBPyConnection) -> Staged:
+    runs: dict[str, set[str]] = {}
+    kinds: dict[str, str] = {}
+    configs: dict[str, list[str]] = {}
+    config_runs: dict[str, set[str]] = {}
+    config_universes: dict[str, set[str]] = {}
+    for universe, cid, kind, run_ids, done in con.execute(_UNIVERSES_SQL).fetchall():
+        runs.setdefault(universe, set()).update(run_ids)
+        kinds[universe] = min(kinds.get(universe, kind), kind)
+        config_runs.setdefault(cid, set()).update(run_ids)
+        config_universes.setdefault(cid, set()).add(universe)
+        if done > 0:
+            configs.setdefault(universe, []).append(cid)
+    one_run = all(len(r) == 1 for r in runs.values())
+    per_universe = {u: (fewest, n) for u, fewest, n in con.execute(_TASKS_SQL).fetchall()}
+    st = Staged(one_run, 0, config_runs, config_universes)
+    if not (one_run and all(f == len(configs.get(u, [])) for u, (f, _) in per_universe.items())):
+        con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
+        st.n_outside = con.execute("SELECT count(*) FROM task_outside").fetchall()[0][0]
+    outside = dict(con.execute(_OUTSIDE_PER_UNIVERSE_SQL).fetchall()) if st.n_outside else {}
+    st.universes = [TaskUniverse(u, kinds[u], sorted(runs[u]), sorted(configs.get(u, [])),
+                                 per_universe.get(u, (0, 0))[1],
+                                 per_universe.get(u, (0, 0))[1] - outside.get(u, 0))
+                    for u in sorted(runs)]
+    return st
+
+
+def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
+          from_trials: bool = False) -> Staged:
+    """Write ``task_cells`` (and ``task_outside``) for the selection; see the module doc.
+    ``filters`` must be resolved (``scope.resolve``)."""
+    where, params = filters.where()
+    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by_cols)  # fixed column map
+    counts = (COUNTS_FROM_TRIALS if filters.needs_trials or from_trials else COUNTS_FROM_ROLLUP)
+    column, in_json = con.execute(
+        "SELECT count(benchmark), count(json_extract_string(labels_json, '$.benchmark')) "
+        "FROM cases").fetchall()[0]
+    # The universe's benchmark part, as filters.UNIVERSE_SQL reads it: the labels_json
+    # fallback costs a JSON parse per row, so it is left out when no case needs it.
+    bench = case_label("benchmark") if in_json else "c.benchmark"
+    labelled = column or in_json
+    con.execute(_TASK_SQL.format(
+        counts=counts.format(by_sel=by_sel, joins=_joins(filters, by_cols), where=where,
+                             trials=TRIALS),
+        benchmark=f"{bench}, " if labelled else "",
+        benchmark_only=bench if labelled else "NULL",
+        cases=_CASES_JOIN if labelled else ""), params)
+    return _shape(con)
+
+
+def drop(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DROP TABLE IF EXISTS task_cells")
+    con.execute("DROP TABLE IF EXISTS task_outside")
+
+
+@contextmanager
+def staged(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
+           from_trials: bool = False) -> Iterator[Staged]:
+    """``stage`` for the duration of a block; the temporary tables are dropped after."""
+    try:
+        yield stage(con, filters, by_cols, from_trials)
+    finally:
+        drop(con)
+
+
+def joins(filters: Filters, by_cols: list[str], universe: bool = False) -> str:
+    """The case/run joins a trial query needs for ``filters``, the slice columns and
+    (``universe``) the task universe expression."""
+    return _joins(filters, by_cols, universe)
