@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from ingest import steps as trajectory
 from ingest.batch import QuarantineRow
 from ingest.fastdecode import to_model
 from ingest.read import Block, ReadEvent, exact_micros
@@ -97,7 +98,7 @@ class NeedsBufferedPass(Exception):
     """Streaming mode met an event for a trial it already wrote out: re-read buffered."""
 
 
-TRIAL_TABLES = ("trials", "attempts", "stages", "gradings", "judgments", "flags")
+TRIAL_TABLES = ("trials", "attempts", "stages", "gradings", "judgments", "flags", *trajectory.TABLES)
 
 _STAGE_FIN = ("exit_code", "signal", "timed_out", "could_not_start", "duration_s", "verdict_status")
 _USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps",
@@ -126,6 +127,12 @@ TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
 """The order of the values in the row tuples ``RunNormalizer`` emits for each per-trial table
 (timestamps as microseconds since the epoch); columns not named are null. The order follows
 the event fields read together (one ``operator.attrgetter`` per group)."""
+# hook (issue 17): steps, model_calls and the harness/gateway columns of stages and trials
+_STAGE_BASE = len(TRIAL_COLUMNS["stages"])
+TRIAL_COLUMNS.update(trajectory.COLUMNS)
+TRIAL_COLUMNS["stages"] += trajectory.STAGE_COLUMNS
+TRIAL_COLUMNS["trials"] += trajectory.TRIAL_COLUMNS
+
 
 _get_stage_fin, _get_usage, _get_usage_t, _get_grading, _get_control, _get_trial_fin = (
     attrgetter(*f) for f in (_STAGE_FIN, _USAGE, _USAGE[:6], _GRADING, _CONTROL, _TRIAL_FIN)
@@ -135,7 +142,7 @@ _get_fin = attrgetter("usage", "flags", "simulated", "reason")
 _RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result"})
 _STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
 _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
-_TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6)
+_TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6) + trajectory.TRIAL_NULLS
 
 _first = itemgetter(0)
 _second = itemgetter(1)
@@ -396,6 +403,7 @@ class RunNormalizer:
                     s[6:8] = self._cost(u, model, e)
                     s[8:14] = _get_stage_fin(e)
                     s[14:21] = _get_usage(u)
+                    s[_STAGE_BASE:] = trajectory.stage_values(e)
                     s[4] = m
                 elif k == "stage_started":
                     s[3] = m
@@ -421,6 +429,8 @@ class RunNormalizer:
             elif k == "flag":
                 nflags += 1
                 flags.append((trial_id, e.kind, e.path, e.detail))
+            elif k in trajectory.KINDS:
+                trajectory.add(k, e, trial_id, out)
         if attempts:
             out["attempts"] += attempts.values()
         if stages:
@@ -435,6 +445,7 @@ class RunNormalizer:
             out["trials"].append((
                 *head, True, ts_m, labels, max(fin_flags, nflags), fin_simulated or simulated,
                 reason or None, fin_m, *self._cost(u, model, fin), *_get_trial_fin(fin), *_get_usage_t(u),
+                *trajectory.trial_values(fin),
             ))
         else:
             out["trials"].append((

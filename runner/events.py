@@ -31,6 +31,12 @@ Layer = Literal["target", "regression", "repository"]
 Verdict = Literal["passed", "failed", "inconclusive"]
 Stage = Literal["build", "qa", "review"]
 CostSource = Literal["reported", "priced"]
+CostBasis = Literal["reported", "reported_unknown_basis", "computed"]
+"""What a cost claim rests on. ``reported``: the harness priced tokens with prices it
+knows (Claude Code ``costBasis: "list"``, litellm's table for mini). ``reported_unknown_basis``:
+the harness printed a cost without knowing the model's price (Claude Code invents one for
+model names it does not know; mini prints 0.0): kept as a claim, never a trial's cost.
+``computed``: tokens × a dated price file, by trialhouse."""
 
 
 def utc_now() -> datetime:
@@ -106,6 +112,25 @@ class IsolationInfo(BaseModel):
     """Whether sandboxed agents (and graders) could reach the network."""
 
 
+class GatewayInfo(BaseModel):
+    """The run's model gateway (docs/gateway.md): what answered the agents' model calls."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["forward", "record", "replay", "scripted"]
+    upstreams: dict[str, str] = Field(default_factory=dict)
+    """Provider → base URL (forward/record)."""
+    key_env: dict[str, str] = Field(default_factory=dict)
+    """Provider → the variable the gateway read its key from (the name only, never the value)."""
+    script_sha256: dict[str, str] = Field(default_factory=dict)
+    """scripted: variant (``*`` for the default) → sha256 of its script."""
+    recording_dir: str | None = None
+    """record: where the run's recordings are (relative to the run directory);
+    replay: the snapshotted input directory replayed."""
+    variants: list[str] = Field(default_factory=list)
+    """The variants whose agents went through the gateway."""
+
+
 class CaseInfo(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -152,6 +177,8 @@ class RunStarted(_Event):
     """True when any variant is simulated."""
     isolation: IsolationInfo | None = None
     """The isolation backend used; None in runs written before isolation existed."""
+    gateway: GatewayInfo | None = None
+    """The run's model gateway; None when no variant used one."""
     control_repeats: int | None = None
     controls_from: str | None = None
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
@@ -278,12 +305,47 @@ class Usage(BaseModel):
     cache_read_tokens: int | None = Field(default=None, ge=0)
     cache_write_tokens: int | None = Field(default=None, ge=0)
     cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    """Cost the agent reported itself; None when it reported nothing."""
+    """Cost the agent reported itself; None when it reported nothing, or when the price
+    behind its claim is unknown (see ``cost_basis`` and ``StageFinished.claimed_cost_usd``)."""
+    cost_basis: CostBasis | None = None
+    """Basis of ``cost_usd``: ``reported`` (the agent priced tokens it knows the price of),
+    ``computed`` (tokens × a dated price file). Never ``reported_unknown_basis``: such a
+    claim is not a cost (it stays in ``StageFinished.claimed_cost_usd``). None with no cost."""
     steps: int | None = Field(default=None, ge=0)
     """Turns / tool-using steps."""
     time_to_first_edit_s: float | None = Field(default=None, ge=0)
     source: str | None = None
     """Which parser produced this: claude-json, claude-stream-json, codex-json, agent-events, simulated."""
+
+
+class PermissionDenial(BaseModel):
+    """A tool call a harness's permission mode refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool_name: str
+    tool_use_id: str | None = None
+
+
+class GatewayUsage(BaseModel):
+    """A stage's (or trial's) model calls as the gateway measured them: the provider's own
+    counts, independent of what the agent says. A token field is None when any call that
+    answered left it unreported."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    calls: int = Field(default=0, ge=0)
+    """Every call through the route, side requests and failures included."""
+    failed_calls: int = Field(default=0, ge=0)
+    """Calls answered with an error status, or never answered."""
+    retries: int = Field(default=0, ge=0)
+    input_tokens: int | None = Field(default=None, ge=0)
+    """Uncached input tokens, summed over the calls that answered 200."""
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    cache_write_tokens: int | None = Field(default=None, ge=0)
+    model_s: float = Field(default=0.0, ge=0)
+    """Sum of the calls' latencies: time spent waiting on the model."""
 
 
 class StageFinished(_Event):
@@ -303,6 +365,30 @@ class StageFinished(_Event):
     stderr_path: str | None = None
     stdout_truncated: bool = False
     redactions: int = 0
+    harness_version: str | None = None
+    """The version the harness printed in its own output (Claude's init line, the Codex
+    rollout, mini's trajectory); None for other agents or when it printed none."""
+    session_id: str | None = None
+    """Claude ``session_id``, Codex ``thread_id`` (what the harness's own logs are named by)."""
+    claimed_cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """The harness's cost claim whatever its basis (``usage.cost_usd`` holds it only when
+    the basis is ``reported``)."""
+    cost_basis: CostBasis | None = None
+    """Basis of ``claimed_cost_usd``."""
+    permission_denials: list[PermissionDenial] = Field(default_factory=list)
+    """Tool calls the harness's permission mode refused (the stage may still succeed)."""
+    context_exhausted: bool = False
+    """The model's context window ran out (the agent's failure, never infrastructure)."""
+    stderr_excerpt: str | None = None
+    """The redacted tail of the harness's stderr (at most 2000 characters)."""
+    tokens_from: str | None = None
+    """Where the harness's token counts came from: ``result``, ``stream``, ``rollout``, ``trajectory``."""
+    harness_notes: list[str] = Field(default_factory=list)
+    """Format notes: fields missing from this version's output, fallbacks taken."""
+    gateway_usage: GatewayUsage | None = None
+    """What the model gateway measured on the wire for this stage (None: no gateway)."""
+    trajectory_steps: int | None = Field(default=None, ge=0)
+    """``step`` events recorded for this stage (``usage.steps`` is the agent's own count)."""
 
 
 class Checkpoint(_Event):
@@ -385,6 +471,149 @@ class Flag(_Event):
     path: str
     detail: str = ""
 
+# ---------------------------------------------------------------- model calls and steps
+
+Provider = Literal["anthropic", "openai"]
+Api = Literal["messages", "responses", "chat_completions"]
+"""Anthropic Messages, OpenAI Responses, OpenAI Chat Completions."""
+GatewayMode = Literal["forward", "record", "replay", "scripted"]
+GatewayError = Literal[
+    "replay_mismatch",
+    "script_mismatch",
+    "upstream_unreachable",
+    "upstream_timeout",
+    "bad_request",
+]
+"""A failure of the gateway's side of a call, not of the model or the agent. A trial with
+any of these is ``infra_error`` (a replay that does not match its recording proves nothing
+about the agent)."""
+
+
+class ModelCallFields(BaseModel):
+    """One HTTP call an agent made to a model, as the model gateway saw it on the wire.
+
+    Shared by the gateway's own record (``runner.gateway.records.CallRecord``) and the
+    ``model_call`` event. Token fields follow ``Usage``: the input buckets are disjoint,
+    ``input_tokens`` is the *uncached* input. The numbers are the provider's own, converted
+    only in that one way (OpenAI reports cached tokens as part of ``input_tokens``; Anthropic
+    reports them apart). A field the provider did not report is None, never 0.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stage: str | None = None
+    """The stage the gateway route was opened for (build / qa / review), when it was."""
+    attempt: int | None = Field(default=None, ge=1)
+    call_index: int = Field(ge=0)
+    """Order of arrival at the gateway within the route, from 0."""
+    mode: GatewayMode
+    provider: Provider
+    api: Api
+    model: str | None = None
+    """The model the agent asked for (request body)."""
+    service_tier: str | None = None
+    """The service tier the request asked for: how a harness setting such as Codex's
+    ``service_tier = "fast"`` really reached the provider (or did not)."""
+    response_model: str | None = None
+    """The model the provider said answered, when it said (routing and aliases differ)."""
+    request_id: str | None = None
+    """Provider request id (``request-id`` / ``x-request-id`` header), else the response's id."""
+    response_id: str | None = None
+    """The response's own id (``msg_…``, ``resp_…``, ``chatcmpl-…``): what harness logs
+    quote, so it joins a harness's turns to these records."""
+    status: int | None = None
+    """HTTP status returned to the agent; None when the gateway never answered."""
+    streamed: bool = False
+    """The agent asked for a server-sent-event stream."""
+    position: int | None = Field(default=None, ge=0)
+    """Conversation position: tool results already present in the request. Retries and
+    side requests at one point of the conversation share a position."""
+    side_request: bool = False
+    """A request that offers no tools (titles, summaries, quota probes): not a step."""
+    retries: int = Field(default=0, ge=0)
+    """Earlier calls of this route at the same position with the same tool results: the
+    agent's own retries (the gateway never retries on its own)."""
+    stop_reason: str | None = None
+    """``end_turn`` / ``tool_use`` / ``completed`` / ``tool_calls`` / ``stop`` … as reported."""
+    tool_calls: list[str] = Field(default_factory=list)
+    """Names of the tools the response asked the agent to run, in order."""
+    input_tokens: int | None = Field(default=None, ge=0)
+    """Uncached input tokens as reported (OpenAI: ``input_tokens − cached_tokens``)."""
+    output_tokens: int | None = Field(default=None, ge=0)
+    """Final output tokens (Anthropic: ``message_delta.usage``, not ``message_start``'s 1)."""
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    cache_write_tokens: int | None = Field(default=None, ge=0)
+    """Anthropic ``cache_creation_input_tokens``; OpenAI reports none (null)."""
+    reasoning_tokens: int | None = Field(default=None, ge=0)
+    """OpenAI ``output_tokens_details.reasoning_tokens`` (a part of ``output_tokens``)."""
+    provider_usage: dict[str, Any] | None = None
+    """The usage object exactly as the provider sent it (for audits of the conversion)."""
+    latency_s: float = Field(ge=0)
+    """Request arrival to the last byte sent back to the agent."""
+    ttft_s: float | None = Field(default=None, ge=0)
+    """Request arrival to the first event carrying model output (streams only)."""
+    error_type: str | None = None
+    """Provider error type or code (``rate_limit_error``, ``overloaded_error`` …)."""
+    error: str | None = None
+    """Short error message (redacted, at most 500 characters)."""
+    gateway_error: GatewayError | None = None
+    """Set when the gateway itself failed the call; see :data:`GatewayError`."""
+    usage_note: str | None = None
+    """Why tokens are unknown when they are (e.g. ``response carried no usage``)."""
+    request_sha256: str
+    """sha256 of the request body as received (before redaction)."""
+
+
+class ModelCall(_Event, ModelCallFields):
+    """One model call of a stage through the run's model gateway (``docs/gateway.md``)."""
+
+    event: Literal["model_call"] = "model_call"
+    started_at_unix: float = Field(ge=0, allow_inf_nan=False)
+    """When the request arrived at the gateway: seconds since the Unix epoch (UTC)."""
+
+
+StepKind = Literal["model", "tool"]
+Action = Literal["read", "edit", "run", "search", "other"]
+"""What a tool call did to the workspace: ``read`` files, ``edit`` files, ``run`` a command
+(tests, builds, scripts), ``search`` (grep, glob, web), or ``other``."""
+
+
+class TrajectoryStep(_Event):
+    """One model turn or one tool call of a stage's trajectory (docs/trajectories.md).
+
+    Times are seconds since the Unix epoch (UTC), as precise as the source (harness logs
+    carry milliseconds); None where the source has none. Unknown stays None."""
+
+    event: Literal["step"] = "step"
+    attempt: int = Field(ge=1)
+    stage: Stage
+    index: int = Field(ge=0)
+    """Order within the stage, from 0 (model turns and tool calls interleaved)."""
+    kind: StepKind
+    source: str
+    """``claude-stream-json``, ``codex-rollout``, ``codex-json``, ``mini-trajectory``,
+    ``agent-events``, ``gateway``."""
+    tool: str | None = None
+    """Tool name as the harness calls it (``Edit``, ``exec_command``, ``bash`` …)."""
+    action: Action | None = None
+    paths: list[str] = Field(default_factory=list)
+    """Files read or changed, relative to the workspace when inside it."""
+    command: str | None = None
+    """The shell command of a command-based step (at most 2000 characters)."""
+    exit_code: int | None = None
+    ok: bool | None = None
+    """Tool: it succeeded (not refused, not failed). Model: the call answered."""
+    started_at_unix: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    ended_at_unix: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    cache_read_tokens: int | None = Field(default=None, ge=0)
+    cache_write_tokens: int | None = Field(default=None, ge=0)
+    call_id: str | None = None
+    """Tool call id; for a model turn the response id (joins the ``model_call`` event)."""
+    tokens_from: Literal["harness", "gateway"] | None = None
+    """Model turns: whose count the token fields are (the gateway's when it saw the call)."""
+
 
 class AttemptFinished(_Event):
     event: Literal["attempt_finished"] = "attempt_finished"
@@ -426,6 +655,8 @@ class TrialFinished(_Event):
     anyway: analyses leave such trials out unless told ``--include-unvalidated``."""
     redactions: int = 0
     """Secrets redacted from this trial's stored evidence."""
+    gateway_usage: GatewayUsage | None = None
+    """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
 
 
 Event = Annotated[
@@ -447,6 +678,8 @@ Event = Annotated[
     | Budget
     | Flag
     | AttemptFinished
+    | ModelCall
+    | TrajectoryStep
     | TrialFinished,
     Field(discriminator="event"),
 ]

@@ -4,7 +4,7 @@ One gateway serves a whole run. Each trial gets its own route, ``/t/<token>``, w
 random token the agent cannot guess for another trial; the agent's base URL is
 ``<gateway>/t/<token>`` and it calls ``/v1/messages``, ``/v1/responses`` or
 ``/v1/chat/completions`` under it. Every such call becomes one
-:class:`~runner.gateway.records.ModelCall`, handed to ``on_call`` (from the gateway's
+:class:`~runner.gateway.records.CallRecord`, handed to ``on_call`` (from the gateway's
 thread) and kept per trial.
 
 Modes:
@@ -19,7 +19,7 @@ Modes:
 ``scripted`` answer from a :class:`~runner.gateway.script.Script`.
 
 The gateway never retries on its own: retries are the agent's behaviour, and they are
-counted (``ModelCall.retries``). It runs its aiohttp server and client on an event loop
+counted (``CallRecord.retries``). It runs its aiohttp server and client on an event loop
 in a background thread, so synchronous runner code uses it as a context manager.
 """
 
@@ -46,7 +46,7 @@ from aiohttp import web
 
 from runner.agents.usage import short
 from runner.gateway import sse
-from runner.gateway.records import Api, GatewayMode, ModelCall, Provider
+from runner.gateway.records import Api, CallRecord, GatewayMode, Provider
 from runner.gateway.script import Answer, Script, ScriptMismatch, pick, render
 from runner.gateway.wire import ROUTES, BadRequest, RequestInfo, ResponseTap, read_request
 from runner.redact import _replacement as _redacted  # same replacement text as stored stdout
@@ -104,7 +104,7 @@ class _Trial:
     script: Script | None
     replay: _Replay | None
     recording: Path | None
-    calls: list[ModelCall] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
     attempts: Counter[tuple[str, bool, int, tuple[str, ...]]] = field(default_factory=Counter)
 
 
@@ -118,9 +118,10 @@ class Gateway:
         upstreams: Mapping[Provider, Upstream] | None = None,
         script: Script | None = None,
         recording_dir: Path | None = None,
-        on_call: Callable[[ModelCall], None] | None = None,
+        on_call: Callable[[CallRecord], None] | None = None,
         env: Mapping[str, str] | None = None,
         secret_env: Sequence[str] = (),
+        secrets: Sequence[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
         upstream_timeout_s: float = 900.0,
@@ -137,7 +138,9 @@ class Gateway:
         self.on_call = on_call
         self._env = dict(os.environ if env is None else env)
         keys = [self._env.get(u.api_key_env, "") for u in self.upstreams.values() if u.api_key_env]
-        self._redactor = compile_redactor([self._env.get(n, "") for n in secret_env] + keys)
+        # ``secrets``: values the caller redacts everywhere else (a run's Redactor), so the
+        # recordings and error texts hide exactly what the run's other evidence hides.
+        self._redactor = compile_redactor([self._env.get(n, "") for n in secret_env] + keys + list(secrets))
         if mode in ("forward", "record"):
             missing = sorted({u.api_key_env for u in self.upstreams.values()
                               if u.api_key_env and not self._env.get(u.api_key_env)})
@@ -265,11 +268,11 @@ class Gateway:
             self._by_token[trial.token] = trial
         return f"{self.base_url}/t/{trial.token}"
 
-    def calls(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[ModelCall]:
+    def calls(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[CallRecord]:
         with self._lock:
             return list(self._trials[route_key(trial_id, stage, attempt)].calls)
 
-    def close_trial(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[ModelCall]:
+    def close_trial(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[CallRecord]:
         """Forget the route (later calls get 404) and return its calls."""
         with self._lock:
             trial = self._trials.pop(route_key(trial_id, stage, attempt))
@@ -551,7 +554,7 @@ class Gateway:
         if "latency_s" not in fields:
             fields["latency_s"] = max(time.monotonic() - arrived, 0.0) if arrived is not None else 0.0
         with self._lock:
-            call = ModelCall(**fields, call_index=len(trial.calls))
+            call = CallRecord(**fields, call_index=len(trial.calls))
             trial.calls.append(call)
         if self.on_call is not None:
             try:
