@@ -141,6 +141,7 @@ _get_start = attrgetter("variant", "case_id", "config_id", "repetition", "order"
 _get_fin = attrgetter("usage", "flags", "simulated", "reason")
 _RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result"})
 _STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
+_TRAJECTORY_KINDS = trajectory.KINDS
 _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
 _TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6) + trajectory.TRIAL_NULLS
 
@@ -392,8 +393,11 @@ class RunNormalizer:
         stages: dict[tuple[int, str], list] = {}
         nflags = 0
         gradings, judgments, flags = out["gradings"], out["judgments"], out["flags"]
+        add_step = trajectory.add
         for _s, k, e, m in events[1:]:
-            if k in _STAGE_KINDS:
+            if k in _TRAJECTORY_KINDS:  # first: a harness trial holds hundreds of them
+                add_step(k, e, trial_id, out)
+            elif k in _STAGE_KINDS:
                 attempt, stage = e.attempt, e.stage
                 s = stages.get((attempt, stage))
                 if s is None:
@@ -429,8 +433,6 @@ class RunNormalizer:
             elif k == "flag":
                 nflags += 1
                 flags.append((trial_id, e.kind, e.path, e.detail))
-            elif k in trajectory.KINDS:
-                trajectory.add(k, e, trial_id, out)
         if attempts:
             out["attempts"] += attempts.values()
         if stages:

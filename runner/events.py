@@ -657,6 +657,9 @@ class TrialFinished(_Event):
     """Secrets redacted from this trial's stored evidence."""
     gateway_usage: GatewayUsage | None = None
     """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
+    patch_paths: list[str] | None = None
+    """Paths ``changes.patch`` touches (prepared tree → final tree; the first 1000), which
+    trajectory metrics relate the files an agent read to. None: not recorded."""
 
 
 Event = Annotated[

@@ -280,15 +280,22 @@ def resolve_program(argv0: str, req: Request, backend: Backend) -> str | None:
     return None
 
 
+def canonical_dir(path: str) -> str:
+    """``path`` with its directory resolved (symlinked directories followed), its last
+    component kept: what the sandbox can show at the same path by mounting real directories."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
 def _hops(path: str) -> list[str]:
-    """``path`` and every symlink on the way to its real file (absolute paths)."""
+    """``path`` and every symlink on the way to its real file (canonical directories)."""
     out: list[str] = []
-    cur = os.path.abspath(path)
+    cur = canonical_dir(path)
     for _ in range(40):
         out.append(cur)
         if not os.path.islink(cur):
             break
-        cur = os.path.normpath(os.path.join(os.path.dirname(cur), os.readlink(cur)))
+        cur = canonical_dir(os.path.join(os.path.dirname(cur), os.readlink(cur)))
     real = os.path.realpath(path)
     if real not in out:
         out.append(real)
@@ -355,6 +362,7 @@ def program_mounts(program: str, path_env: str, protected: tuple[Path, ...] = ()
     found = program if "/" in program else shutil.which(program, path=path_env)
     if found is None or not os.path.isfile(found):
         return ProgramMounts(None, (), f"program not found: {program}")
+    found = canonical_dir(found)  # started by this path: its directories are real ones
     mounts: list[Path] = []
     todo, done = [found], set()
     while todo:

@@ -68,6 +68,8 @@ STAGE_OUTPUT_LIMIT = 1024 * 1024
 AGENT_FILE_LIMIT = 4 * 1024 * 1024
 """Bytes of an agent-written events file kept (the rest is dropped with a count)."""
 VERDICT_LIMIT = 256 * 1024
+PATCH_PATHS = 1000
+"""Paths of the final patch recorded in ``trial_finished``."""
 HARNESS_STORED_STDOUT = 8 * 1024 * 1024
 """Bytes of a harness's stdout kept (head and tail): Claude's stream-json is its trajectory."""
 KEPT_FILE_LIMIT = 16 * 1024 * 1024
@@ -754,6 +756,14 @@ class _Trial:
             self.emit(ev.Budget, type="cost", status="unknown", limit=self.manifest.max_cost_usd, used=None)
         return False
 
+    def patch_paths(self) -> list[str] | None:
+        if self.current is None or self.prepared_tree is None:
+            return None
+        try:
+            return self.git.changed_names(self.prepared_tree, self.current.tree)[:PATCH_PATHS]
+        except GitError:
+            return None
+
     def write_patch(self) -> int:
         """``changes.patch`` against the prepared tree, and the patch flags; returns flag count."""
         if self.current is None or self.prepared_tree is None or self.evidence_problems():
@@ -797,6 +807,7 @@ class _Trial:
         spec = self.spec
         intact = not self.evidence_problems()
         flags = self.write_patch() if intact else 0
+        patch_paths = self.patch_paths() if intact else None  # before the runner's git dir goes
         if intact:
             remove_tree(self.dir / ".sandbox")
             self.keep_workspace()
@@ -820,7 +831,7 @@ class _Trial:
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(self.patch and self.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
-            gateway_usage=sum_gateway([s.gateway for s in self.stages]),
+            gateway_usage=sum_gateway([s.gateway for s in self.stages]), patch_paths=patch_paths,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 

@@ -435,6 +435,7 @@ _ADDED_COLUMNS: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("gateway_cache_read_tokens", "int64"),
         Column("gateway_cache_write_tokens", "int64"),
         Column("gateway_model_s", "float64"),
+        Column("patch_paths_json", "string"),  # paths changes.patch touches (JSON list; null: not recorded)
     ),
 }
 for _name, (_doc, _cols) in _ADDED_COLUMNS.items():

@@ -18,6 +18,7 @@ connects that to the runner:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -116,14 +117,19 @@ def resolve(variant: Any, manifest_dir: Path, *, uses_gateway: bool, isolated: b
         settings = settings_for(variant, isolated=isolated)
     except ValidationError as exc:
         for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "agent"
-            out.problems.append((f"agent.{where}" if where != "agent" else "agent",
-                                 err["msg"].removeprefix("Value error, ")))
+            message = err["msg"].removeprefix("Value error, ")
+            field = ".".join(str(p) for p in err["loc"])
+            if not field and re.match(r"[a-z_/]+: ", message):  # "max_turns: codex exec has no turn limit"
+                field, message = message.split(": ", 1)
+                field = field.split("/")[0]
+            field = {"sandbox": "codex_sandbox", "model": "model"}.get(field, field)
+            where = "model" if field == "model" else f"agent.{field}" if field else "agent"
+            out.problems.append((where, message))
         return out
     path_env = agent_path()
     binary = agent.binary or DEFAULT_BINARY[agent.kind]
     if "/" in binary and not os.path.isabs(binary):
-        binary = str((manifest_dir / binary).resolve(strict=False))
+        binary = os.path.abspath(manifest_dir / binary)  # its directories are resolved by program_mounts
     found = sandbox.program_mounts(binary, path_env, protected)
     where = "agent.binary" if agent.binary else "agent.kind"
     if found.path is None:

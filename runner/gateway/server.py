@@ -36,7 +36,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -338,6 +338,9 @@ class Gateway:
             answer = trial.replay.answer(info, attempt)
         except ReplayMismatch as exc:
             return self._refuse(trial, info, base, "replay_mismatch", str(exc))
+        if trial.variables:
+            answer = replace(answer, chunks=[(w, untemplated(c.decode("utf-8", "replace"), trial.variables).encode())
+                                             for w, c in answer.chunks])
         return await self._send(request, trial, info, answer, base)
 
     def _refuse(self, trial: _Trial, info: RequestInfo, base: dict[str, Any], kind: str, message: str):
@@ -589,15 +592,17 @@ class Gateway:
                 "content_type": next((v for k, v in headers.items() if k.lower() == "content-type"), None),
                 "headers": {k: self._redact(v) for k, v in headers.items()
                             if k.lower() in ("request-id", "x-request-id", "content-type")},
-                **self._body_for_record(response_body),
+                **self._body_for_record(response_body, trial.variables),
             },
             "call": trial.calls[-1].model_dump(mode="json"),
         }
         with open(trial.recording, "a", encoding="utf-8") as out:
             out.write(json.dumps(exchange, ensure_ascii=False) + "\n")
 
-    def _body_for_record(self, body: bytes) -> dict[str, Any]:
+    def _body_for_record(self, body: bytes, variables: Mapping[str, str] | None = None) -> dict[str, Any]:
         text = body[:RECORD_BODY_LIMIT].decode("utf-8", errors="replace")
+        if variables:
+            text = templated(text, variables)
         return {"body": self._redact(text), "body_bytes": len(body), "body_truncated": len(body) > RECORD_BODY_LIMIT}
 
 
@@ -635,6 +640,25 @@ def _api_error(api: Api, status: int, kind: str, message: str) -> web.Response:
 
 
 # ---------------------------------------------------------------- recordings
+
+
+def templated(text: str, variables: Mapping[str, str]) -> str:
+    """A recorded answer with the route's variable values written as ``{name}``.
+
+    A trial's workspace is a different directory in every run, and harnesses name files by
+    absolute path (Claude's ``Read``/``Edit``): recorded as ``{workspace}``, an answer
+    replays into the new trial's workspace instead of the recorded run's."""
+    for name, value in sorted(variables.items(), key=lambda kv: -len(kv[1])):
+        if len(value) >= 4:
+            text = text.replace(value, "{" + name + "}")
+    return text
+
+
+def untemplated(text: str, variables: Mapping[str, str]) -> str:
+    """The inverse of :func:`templated` for the replaying route's variables."""
+    for name, value in variables.items():
+        text = text.replace("{" + name + "}", value)
+    return text
 
 
 def route_key(trial_id: str, stage: str | None = None, attempt: int | None = None) -> str:

@@ -38,6 +38,15 @@ def _every_event_type() -> list[ev.BaseModel]:
         ev.IntegrityCheck(**s.env("run-1-t001"), phase="before_grading", ok=False, mismatches=["a.py"]),
         ev.Budget(**s.env("run-1-t001"), type="cost", status="exceeded", limit=2.0, used=2.5),
         ev.WorkspacePrepared(**s.env("run-1-t001"), initial_tree="a" * 40, prepared_tree="b" * 40),
+        ev.TrialSkipped(**s.env("run-1-t009"), case_id="c1", variant="base", config_id="cfg", repetition=1,
+                        reason="case not scored: controls failed"),
+        ev.ModelCall(**s.env("run-1-t001"), stage="build", attempt=1, call_index=0, mode="scripted",
+                     provider="anthropic", api="messages", model="m", status=200, input_tokens=10, output_tokens=3,
+                     provider_usage={"input_tokens": 10, "output_tokens": 3}, tool_calls=["Read"], latency_s=0.25,
+                     request_sha256="c" * 64, started_at_unix=1764600000.123456),
+        ev.TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
+                          tool="Bash", action="run", paths=["a.py"], command="pytest", exit_code=1, ok=False,
+                          started_at_unix=1764600000.5, ended_at_unix=1764600001.25),
     ]
     assert {e.event for e in evs} == set(ev.EVENT_TYPES), "the sample must hold every event type"
     return evs
