@@ -261,18 +261,29 @@ def read_stage(h: ResolvedHarness, files: StageFiles, collected: Path | None, *,
 
 def command_steps(events_file: Path, calls: list[CallRecord], *, started: datetime, stage: str) -> list[Step]:
     """Steps of a ``command`` or built-in agent: its agent-events file; with the gateway and
-    no model turns of its own, the gateway's turns merged in by time."""
+    no model turns of its own, the gateway's turns merged in.
+
+    By time when every step has one; otherwise by conversation position: a turn the
+    gateway saw at position *p* (*p* tool results already sent) comes after the agent's
+    *p*-th tool call — the order a model loop makes them in."""
     from runner.agents.trajectory import gateway_steps
 
     steps = agent_events_steps(events_file, stage_started_at=started, stage=stage)
     turns = gateway_steps(calls, stage=stage)
-    if turns and not any(s.kind == "model" for s in steps):
-        timed = all((s.started_at or s.ended_at) is not None for s in steps)
-        merged = steps + turns
-        if timed:
-            merged.sort(key=lambda s: s.started_at or s.ended_at)  # type: ignore[arg-type, return-value]
-        steps = [replace(s, index=i) for i, s in enumerate(merged)]
-    return steps
+    if not turns or any(s.kind == "model" for s in steps):
+        return steps
+    if all((s.started_at or s.ended_at) is not None for s in steps):
+        merged = sorted(steps + turns, key=lambda s: s.started_at or s.ended_at)  # type: ignore[arg-type, return-value]
+    else:
+        positions = [c.position or 0 for c in calls if not c.side_request]  # gateway_steps' order
+        merged, tools_seen, pending = [], 0, list(zip(positions, turns, strict=True))
+        for step in steps:
+            while pending and pending[0][0] <= tools_seen:
+                merged.append(pending.pop(0)[1])
+            merged.append(step)
+            tools_seen += step.kind == "tool"
+        merged += [turn for _p, turn in pending]
+    return [replace(s, index=i) for i, s in enumerate(merged)]
 
 
 def step_fields(step: Step, gateway_ids: set[str]) -> dict[str, Any]:

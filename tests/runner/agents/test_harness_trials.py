@@ -152,6 +152,15 @@ def test_a_denied_tool_is_recorded_and_the_edit_still_counts(harness_run):
     assert runs and all(s.ok is False for s in runs)  # the check never ran
 
 
+def test_report_json_carries_the_gateway_and_the_harness_fields(harness_run):
+    report = json.loads((harness_run["out"] / "report.json").read_text())
+    assert report["gateway"]["mode"] == "scripted"
+    trials = {t["variant"]: t for t in report["trials"]}
+    assert trials["claude"]["gateway_usage"]["output_tokens"] == SUCCESS[1]
+    (stage,) = trials["claude-denied"]["attempts"][0]["stages"]
+    assert stage["permission_denials"] == ["Bash", "Bash"] and stage["harness_version"] == "2.1.332"
+
+
 def test_trajectories_and_redacted_evidence_are_kept(harness_run):
     out = harness_run["out"]
     assert list((out / "trials" / "fix-add__codex__r1" / "trajectories" / "a1-build").glob("rollout-*.jsonl"))
