@@ -9,6 +9,8 @@ TH     := $(BIN)/trialhouse
 WH     := $(DEMO)/warehouse/trialhouse.duckdb
 FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examples/foreign/harbor-job examples/foreign/swebench-submission
 RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
+# compare and report get the same baseline (and so the same candidates and Holm family)
+BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
 .PHONY: help venv demo test lint lab bench schema chromium bubblewrap tools node clean
@@ -32,16 +34,17 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/main --jobs $(JOBS)
 	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
 	$(TH) summarize --warehouse $(WH)
-	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline sim-alpha-minimal --candidate sim-alpha-planner --candidate sim-beta-minimal
-	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --output $(DEMO)/reports/latest
+	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE)
+	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
 	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
 	@echo "report:     $(DEMO)/reports/latest/report.html"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, and run the whole test suite
+test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
+	$(BIN)/mypy analysis trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP) ## ruff
@@ -50,7 +53,7 @@ lint: $(STAMP) ## ruff
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
 	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/
 
-bench: $(STAMP) ## reproducible benchmarks (see bench/README.md)
+bench: $(STAMP) ## reproducible benchmarks at 1M events/trials; rewrites bench/results.md (see bench/README.md)
 	$(BIN)/python bench/run_all.py
 
 schema: $(STAMP) ## regenerate the committed JSON Schemas

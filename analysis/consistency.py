@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from analysis import stats
-from analysis.data import _COLUMNS, CONFIG_KEYS, config_names
+from analysis.data import _COLUMNS, CONFIG_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
+from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
-    import polars as pl
 
 
 _CELLS_FROM_ROLLUP = """
@@ -23,10 +23,9 @@ _CELLS_FROM_ROLLUP = """
   WHERE {where}"""
 _CELLS_FROM_TRIALS = """
   SELECT t.run_id, t.config_id, {universe} AS universe, t.case_id,
-         count(*) FILTER (WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid'))
-           AS valid,
-         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS solved{by_sel}
-  FROM trials t
+         count(*) FILTER (WHERE t.valid) AS valid,
+         count(*) FILTER (WHERE t.solved) AS solved{by_sel}
+  FROM {trials} t
   LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
   LEFT JOIN runs r ON r.run_id = t.run_id
   WHERE {where}
@@ -58,20 +57,21 @@ ORDER BY config_id{by_cols}, n, c
 
 
 
-def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-                by: list[str] | str | None = None) -> pl.DataFrame:
-    """Per configuration [× slice]: consistent tasks with a Wilson interval, pass^k, pass@k.
+class Consistency(RowsResult):
+    """Per configuration [× slice]: consistent tasks (Wilson over tasks), pass^k, pass@k."""
 
-    Uses the tasks on which every configuration of the same task universe (benchmark)
-    has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
-    """
-    import polars as pl
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "tasks": "Int64", "consistent": "Int64", "ci_low": "Float64",
+        "ci_high": "Float64", "min_n": "Int64", "max_n": "Int64", "equal_n": "Boolean",
+        "pass_hat_k": "List(Float64)", "pass_at_k": "List(Float64)",
+        "excluded_tasks": "Int64"}
 
-    rows = consistency_rows(con, filters, by)
-    return pl.DataFrame(rows, schema_overrides={"pass_hat_k": pl.List(pl.Float64),
-                                                "pass_at_k": pl.List(pl.Float64),
-                                                "excluded_tasks": pl.Int64},
-                        infer_schema_length=None)
+    def row(self, name: str) -> dict:
+        """The row of a configuration by config id or variant name."""
+        for r in self.rows:
+            if name in (r["config_id"], r.get("variant")):
+                return r
+        raise AnalysisError(f"configuration {name!r} not in the consistency table")
 
 
 def _sort_key(row: dict, keys: list[str]) -> tuple:
@@ -79,10 +79,9 @@ def _sort_key(row: dict, keys: list[str]) -> tuple:
     return tuple((row[k] is None, row[k] if row[k] is not None else "") for k in keys)
 
 
-def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-                     by: list[str] | str | None = None, from_trials: bool = False
-                     ) -> list[dict]:
-    """``consistency`` as plain rows (the CLI prints these without loading polars).
+def consistency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+                by: list[str] | str | None = None, from_trials: bool = False) -> Consistency:
+    """Per configuration [× slice]: consistent tasks with a Wilson interval, pass^k, pass@k.
 
     Uses the tasks on which every configuration of the same task universe (benchmark)
     has ≥ 1 valid trial (``excluded_tasks`` counts the rest), so counts line up side by side.
@@ -94,7 +93,7 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
     by_cols = check_by(by)
     where, params = filters.where()
     cells = (_CELLS_FROM_TRIALS if filters.needs_runs or from_trials else _CELLS_FROM_ROLLUP)
-    cells = cells.format(universe=_COLUMNS["universe"], where=where,
+    cells = cells.format(universe=_COLUMNS["universe"], where=where, trials=TRIALS,
                          by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols))
     try:
         con.execute(f"CREATE OR REPLACE TEMP TABLE consistency_cells AS {cells}", params)
@@ -117,8 +116,8 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
                             "selection with --run or --label")
     nkey = 1 + len(by_cols)
     rows = []
-    for key, part in itertools.groupby(hist, key=lambda r: r[:nkey]):
-        part = list(part)
+    for key, group in itertools.groupby(hist, key=lambda r: r[:nkey]):
+        part = list(group)
         counts = {(n, c): w for *_, n, c, w, _all in part}
         tasks = sum(counts.values())
         consistent = sum(w for (n, c), w in counts.items() if c == n)
@@ -131,21 +130,18 @@ def consistency_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
                      "min_n": min(ns), "max_n": max(ns), "equal_n": min(ns) == max(ns),
                      "pass_hat_k": hat, "pass_at_k": at,
                      "excluded_tasks": None if by_cols else part[0][-1] - tasks})
-    return sorted(rows, key=lambda r: _sort_key(r, ["model", "harness", "harness_version",
-                                                    "config_id", *by_cols]))
+    rows.sort(key=lambda r: _sort_key(r, ["model", "harness", "harness_version", "config_id",
+                                          *by_cols]))
+    warnings = []
+    if len({r["min_n"] for r in rows}) > 1 or not all(r["equal_n"] for r in rows):
+        warnings.append("repetition counts differ between configurations or tasks: compare "
+                        "pass^k at a common k, not the consistency counts")
+    return Consistency(rows, by_cols, warnings)
 
 
-def check_comparable(df: pl.DataFrame, a: str, b: str) -> None:
+def check_comparable(result: Consistency, a: str, b: str) -> None:
     """Refuse to compare consistency counts when repetition counts differ (AnalysisError)."""
-    import polars as pl
-
-    rows = {}
-    for name in (a, b):
-        hit = df.filter((pl.col("config_id") == name) | (pl.col("variant") == name))
-        if hit.height == 0:
-            raise AnalysisError(f"configuration {name!r} not in the consistency table")
-        rows[name] = hit.row(0, named=True)
-    ra, rb = rows[a], rows[b]
+    ra, rb = result.row(a), result.row(b)
     if not (ra["equal_n"] and rb["equal_n"] and ra["min_n"] == rb["min_n"]):
         raise AnalysisError(
             f"consistency of {a!r} (n = {ra['min_n']}..{ra['max_n']}) and {b!r} "

@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
 from analysis.filters import CASE_COLUMNS, Filters
+from warehouse.rules import trial_status
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
 CONFIG_KEYS = ["config_id", "variant", "model", "harness", "harness_version"]
-INVALID = ("infra_error", "invalid")
+
+TRIALS = trial_status("trials")
+"""The trials with ``valid`` and ``solved`` (the valid-trial rule, warehouse/sql/trial_status.sql).
+Every query in analysis/ reads trial rows from this relation, never from ``trials`` with
+a rule of its own."""
 
 _COLUMNS = {
     "run_id": "t.run_id",
@@ -30,6 +35,8 @@ _COLUMNS = {
     "repetition": "t.repetition",
     "outcome": "t.outcome",
     "complete": "t.complete",
+    "valid": "t.valid",
+    "solved": "t.solved",
     "duration_s": "t.duration_s",
     "setup_s": "t.setup_s",
     "agent_s": "t.agent_s",
@@ -87,7 +94,7 @@ def trials_sql(filters: Filters | None = None, columns: list[str] | None = None,
     sql = f"""
 SELECT
   {select}
-FROM trials t
+FROM {TRIALS} t
 {"LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id" if joins_c else ""}
 {"LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id" if joins_cf else ""}
 {"LEFT JOIN runs r ON r.run_id = t.run_id" if needs_r else ""}
@@ -133,7 +140,8 @@ def _configs_sql(filters: Filters | None) -> tuple[str, list]:
     where, params = filters.where()
     sql = f"""
 WITH d AS (
-  SELECT DISTINCT t.run_id, t.config_id, t.variant, t.model, t.harness, t.harness_version
+  SELECT DISTINCT t.run_id, t.config_id, t.variant, t.model, t.harness, t.harness_version,
+         t.simulated
   FROM trials t
   {"LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
    if filters.needs_cases else ""}
@@ -142,7 +150,8 @@ WITH d AS (
 )
 SELECT DISTINCT t.config_id, {_COLUMNS['variant']} AS variant, {_COLUMNS['model']} AS model,
   {_COLUMNS['harness']} AS harness, {_COLUMNS['harness_version']} AS harness_version,
-  cf.variant_order, r.started_at AS run_started_at, t.run_id
+  cf.variant_order, cf.agent_kind, coalesce(t.simulated, cf.simulated) AS simulated,
+  r.started_at AS run_started_at, t.run_id
 FROM d t
 LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
 LEFT JOIN runs r ON r.run_id = t.run_id

@@ -7,10 +7,11 @@ counts (by ``ts``, ties broken by the category text, descending); the category i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
 from analysis.filters import Filters, check_by
+from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
@@ -45,8 +46,17 @@ def _agg(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
 
 
+class Failures(RowsResult):
+    """Per configuration [× slice]: outcome classes and annotated categories with lost spend."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "dimension": "String", "value": "String", "annotator": "String",
+        "count": "Int64", "total": "Int64", "share": "Float64", "lost_spend_usd": "Float64",
+        "cost_coverage": "Float64"}
+
+
 def failures(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-             by: list[str] | str | None = None) -> pl.DataFrame:
+             by: list[str] | str | None = None) -> Failures:
     """Per configuration [× slice]: counts, shares (with totals) and lost spend per class."""
     import polars as pl
 
@@ -81,15 +91,27 @@ def failures(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         _d=(pl.col("dimension") == "category").cast(pl.Int64))
     cols = [*CONFIG_KEYS, *by_cols, "dimension", "value", "annotator", "count", "total",
             "share", "lost_spend_usd", "cost_coverage"]
-    return (out.sort(["model", "harness", "harness_version", "config_id", *by_cols,
-                      "_d", "annotator", "_o", "value"], descending=False,
-                     nulls_last=True)
-            .select(cols).with_columns(pl.col("count").cast(pl.Int64),
-                                       pl.col("total").cast(pl.Int64)))
+    out = (out.sort(["model", "harness", "harness_version", "config_id", *by_cols,
+                     "_d", "annotator", "_o", "value"], descending=False, nulls_last=True)
+           .select(cols).with_columns(pl.col("count").cast(pl.Int64),
+                                      pl.col("total").cast(pl.Int64)))
+    warnings = []
+    if out.filter(pl.col("dimension") == "category").height == 0:
+        warnings.append("no failure-category annotations in the selected trials: only outcome "
+                        "classes are shown (record categories with `trialhouse annotate`)")
+    return Failures(out.to_dicts(), by_cols, warnings)
+
+
+class Disagreements(RowsResult):
+    """Reviewer decisions that disagree with the grader's verdict, one row per trial."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "trial_id": "String", "case_id": "String", "outcome": "String",
+        "review": "String", "annotator": "String", "note": "String"}
 
 
 def review_disagreements(con: duckdb.DuckDBPyConnection,
-                         filters: Filters | None = None) -> pl.DataFrame:
+                         filters: Filters | None = None) -> Disagreements:
     """Reviewer accept/reject decisions that disagree with the grader's verdict."""
     import polars as pl
 
@@ -100,5 +122,6 @@ def review_disagreements(con: duckdb.DuckDBPyConnection,
     j = df.filter(pl.col("complete")).join(reviews, on="trial_id")
     accept = pl.col("review").str.to_lowercase().is_in(["accept", "accepted"])
     j = j.filter(accept != (pl.col("outcome") == "accepted"))
-    return j.select(*CONFIG_KEYS, "trial_id", "case_id", "outcome", "review", "annotator",
-                    "note").sort(["config_id", "case_id", "trial_id"])
+    j = j.select(*CONFIG_KEYS, "trial_id", "case_id", "outcome", "review", "annotator",
+                 "note").sort(["config_id", "case_id", "trial_id"])
+    return Disagreements(j.to_dicts())

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from analysis import stats
-from analysis.data import _COLUMNS, CONFIG_KEYS
+from analysis.data import _COLUMNS, CONFIG_KEYS, TRIALS
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
+from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
-    import polars as pl
 
 SMALL_G = 10
+
+
+class Familiarity(RowsResult):
+    """Per configuration [× slice]: the known − unknown gap, clustered by repository."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "known_valid": "Int64", "known_solved": "Int64",
+        "known_rate": "Float64", "unknown_valid": "Int64", "unknown_solved": "Int64",
+        "unknown_rate": "Float64", "gap": "Float64", "se": "Float64", "ci_low": "Float64",
+        "ci_high": "Float64", "g_known": "Int64", "g_unknown": "Int64", "g": "Int64",
+        "small_g": "Boolean"}
 # Slicing by these would split known from unknown (or a cluster from itself).
 NOT_SLICEABLE = ("familiarity", "repository")
 
@@ -25,13 +36,13 @@ WITH f AS (
          {harness_version} AS harness_version,
          coalesce(c.repository, 'case:' || t.case_id) AS cluster,
          c.familiarity = 'known' AS known,
-         t.outcome = 'accepted' AS y{by_sel}
-  FROM trials t
+         t.solved AS y{by_sel}
+  FROM {trials} t
   LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
   LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
   LEFT JOIN runs r ON r.run_id = t.run_id
   WHERE {where}
-    AND t.complete AND t.outcome NOT IN ('infra_error', 'invalid')
+    AND t.valid
     AND c.familiarity IN ('known', 'unknown')
 )
 SELECT config_id{by_cols}, cluster, known, count(*) AS n, count(*) FILTER (WHERE y) AS s,
@@ -42,7 +53,7 @@ ORDER BY config_id{by_cols}, cluster, known
 
 
 def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-                by: list[str] | str | None = None) -> pl.DataFrame:
+                by: list[str] | str | None = None) -> Familiarity:
     """Per configuration [× slice]: known rate − unknown rate over valid trials, CR1 by
     repository.
 
@@ -51,8 +62,6 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     indicator needs nothing more (``stats.cluster_diff_cells``). ``by`` may name task
     attributes other than familiarity and repository.
     """
-    import polars as pl
-
     filters = filters or Filters()
     by_cols = check_by(by)
     bad = [b for b in by_cols if b in NOT_SLICEABLE]
@@ -61,7 +70,7 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                             "repositories; slice by task_class, difficulty, language or "
                             "subsystem instead")
     where, params = filters.where()
-    sql = _SQL.format(where=where, by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
+    sql = _SQL.format(where=where, trials=TRIALS, by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
                       by_cols="".join(f", {b}" for b in by_cols),
                       **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]})
     cells = con.execute(sql, params).fetchall()
@@ -77,8 +86,8 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                             "label cases with 'familiarity' in the manifest")
     nkey = 1 + len(by_cols)
     rows = []
-    for key, part in itertools.groupby(cells, key=lambda r: r[:nkey]):
-        part = list(part)
+    for key, group in itertools.groupby(cells, key=lambda r: r[:nkey]):
+        part = list(group)
         names = [min((r[nkey + 4 + i] for r in part if r[nkey + 4 + i] is not None),
                      default=None) for i in range(4)]
         cl = [(r[nkey], bool(r[nkey + 1]), r[nkey + 2], r[nkey + 3]) for r in part]
@@ -98,11 +107,10 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                      "g_known": len({c for c, x, _, _ in cl if x}),
                      "g_unknown": len({c for c, x, _, _ in cl if not x}), "g": res["g"],
                      "small_g": res["g"] < SMALL_G})
-    schema = {**{c: pl.String for c in CONFIG_KEYS}, **{b: pl.String for b in by_cols},
-              "known_valid": pl.Int64,
-              "known_solved": pl.Int64, "known_rate": pl.Float64, "unknown_valid": pl.Int64,
-              "unknown_solved": pl.Int64, "unknown_rate": pl.Float64, "gap": pl.Float64,
-              "se": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-              "g_known": pl.Int64, "g_unknown": pl.Int64, "g": pl.Int64, "small_g": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema).sort(["model", "harness", "harness_version",
-                                                   "config_id", *by_cols], nulls_last=True)
+    keys = ["model", "harness", "harness_version", "config_id", *by_cols]
+    rows.sort(key=lambda r: tuple((r[k] is None, r[k] if r[k] is not None else "") for k in keys))
+    warnings = []
+    if any(r["small_g"] for r in rows):
+        warnings.append(f"fewer than {SMALL_G} repositories: the clustered interval is rough "
+                        "(t with G−1 df); treat the gap as descriptive")
+    return Familiarity(rows, by_cols, warnings)

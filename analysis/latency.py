@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
 from analysis.filters import Filters, check_by
+from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
-    import polars as pl
 
 PHASES = {"setup": "setup_s", "agent": "agent_s", "verification": "verification_s",
           "total": "duration_s", "first_edit": "time_to_first_edit_s"}
 
 
+class Latency(RowsResult):
+    """Per configuration [× slice]: n, p50, p90, p95 seconds of each phase."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "trials": "Int64",
+        **{f"{n}_{s}": ("Int64" if s == "n" else "Float64")
+           for n in PHASES for s in ("n", "p50", "p90", "p95")}}
+
+
 def latency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-            by: list[str] | str | None = None) -> pl.DataFrame:
+            by: list[str] | str | None = None) -> Latency:
     """Per configuration [× slice]: n, p50, p90, p95 seconds of each phase (complete trials)."""
     import polars as pl
 
@@ -37,5 +46,6 @@ def latency(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     out = df.group_by(["config_id", *by_cols]).agg(aggs)
     cols = [*CONFIG_KEYS, *by_cols, "trials",
             *[f"{n}_{s}" for n in PHASES for s in ("n", "p50", "p90", "p95")]]
-    return out.select(cols).sort(["model", "harness", "harness_version", "config_id",
-                                  *by_cols], nulls_last=True)
+    out = out.select(cols).sort(["model", "harness", "harness_version", "config_id",
+                                 *by_cols], nulls_last=True)
+    return Latency(out.to_dicts(), by_cols)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis import stats
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
@@ -33,6 +33,12 @@ class Matrix:
     ranking_changes: bool
     verdict: str
     warnings: list[str] = field(default_factory=list)
+
+    def records(self) -> list[dict]:
+        """Flat rows for CSV: the grid cells."""
+        from analysis.jsonout import frame_records
+
+        return frame_records(self.grid)
 
     def as_dict(self) -> dict:
         from analysis.jsonout import clean, frame_records
@@ -76,7 +82,7 @@ def _interaction(per_task: pl.DataFrame) -> dict:
     pdf = per_task.select("case_id", "model", "harness", "c", "n").to_pandas()
     pdf["fail"] = pdf["n"] - pdf["c"]
     groups = pdf["case_id"].astype("category").cat.codes.to_numpy()
-    out = {"method": "binomial GLM accepted ~ C(model) * C(harness), task-clustered Wald",
+    out: dict[str, Any] = {"method": "binomial GLM accepted ~ C(model) * C(harness), task-clustered Wald",
            "df": None, "chi2": None, "p": None, "estimable": False, "note": None}
     try:
         with warnings.catch_warnings():
@@ -103,21 +109,17 @@ def _interaction(per_task: pl.DataFrame) -> dict:
     return out
 
 
-def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Matrix:
-    """The model × harness grid on tasks common to every cell (refuses grids below 2 × 2)."""
+def _cells(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str], list[str]]:
+    """Valid trials labelled with their cell (model × harness[@version]); refuses what is no
+    grid. Returns the frame, models, harnesses, and notes on what was left out."""
     import polars as pl
 
-    filters = filters or Filters()
-    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "case_id", "outcome", "complete"])
-    require_trials(df, filters)
-    df = df.filter(pl.col("complete") & ~pl.col("outcome").is_in(["infra_error", "invalid"]))
     # Configurations without a model or harness (the no-agent and oracle baselines, some
     # foreign sources) have no place in a model × harness grid: leave them out, say so.
     outside = df.filter(pl.col("model").is_null() | pl.col("harness").is_null())
-    notes = [
-        f"{r['variant'] or r['config_id'][:12]}: no model or harness recorded; not part of the grid"
-        for r in outside.select("config_id", "variant").unique().sort("config_id").iter_rows(named=True)
-    ]
+    notes = [f"{r['variant'] or r['config_id'][:12]}: no model or harness recorded; not part "
+             "of the grid" for r in outside.select("config_id", "variant").unique()
+             .sort("config_id").iter_rows(named=True)]
     df = df.filter(pl.col("model").is_not_null() & pl.col("harness").is_not_null())
     if df.height == 0:
         raise AnalysisError("no configuration records both a model and a harness; "
@@ -135,16 +137,55 @@ def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Ma
     if crowded:
         raise AnalysisError(
             f"cell(s) {', '.join(crowded)} hold several configurations (different settings); "
-            "select one per cell with --run or --label"
-        )
+            "select one per cell with --run or --label")
     models = sorted(df["model"].unique().to_list())
     harnesses = sorted(df["harness"].unique().to_list())
     cells = df["cell"].n_unique()
     if len(models) < 2 or len(harnesses) < 2 or cells < len(models) * len(harnesses):
         raise AnalysisError(
             f"a model × harness matrix needs every cell of ≥ 2 models × ≥ 2 harnesses; found "
-            f"{len(models)} model(s) × {len(harnesses)} harness(es) with {cells} cell(s) filled"
-        )
+            f"{len(models)} model(s) × {len(harnesses)} harness(es) with {cells} cell(s) filled")
+    return df, models, harnesses, notes
+
+
+def _grid(df: pl.DataFrame, per_task: pl.DataFrame) -> list[dict]:
+    import polars as pl
+
+    rows = []
+    cfg = df.group_by("cell").agg([pl.col(k).first() for k in CONFIG_KEYS])
+    for r in cfg.sort(["model", "harness"]).iter_rows(named=True):
+        part = per_task.filter(pl.col("cell") == r["cell"])
+        valid, solved = int(part["n"].sum()), int(part["c"].sum())
+        lo, hi = stats.wilson(solved, valid)
+        rows.append({**{k: r[k] for k in CONFIG_KEYS}, "tasks": part.height, "valid": valid,
+                     "solved": solved, "rate": solved / valid, "ci_low": lo, "ci_high": hi})
+    return rows
+
+
+def _verdict(rankings: dict[str, list[str]], changes: bool, inter: dict[str, Any]) -> str:
+    order = "; ".join(f"{h}: {' > '.join(v)}" for h, v in rankings.items())
+    if changes:
+        verdict = f"Yes, the harness changes the model ranking ({order})."
+    else:
+        verdict = f"No, every harness ranks the models the same ({order})."
+    if not inter["estimable"]:
+        return verdict + f" {inter['note']}."
+    p = inter["p"]
+    return verdict + (f" Interaction test: chi2 = {inter['chi2']:.2f} on {inter['df']} df, "
+                      f"p = {p:.3g}" + (" — the harness effect differs between models."
+                                        if p < 0.05 else
+                                        " — not distinguishable from noise on these tasks."))
+
+
+def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Matrix:
+    """The model × harness grid on tasks common to every cell (refuses grids below 2 × 2)."""
+    import polars as pl
+
+    filters = filters or Filters()
+    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "case_id", "outcome", "valid"])
+    require_trials(df, filters)
+    df, models, harnesses, notes = _cells(df.filter(pl.col("valid")))
+    cells = df["cell"].n_unique()
     common = (df.group_by("case_id").agg(pl.col("cell").n_unique().alias("k"))
               .filter(pl.col("k") == cells)["case_id"])
     if common.len() == 0:
@@ -152,47 +193,25 @@ def matrix(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Ma
     df = df.filter(pl.col("case_id").is_in(common.implode()))
     per_task = df.group_by(["cell", "model", "harness", "case_id"]).agg(
         n=pl.len(), c=(pl.col("outcome") == "accepted").sum().cast(pl.Int64))
-    grid_rows = []
-    cfg = df.group_by("cell").agg([pl.col(k).first() for k in CONFIG_KEYS])
-    for r in cfg.sort(["model", "harness"]).iter_rows(named=True):
-        part = per_task.filter(pl.col("cell") == r["cell"])
-        valid, solved = int(part["n"].sum()), int(part["c"].sum())
-        lo, hi = stats.wilson(solved, valid)
-        grid_rows.append({**{k: r[k] for k in CONFIG_KEYS}, "tasks": part.height,
-                          "valid": valid, "solved": solved, "rate": solved / valid,
-                          "ci_low": lo, "ci_high": hi})
-    grid = pl.DataFrame(grid_rows)
+    grid_rows = _grid(df, per_task)
     rate = {(r["model"], r["harness"]): r["rate"] for r in grid_rows}
-    model_effects = []
-    for h in harnesses:
-        for a, b in combinations(models, 2):
-            e = _effect(per_task, f"{a} × {h}", f"{b} × {h}")
-            model_effects.append({"harness": h, "model_a": a, "model_b": b, **e})
-    harness_effects = []
-    for m in models:
-        for a, b in combinations(harnesses, 2):
-            e = _effect(per_task, f"{m} × {a}", f"{m} × {b}")
-            harness_effects.append({"model": m, "harness_a": a, "harness_b": b, **e})
-    rankings = {h: sorted(models, key=lambda m, h=h: (-rate[(m, h)], m)) for h in harnesses}
+    model_effects = [{"harness": h, "model_a": a, "model_b": b,
+                      **_effect(per_task, f"{a} × {h}", f"{b} × {h}")}
+                     for h in harnesses for a, b in combinations(models, 2)]
+    harness_effects = [{"model": m, "harness_a": a, "harness_b": b,
+                        **_effect(per_task, f"{m} × {a}", f"{m} × {b}")}
+                       for m in models for a, b in combinations(harnesses, 2)]
+
+    def ranked(h: str) -> list[str]:
+        return sorted(models, key=lambda m: (-rate[(m, h)], m))
+
+    rankings = {h: ranked(h) for h in harnesses}
     changes = len({tuple(v) for v in rankings.values()}) > 1
     inter = _interaction(per_task)
-    warnings = list(notes)
-    if common.len() < 10:
-        warnings.append(f"{common.len()} common task(s): descriptive sample")
-    order = "; ".join(f"{h}: {' > '.join(v)}" for h, v in rankings.items())
-    if changes:
-        verdict = f"Yes, the harness changes the model ranking ({order})."
-    else:
-        verdict = f"No, every harness ranks the models the same ({order})."
-    if inter["estimable"]:
-        p = inter["p"]
-        verdict += (f" Interaction test: chi2 = {inter['chi2']:.2f} on {inter['df']} df, "
-                    f"p = {p:.3g}" + (" — the harness effect differs between models."
-                                      if p < 0.05 else
-                                      " — not distinguishable from noise on these tasks."))
-    else:
-        verdict += f" {inter['note']}."
-    return Matrix(grid=grid, models=models, harnesses=harnesses, common_tasks=common.len(),
-                  model_effects=model_effects, harness_effects=harness_effects,
-                  interaction=inter, rankings=rankings, ranking_changes=changes,
-                  verdict=verdict, warnings=warnings)
+    warnings = [*notes] + ([f"{common.len()} common task(s): descriptive sample"]
+                           if common.len() < 10 else [])
+    return Matrix(grid=pl.DataFrame(grid_rows), models=models, harnesses=harnesses,
+                  common_tasks=common.len(), model_effects=model_effects,
+                  harness_effects=harness_effects, interaction=inter, rankings=rankings,
+                  ranking_changes=changes, verdict=_verdict(rankings, changes, inter),
+                  warnings=warnings)

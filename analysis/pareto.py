@@ -3,31 +3,30 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from analysis import stats
 from analysis.data import CONFIG_KEYS
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
+from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
-    import polars as pl
 
 X_CHOICES = ("cost_per_accepted", "cost_per_trial")
 
 
-BASELINE_KINDS = ("null", "reference")
-"""Agent kinds that are reference points, not contenders: the no-agent baseline costs
-nothing and the oracle applies the known answer, so either would trivially dominate."""
 
 
-def baseline_config_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
-    rows = con.execute(
-        "SELECT DISTINCT config_id FROM configs WHERE agent_kind IN (SELECT unnest(?::VARCHAR[]))",
-        [list(BASELINE_KINDS)],
-    ).fetchall()
-    return {r[0] for r in rows}
+class Pareto(RowsResult):
+    """One point per configuration [× slice]: cost (``x``) against rate, front membership."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "x_name": "String", "x": "Float64", "rate": "Float64",
+        "ci_low": "Float64", "ci_high": "Float64", "solved": "Int64", "valid": "Int64",
+        "on_front": "Boolean", "role": "String", "dominated_by": "List(String)",
+        "overlap": "Boolean", "convex": "Boolean"}
 
 
 def front_rows(points: list[dict], convex: bool = False,
@@ -68,10 +67,15 @@ def front_rows(points: list[dict], convex: bool = False,
     return out
 
 
-def pareto_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-                x: str = "cost_per_accepted", convex: bool = False,
-                by: list[str] | str | None = None) -> list[dict]:
-    """``pareto`` as plain rows (the CLI prints these without loading polars)."""
+def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+           x: str = "cost_per_accepted", convex: bool = False,
+           by: list[str] | str | None = None) -> Pareto:
+    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks.
+
+    With ``by`` there is one front per slice (configurations compete only within their
+    slice). Baselines (``analysis.eligibility``) are reference points: drawn, never ranked.
+    """
+    from analysis.eligibility import baseline_ids, eligibility
     from analysis.summary import summarize
 
     if x not in X_CHOICES:
@@ -89,32 +93,13 @@ def pareto_rows(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             {**{k: r[k] for k in CONFIG_KEYS}, **{b: r[b] for b in by_cols}, "x_name": x,
              "x": xv, "rate": r["rate"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
              "solved": r["solved"], "valid": r["valid"]})
-    baselines = baseline_config_ids(con)
+    baselines = baseline_ids(eligibility(con, (r["config_id"] for r in summary.rows)))
     rows = [row for points in groups.values() for row in front_rows(points, convex, baselines)]
     if by_cols:  # slices first, each in the summary's configuration order
         rows.sort(key=lambda r: tuple((r[b] is None, r[b] or "") for b in by_cols))
-    return rows
-
-
-def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-           x: str = "cost_per_accepted", convex: bool = False,
-           by: list[str] | str | None = None) -> pl.DataFrame:
-    """One point per configuration: (cost per accepted or per trial ↓, rate ↑) on common tasks.
-
-    With ``by`` there is one front per slice (configurations compete only within their
-    slice); the slice columns follow the configuration keys.
-    """
-    import polars as pl
-
-    by_cols = check_by(by)
-    rows = pareto_rows(con, filters, x, convex, by_cols)
-    schema = {**{k: pl.String for k in CONFIG_KEYS}, **{b: pl.String for b in by_cols},
-              "x_name": pl.String, "x": pl.Float64,
-              "rate": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-              "solved": pl.Int64, "valid": pl.Int64, "on_front": pl.Boolean,
-              "role": pl.String, "dominated_by": pl.List(pl.String), "overlap": pl.Boolean,
-              "convex": pl.Boolean}
-    return pl.DataFrame(rows, schema=schema)
+    unplaced = [r for r in rows if r["role"] != "baseline" and r["on_front"] is None]
+    warnings = [f"{len(unplaced)} configuration(s) not placed: cost unknown"] if unplaced else []
+    return Pareto(rows, by_cols, warnings)
 
 
 def is_finite(v: float | None) -> bool:

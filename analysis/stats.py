@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from math import comb
 from statistics import NormalDist
+from typing import Any
 
 Z95 = 1.959963984540054
 
@@ -198,7 +199,7 @@ def task_mean_ci(rates: Sequence[float]) -> dict:
 def paired_difference(cand: Sequence[float], base: Sequence[float]) -> dict:
     """Mean of d_t = cand_t − base_t, SE = sd(d)/√T, t(T−1) interval, correlation of sides."""
     t = len(cand)
-    out = {"tasks": t, "baseline_mean": None, "candidate_mean": None, "mean_diff": None,
+    out: dict[str, Any] = {"tasks": t, "baseline_mean": None, "candidate_mean": None, "mean_diff": None,
            "se": None, "df": None, "ci_low": None, "ci_high": None, "correlation": None}
     if t == 0:
         return out
@@ -245,7 +246,7 @@ def cluster_diff(y: Sequence[float], x: Sequence[float], groups: Sequence[object
     gidx = np.fromiter((codes.setdefault(g, len(codes)) for g in groups), dtype=np.int64,
                        count=n)
     g = len(codes)
-    out = {"b": None, "se": None, "ci_low": None, "ci_high": None, "g": g}
+    out: dict[str, Any] = {"b": None, "se": None, "ci_low": None, "ci_high": None, "g": g}
     if n < 3 or g < 2 or xv.min() == xv.max():
         return out
     X = np.column_stack([np.ones(n), xv])
@@ -279,7 +280,7 @@ def cluster_diff_cells(cells: Iterable[tuple[object, bool, int, int]]) -> dict:
     n1 = sum(n for _, x, n, _ in cells if x)
     n0 = sum(n for _, x, n, _ in cells if not x)
     n = n0 + n1
-    out = {"b": None, "se": None, "ci_low": None, "ci_high": None, "g": g}
+    out: dict[str, Any] = {"b": None, "se": None, "ci_low": None, "ci_high": None, "g": g}
     if n < 3 or g < 2 or n0 == 0 or n1 == 0:
         return out
     a = sum(s for _, x, _, s in cells if not x) / n0
@@ -333,9 +334,10 @@ def convex_front(points: Sequence[tuple[float, float]], front: Sequence[int]) ->
 
 def intervals_overlap(a: tuple[float | None, float | None],
                       b: tuple[float | None, float | None]) -> bool | None:
-    if None in a or None in b:
+    (a0, a1), (b0, b1) = a, b
+    if a0 is None or a1 is None or b0 is None or b1 is None:
         return None
-    return a[0] <= b[1] and b[0] <= a[1]
+    return a0 <= b1 and b0 <= a1
 
 
 def quantile(values: Sequence[float], q: float) -> float | None:

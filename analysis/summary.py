@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis import stats
-from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, config_names
+from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
+from analysis.flags import flag_counts
 
 if TYPE_CHECKING:
     import duckdb
@@ -25,7 +26,7 @@ ROW_KEYS = [
     "infra", "invalid", "tasks", "task_mean", "task_ci_low", "task_ci_high", "med_steps",
     "med_tokens", "med_duration_s", "cost_usd", "cost_known", "cost_coverage",
     "cost_per_solved", "cost_p50", "cost_p90", "cost_p95", "latency_p50", "latency_p90",
-    "latency_p95", "simulated",
+    "latency_p95", "simulated", "flags", "flagged_trials",
 ]
 
 
@@ -53,6 +54,10 @@ class Summary:
         return clean({"rows": self.rows, "excluded_cases": self.excluded_cases,
                       "warnings": self.warnings})
 
+    def records(self) -> list[dict]:
+        """Flat rows for CSV (the JSON rows)."""
+        return self.as_dict()["rows"]
+
 
 _TASK_SQL = """
 CREATE OR REPLACE TEMP TABLE summary_task AS
@@ -72,14 +77,13 @@ _COUNTS_FROM_TRIALS = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id,
          count(*) FILTER (WHERE t.complete) AS n_complete,
          count(*) FILTER (WHERE NOT t.complete) AS n_incomplete,
-         count(*) FILTER (WHERE t.complete AND t.outcome NOT IN ('infra_error', 'invalid'))
-           AS n_valid,
-         count(*) FILTER (WHERE t.complete AND t.outcome = 'accepted') AS n_solved,
+         count(*) FILTER (WHERE t.valid) AS n_valid,
+         count(*) FILTER (WHERE t.solved) AS n_solved,
          count(*) FILTER (WHERE t.complete AND t.outcome = 'infra_error') AS n_infra,
          count(*) FILTER (WHERE t.complete AND t.outcome = 'invalid') AS n_invalid,
          fsum(t.cost_usd) FILTER (WHERE t.complete) AS cost_sum,
          count(t.cost_usd) FILTER (WHERE t.complete) AS cost_known
-  FROM trials t{joins}
+  FROM {trials} t{joins}
   WHERE {where}
   GROUP BY ALL"""
 """One row per (run, configuration, [slice,] case) with its trial counts and task universe.
@@ -190,11 +194,13 @@ def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool) -> str:
     return f"""
 SELECT
     t.config_id{by_sel},
-    median(t.steps) FILTER (WHERE is_valid) AS med_steps,
-    median(t.input_tokens + t.output_tokens) FILTER (WHERE is_valid) AS med_tokens,
+    median(t.steps) FILTER (WHERE t.valid) AS med_steps,
+    median(t.input_tokens + t.output_tokens) FILTER (WHERE t.valid) AS med_tokens,
     quantile_cont(t.cost_usd, [0.5, 0.9, 0.95]) AS cost_q,
-    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q
-FROM (SELECT *, outcome NOT IN ('infra_error', 'invalid') AS is_valid FROM trials) t{joins}
+    quantile_cont(t.duration_s, [0.5, 0.9, 0.95]) AS lat_q,
+    sum(t.patch_flags) AS flags,
+    count(*) FILTER (WHERE t.patch_flags > 0) AS flagged
+FROM {TRIALS} t{joins}
 WHERE t.complete AND {where}{outside}
 GROUP BY ALL
 """  # noqa: S608 -- fixed fragments only; values are parameters
@@ -240,7 +246,96 @@ def _row(rec: dict) -> dict:
         "cost_p95": cq[2] if cq else None,
         "latency_p50": lq[0] if lq else None, "latency_p90": lq[1] if lq else None,
         "latency_p95": lq[2] if lq else None, "simulated": bool(rec["simulated"]),
+        # Patch-inspection flags over the same trials; null when none was inspected.
+        "flags": None if rec.get("flags") is None else int(rec["flags"]),
+        "flagged_trials": None if rec.get("flags") is None else int(rec["flagged"]),
     }
+
+
+@dataclass
+class _Staged:
+    """What staging the task rows found out about the selection's shape."""
+
+    one_run: bool  # every task universe is one run
+    n_outside: int  # (run, case) pairs outside the common-task set
+    config_runs: dict[str, set[str]]  # config_id -> runs it appears in
+
+
+def _stage(con: duckdb.DuckDBPyConnection, counts: str, params: list, labelled: bool
+           ) -> _Staged:
+    """Temp tables ``summary_task`` (task rows with their universe) and, when some task is
+    not done by every configuration of its universe, ``summary_outside``."""
+    con.execute(_TASK_SQL.format(counts=counts, benchmark="c.benchmark, " if labelled else "",
+                                 cases=_CASES_JOIN if labelled else ""), params)
+    runs: dict[str, set[str]] = {}
+    configs: dict[str, int] = {}
+    config_runs: dict[str, set[str]] = {}
+    for universe, cid, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
+        runs.setdefault(universe, set()).update({first, last})
+        config_runs.setdefault(cid, set()).update({first, last})
+        configs[universe] = configs.get(universe, 0) + (done > 0)
+    one_run = all(len(r) == 1 for r in runs.values())
+    if one_run and all(k == configs[u] for u, k in con.execute(_FEWEST_CONFIGS_SQL).fetchall()):
+        return _Staged(one_run, 0, config_runs)  # every task done by every configuration
+    con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
+    n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
+    return _Staged(one_run, n_outside, config_runs)
+
+
+def _per_config(con: duckdb.DuckDBPyConnection, st: _Staged, by_list: str) -> list[dict]:
+    """Per configuration [× slice] with a complete trial on a common task: the counts."""
+    per_config = (_TASKS_PER_CONFIG_ONE_RUN_SQL.format(
+        by_cols=by_list, per_config=_PER_CONFIG, common=_COMMON if st.n_outside else "TRUE")
+        if st.one_run else _TASKS_PER_CONFIG_SQL.format(by_cols=by_list, per_config=_PER_CONFIG))
+    cur = con.execute(per_config)
+    cols = [d[0] for d in cur.description]
+    return [rec for rec in (dict(zip(cols, r, strict=True)) for r in cur.fetchall())
+            if rec["trials"]]
+
+
+def _holistic(con: duckdb.DuckDBPyConnection, st: _Staged, filters: Filters, by_cols: list[str],
+              joins: str, from_trials: bool) -> dict[tuple, dict]:
+    """Medians, quantiles and flags per configuration [× slice]: from ``config_rollup`` when
+    the selection is whole runs (one per configuration, every task common), else one pass
+    over the trial rows."""
+    whole_runs = not (by_cols or filters.needs_cases or filters.needs_runs or st.n_outside
+                      or from_trials) and all(len(r) == 1 for r in st.config_runs.values())
+    if whole_runs:
+        pairs = {(next(iter(rs)), cid) for cid, rs in st.config_runs.items()}
+        cur = con.execute(_HOLISTIC_FROM_ROLLUP_SQL, [sorted({r for r, _ in pairs})])
+        out: dict[tuple, dict] = {
+            r[1:2]: dict(zip(["med_steps", "med_tokens", "cost_q", "lat_q"], r[2:], strict=True))
+            for r in cur.fetchall() if r[:2] in pairs}
+        for cid, c in flag_counts(con, filters).items():  # whole runs: the same trials
+            out.setdefault((cid,), {}).update(flags=c["flags"], flagged=c["flagged"])
+        return out
+    where, params = filters.where()
+    cur = con.execute(_holistic_sql(by_cols, where, joins, bool(st.n_outside)), params)
+    hcols = [d[0] for d in cur.description][1 + len(by_cols):]
+    return {r[:1 + len(by_cols)]: dict(zip(hcols, r[1 + len(by_cols):], strict=True))
+            for r in cur.fetchall()}
+
+
+def _warnings(rows: list[dict], excluded: list[dict]) -> list[str]:
+    out = [f"{ex['model']}/{ex['harness']} {ex['harness_version']} ({ex['config_id'][:12]}): "
+           f"{len(ex['case_ids'])} task(s) outside the common set excluded" for ex in excluded]
+    for row in rows:
+        if row["tasks"] < SMALL_TASKS:
+            out.append(f"{row['config_id'][:12]} ({row['variant'] or row['model']}): "
+                       f"{row['tasks']} task(s): descriptive sample, intervals are rough")
+        if row["cost_known"] < row["trials"]:
+            out.append(f"{row['config_id'][:12]}: cost known for {row['cost_known']}/"
+                       f"{row['trials']} trials; total cost and cost per solved are unknown")
+    return out
+
+
+def _joins(filters: Filters, by_cols: list[str]) -> str:
+    joins = ""
+    if by_cols or filters.needs_cases:
+        joins += "\n  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
+    if filters.needs_runs:
+        joins += "\n  LEFT JOIN runs r ON r.run_id = t.run_id"
+    return joins
 
 
 def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
@@ -259,132 +354,35 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     filters = filters or Filters()
     by_cols = check_by(by)
     where, params = filters.where()
-    joins = ""
-    if by_cols or filters.needs_cases:
-        joins += "\n  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
-    if filters.needs_runs:
-        joins += "\n  LEFT JOIN runs r ON r.run_id = t.run_id"
+    joins = _joins(filters, by_cols)
     by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by_cols)  # fixed column map
-    by_list = "".join(f", {b}" for b in by_cols)
+    counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
     try:
-        counts = _COUNTS_FROM_TRIALS if filters.needs_runs or from_trials else _COUNTS_FROM_ROLLUP
         labelled = con.execute("SELECT count(benchmark) FROM cases").fetchall()[0][0]
-        con.execute(_TASK_SQL.format(
-            counts=counts.format(by_sel=by_sel, joins=joins, where=where),
-            benchmark="c.benchmark, " if labelled else "", cases=_CASES_JOIN if labelled else ""),
-            params)
-        runs: dict = {}
-        configs: dict = {}
-        config_runs: dict = {}
-        for universe, cid, first, last, done in con.execute(_UNIVERSES_SQL).fetchall():
-            runs.setdefault(universe, set()).update({first, last})
-            config_runs.setdefault(cid, set()).update({first, last})
-            configs[universe] = configs.get(universe, 0) + (done > 0)
-        one_run = all(len(r) == 1 for r in runs.values())
-        if one_run and all(k == configs[u] for u, k in con.execute(_FEWEST_CONFIGS_SQL).fetchall()):
-            n_outside = 0  # every task finished by every configuration of its universe
-        else:
-            con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
-            n_outside = con.execute("SELECT count(*) FROM summary_outside").fetchall()[0][0]
-        per_config = (_TASKS_PER_CONFIG_ONE_RUN_SQL.format(
-            by_cols=by_list, per_config=_PER_CONFIG, common=_COMMON if n_outside else "TRUE")
-            if one_run else _TASKS_PER_CONFIG_SQL.format(by_cols=by_list, per_config=_PER_CONFIG))
-        cur = con.execute(per_config)
-        cols = [d[0] for d in cur.description]
-        recs = [rec for rec in (dict(zip(cols, r, strict=True)) for r in cur.fetchall())
-                if rec["trials"]]  # configurations with a complete trial on a common task
+        st = _stage(con, counts.format(by_sel=by_sel, joins=joins, where=where, trials=TRIALS),
+                    params, bool(labelled))
+        recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM summary_task")
-        excluded_ids = dict(con.execute(_EXCLUDED_SQL).fetchall()) if n_outside else {}
-        holistic = {}
-        # Whole runs, one per configuration, every task common: config_rollup holds the answer.
-        whole_runs = not (by_cols or filters.needs_cases or filters.needs_runs or n_outside
-                          or from_trials) and all(
-            len(r) == 1 for r in config_runs.values())
-        if full and whole_runs:
-            pairs = {(next(iter(rs)), cid) for cid, rs in config_runs.items()}
-            cur = con.execute(_HOLISTIC_FROM_ROLLUP_SQL, [sorted({r for r, _ in pairs})])
-            holistic = {r[1:2]: dict(zip(["med_steps", "med_tokens", "cost_q", "lat_q"], r[2:],
-                                         strict=True)) for r in cur.fetchall() if r[:2] in pairs}
-        elif full:
-            cur = con.execute(_holistic_sql(by_cols, where, joins, bool(n_outside)), params)
-            hcols = [d[0] for d in cur.description][1 + len(by_cols):]
-            holistic = {r[:1 + len(by_cols)]: dict(zip(hcols, r[1 + len(by_cols):], strict=True))
-                        for r in cur.fetchall()}
+        excluded_ids = dict(con.execute(_EXCLUDED_SQL).fetchall()) if st.n_outside else {}
+        holistic = _holistic(con, st, filters, by_cols, joins, from_trials) if full else {}
     finally:
         con.execute("DROP TABLE IF EXISTS summary_task")
         con.execute("DROP TABLE IF EXISTS summary_outside")
-    excluded = {}
-    for cid, case_ids in excluded_ids.items():
-        excluded[cid] = {"config_id": cid, **{k: names[cid][k] for k in CONFIG_KEYS[1:]},
-                         "case_ids": case_ids}
+    excluded = [{"config_id": cid, **{k: names[cid][k] for k in CONFIG_KEYS[1:]},
+                 "case_ids": excluded_ids[cid]} for cid in sorted(excluded_ids)]
     for rec in recs:
         rec["incomplete"] = int(rec["incomplete"] or 0)
         rec.update(holistic.get(tuple(rec[k] for k in ["config_id", *by_cols]), {}))
         rec.update({k: names[rec["config_id"]][k] for k in NAME_KEYS})
-    recs.sort(key=lambda r: (*((r[k] is None, r[k] or "") for k in CONFIG_KEYS[2:]),
-                             r["config_id"], *((r[b] is None, r[b] or "") for b in by_cols)))
-    excluded = [excluded[k] for k in sorted(excluded)]
-    recs = [rec for rec in recs if rec["config_id"] is not None]
+    recs = sorted((rec for rec in recs if rec["config_id"] is not None),
+                  key=lambda r: (*((r[k] is None, r[k] or "") for k in CONFIG_KEYS[2:]),
+                                 r["config_id"], *((r[b] is None, r[b] or "") for b in by_cols)))
     if not recs:
         raise AnalysisError(
             f"no complete trials match the filters {filters.as_dict()}; check "
             "--run/--label/--since or ingest a run first"
         )
-    rows = []
-    for rec in recs:
-        row = {k: rec[k] for k in CONFIG_KEYS}
-        row.update({b: rec[b] for b in by_cols})
-        row.update(_row(rec))
-        rows.append(row)
-    warnings = []
-    for ex in excluded:
-        warnings.append(
-            f"{ex['model']}/{ex['harness']} {ex['harness_version']} ({ex['config_id'][:12]}): "
-            f"{len(ex['case_ids'])} task(s) outside the common set excluded"
-        )
-    for row in rows:
-        if row["tasks"] < SMALL_TASKS:
-            warnings.append(
-                f"{row['config_id'][:12]} ({row['variant'] or row['model']}): "
-                f"{row['tasks']} task(s): descriptive sample, intervals are rough"
-            )
-        if row["cost_known"] < row["trials"]:
-            warnings.append(
-                f"{row['config_id'][:12]}: cost known for {row['cost_known']}/{row['trials']} "
-                "trials; total cost and cost per solved are unknown"
-            )
-    return Summary(rows=rows, by=by_cols, excluded_cases=excluded, warnings=warnings)
-
-
-def _py_median(value: float | None, count: int) -> str:
-    """Print a median as Python's statistics.median of ints would (int when n is odd)."""
-    if count == 0 or value is None:
-        return "0"
-    if count % 2 == 1:
-        return str(int(value))
-    return str(float(value))
-
-
-def seed_lines(summary: Summary) -> list[str]:
-    """The seed-002 script's table, tab-separated, header first (see docs/analysis.md)."""
-    out = ["\t".join(["model", "harness", "version", "valid", "solved", "rate", "ci95",
-                      "infra", "med_steps", "med_tokens", "cost", "cost_per_solved"])]
-    rows = sorted(summary.rows, key=lambda r: (str(r["model"]), str(r["harness"]),
-                                               str(r["harness_version"])))
-    for r in rows:
-        valid, solved = r["valid"], r["solved"]
-        lo, hi = stats.wilson(solved, valid, z=1.96)
-        lo, hi = (lo or 0.0), (hi or 0.0)
-        rate = solved / valid if valid else 0.0
-        cost = r["cost_usd"]
-        cost_s = "unknown" if cost is None else f"{cost:.4f}"
-        if not solved:
-            per = "—"
-        else:
-            per = "unknown" if cost is None else f"{cost / solved:.4f}"
-        out.append("\t".join(map(str, [
-            r["model"], r["harness"], r["harness_version"], valid, solved, f"{rate:.3f}",
-            f"{lo:.2f}–{hi:.2f}", r["infra"], _py_median(r["med_steps"], valid),
-            _py_median(r["med_tokens"], valid), cost_s, per,
-        ])))
-    return out
+    rows = [{**{k: rec[k] for k in CONFIG_KEYS}, **{b: rec[b] for b in by_cols}, **_row(rec)}
+            for rec in recs]
+    return Summary(rows=rows, by=by_cols, excluded_cases=excluded,
+                   warnings=_warnings(rows, excluded))

@@ -6,6 +6,8 @@ importing anything else, and so every chart and the HTML report look the same.
 
 from __future__ import annotations
 
+import functools
+
 import altair as alt
 
 NAME = "trialhouse"
@@ -52,13 +54,18 @@ def _config() -> alt.theme.ThemeConfig:
                 "gridColor": "#EEEEEE",
                 "domainColor": "#888888",
                 "tickColor": "#888888",
+                # Configuration names are long ("minimal-shell@1.2.0 / model-a SIMULATED"):
+                # never cut a label (Vega's defaults truncate at 160-180 px).
+                "labelLimit": 0,
             },
-            "legend": {"labelFontSize": 11, "titleFontSize": 12, "orient": "right"},
+            "legend": {"labelFontSize": 11, "titleFontSize": 12, "orient": "right",
+                       "labelLimit": 0, "symbolLimit": 0},
             "title": {"fontSize": 14, "anchor": "start", "subtitleColor": "#555555"},
             "header": {"labelFontSize": 11, "titleFontSize": 12},
             "text": {"fontSize": 11},
             "point": {"size": 60, "filled": True},
-            "bar": {"discreteBandSize": {"band": 0.8}},
+            # altair's TypedDict says float; Vega-Lite also takes {"band": fraction}.
+            "bar": {"discreteBandSize": {"band": 0.8}},  # type: ignore[typeddict-item]
         }
     }
 
@@ -86,15 +93,51 @@ def _finite_data(data, **kwargs):
     return default_data_transformer(data, **kwargs)
 
 
+@functools.cache
+def vega_bundle() -> str:
+    """vega, vega-lite and vega-embed as one script (vl-convert's bundle for altair's
+    Vega-Lite version): what the report and the notebooks inline instead of a CDN."""
+    import vl_convert as vlc
+    from altair.utils.html import vl_version_for_vl_convert
+
+    return vlc.javascript_bundle(None, vl_version=vl_version_for_vl_convert())  # type: ignore[arg-type]
+
+
+def offline_renderer(spec: dict, **metadata: object) -> dict[str, str]:
+    """Altair renderer for notebooks: the chart as HTML that draws without a network.
+
+    The output carries the Vega bundle inline, guarded so that a page with many charts
+    (an exported notebook) defines it once: the bundle's top-level ``const``s live in the
+    guard's block and only ``window.vegaEmbed`` escapes it. JupyterLab (trusted outputs,
+    i.e. any notebook you run) and ``jupyter nbconvert --to html`` both execute it; no
+    ``cdn.jsdelivr.net`` request is ever made (tests/reports/test_reports_notebooks.py
+    loads an exported notebook in Chromium with the network blocked).
+    """
+    import json
+    import uuid
+
+    div = f"trialhouse-chart-{uuid.uuid4().hex}"
+    spec_json = json.dumps(spec, allow_nan=False).replace("</", "<\\/")
+    html = (f'<div id="{div}" class="trialhouse-chart"></div>\n'
+            '<script type="text/javascript">\n'
+            f'if (typeof window.vegaEmbed === "undefined") {{\n{vega_bundle()}\n}}\n'
+            f'window.vegaEmbed("#{div}", {spec_json}, {{"renderer": "svg", "actions": false}})'
+            '.catch(console.error);\n</script>')
+    return {"text/html": html, "text/plain": "<trialhouse chart>"}
+
+
 def enable() -> None:
-    """Register (once) and enable the trialhouse theme and data transformer."""
+    """Register (once) and enable the trialhouse theme, data transformer and the offline
+    notebook renderer."""
     global _registered
     if not _registered:
         alt.theme.register(NAME, enable=False)(_config)
         alt.data_transformers.register(NAME, _finite_data)
+        alt.renderers.register(NAME, offline_renderer)
         _registered = True
     alt.theme.enable(NAME)
     alt.data_transformers.enable(NAME, max_rows=None)
+    alt.renderers.enable(NAME)
 
 
 enable()

@@ -144,3 +144,113 @@ def test_every_third_party_import_is_declared_in_pyproject() -> None:
                 if not {norm(d) for d in dists.get(top, [top])} & declared:
                     missing.setdefault(top, str(path.relative_to(ROOT)))
     assert not missing, f"imported but not declared in pyproject: {missing}"
+
+
+# --------------------------------------------------------------------------- the module map
+# docs/design.md, "Map of modules": every module is on it, and imports only what its row
+# allows. The ingest row is held by the ingest rule above (its own test function).
+
+MAP_HELD_ELSEWHERE = {"ingest.*"}
+MODULE_MAX_LINES = 400
+FUNCTION_MAX_LINES = 65  # "~60"
+SIZED = ("analysis", "trialhouse")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _design_map() -> list[tuple[list[str], list[str]]]:
+    """(module patterns, allowed import patterns) per row, phrases expanded."""
+    import re
+
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    table = text.split("<!-- module-map:start -->", 1)[1].split("<!-- module-map:end -->", 1)[0]
+    rows: list[tuple[list[str], list[str]]] = []
+    for line in table.strip().splitlines()[2:]:
+        module_cell, _owns, allowed_cell = (c.strip() for c in line.strip("|").split("|"))
+        modules = re.findall(r"`([^`]+)`", module_cell)
+        allowed = re.findall(r"`([^`]+)`", allowed_cell)
+        if "the rows above" in allowed_cell:
+            allowed += [m for ms, _ in rows for m in ms if m.startswith("analysis.")]
+        if "each other" in allowed_cell:
+            allowed += modules
+        rows.append((modules, allowed))
+    return rows
+
+
+def _matches(name: str, pattern: str) -> bool:
+    if pattern.endswith(".*"):
+        return name == pattern[:-2] or name.startswith(pattern[:-1])
+    return name == pattern
+
+
+def _project_imports(path: Path) -> set[str]:
+    """Project modules imported anywhere in the file (lazy and TYPE_CHECKING imports too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from analysis import charts` imports the module analysis.charts
+            found.update(f"{node.module}.{a.name}" if (ROOT / node.module.replace(".", "/") / a.name).exists()
+                         or (ROOT / node.module.replace(".", "/") / f"{a.name}.py").exists()
+                         else node.module for a in node.names)
+    return {n for n in found if n.split(".")[0] in PACKAGES}
+
+
+def test_module_map_holds() -> None:
+    rows = _design_map()
+    assert len(rows) >= 10, "the module map in docs/design.md was not found"
+    unmapped, offenders = [], []
+    for pkg in PACKAGES:
+        for path in _modules(pkg):
+            if "example" in path.parts or "corpus" in path.parts:
+                continue
+            name = _module_name(path)
+            hits = [r for r in rows if any(_matches(name, m) for m in r[0])]
+            if not hits:
+                unmapped.append(name)
+                continue
+            if any(m in MAP_HELD_ELSEWHERE for m in hits[0][0]):
+                continue
+            allowed = hits[0][1]
+            for imp in sorted(_project_imports(path)):
+                if not any(_matches(imp, a) for a in allowed):
+                    offenders.append(f"{name} imports {imp} (allowed: {', '.join(allowed) or 'none'})")
+    assert not unmapped, f"modules missing from the map in docs/design.md: {unmapped}"
+    assert not offenders, "\n".join(offenders)
+
+
+def test_analysis_and_cli_modules_stay_small() -> None:
+    """No module over ~400 lines, no function over ~60 (issue 16; docs/design.md)."""
+    big = []
+    for pkg in SIZED:
+        for path in _modules(pkg):
+            text = path.read_text(encoding="utf-8")
+            if len(text.splitlines()) > MODULE_MAX_LINES:
+                big.append(f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    n = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if n > FUNCTION_MAX_LINES:
+                        big.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {n} lines")
+    assert not big, "\n".join(big)
+
+
+def test_the_valid_trial_rule_is_written_once() -> None:
+    """infra_error and invalid leave the rates in one place: warehouse/sql/trial_status.sql
+    (trial_facts.sql, an applied migration, states it for that view; a test in
+    tests/analysis checks the two agree)."""
+    import re
+
+    rule = re.compile(r"""NOT IN \(\s*'infra_error',\s*'invalid'\s*\)|"""
+                      r"""is_in\(\s*\[\s*["']infra_error["'],\s*["']invalid["']""")
+    allowed = {"warehouse/sql/trial_status.sql", "warehouse/sql/trial_facts.sql"}
+    found = sorted(str(p.relative_to(ROOT)) for pkg in ("analysis", "warehouse", "trialhouse")
+                   for p in (ROOT / pkg).rglob("*") if p.suffix in (".py", ".sql")
+                   and rule.search(p.read_text(encoding="utf-8")))
+    assert set(found) <= allowed, f"the valid-trial rule written again in: {sorted(set(found) - allowed)}"
+    assert "warehouse/sql/trial_status.sql" in found

@@ -91,21 +91,78 @@ def test_reingest_changes_nothing(pipeline: dict[str, Path]) -> None:
     assert before == after
 
 
-def test_compare_null_against_reference(pipeline: dict[str, Path]) -> None:
+def test_compare_against_the_null_baseline(pipeline: dict[str, Path]) -> None:
+    """null may be named as the baseline; the reference oracle is never a candidate."""
     run_id = json.loads((pipeline["run"] / "report.json").read_text())["run_id"]
-    out = json.loads(th(
-        "compare", "--warehouse", str(pipeline["wh"]), "--run", run_id,
-        "--baseline", "null", "--candidate", "reference", "--json",
-    ).stdout)
-    comparison = out["comparisons"][0] if "comparisons" in out else out[0]
+    wh = str(pipeline["wh"])
+    refused = th("compare", "--warehouse", wh, "--run", run_id, "--baseline", "null",
+                 "--candidate", "reference", "--json", check=False)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "reference is a baseline" in refused.stderr and "never a candidate" in refused.stderr
+    out = json.loads(th("compare", "--warehouse", wh, "--run", run_id, "--baseline", "null",
+                        "--json").stdout)
+    variants = {c["candidate"]["variant"] for c in out["comparisons"]}
+    assert variants and not variants & {"null", "reference"}
+    assert [b["variant"] for b in out["excluded_baselines"]] == ["reference"]
     manifest = json.loads(pipeline["manifest"].read_text())
     holdout = {c["id"] for c in manifest["cases"] if c.get("holdout")}
     assert holdout, "the chosen cases include a holdout, reported in its own block"
     n_main = len(pipeline["cases"]) - len(holdout)
-    sign = comparison["sign_test"]
-    assert sign["improvements"] == n_main and sign["regressions"] == 0
-    assert sign["p"] == pytest.approx(min(1.0, 2 * 0.5**n_main))
-    assert comparison["holdout"]["sign_test"]["improvements"] == len(holdout)
+    for comparison in out["comparisons"]:  # null never accepts: every task is improved or tied
+        sign = comparison["sign_test"]
+        assert sign["regressions"] == 0 and sign["improvements"] + sign["ties"] == n_main
+        assert sign["p"] == pytest.approx(min(1.0, 2 * 0.5**sign["improvements"]))
+
+
+def test_default_baseline_is_the_first_variant_that_is_not_a_baseline(pipeline) -> None:
+    run_id = json.loads((pipeline["run"] / "report.json").read_text())["run_id"]
+    out = json.loads(th("compare", "--warehouse", str(pipeline["wh"]), "--run", run_id,
+                        "--json").stdout)
+    variants = [v["id"] for v in json.loads(pipeline["manifest"].read_text())["variants"]]
+    kinds = {v["id"]: v["agent"]["kind"] for v in json.loads(pipeline["manifest"].read_text())["variants"]}
+    first = next(v for v in variants if kinds[v] not in ("null", "reference"))
+    assert variants[0] == "null" and out["baseline"]["variant"] == first
+    assert out["baseline_chosen"] == "default"
+    family = {c["candidate"]["config_id"] for c in out["comparisons"]}
+    assert set(out["holm_family"]) == family and len(family) == len(variants) - 3
+    assert {b["variant"] for b in out["excluded_baselines"]} == {"null", "reference"}
+
+
+@pytest.mark.parametrize("baseline", [[], ["--baseline", "sim-beta-minimal"]])
+def test_report_comparison_equals_compare_json(pipeline: dict[str, Path], baseline) -> None:
+    """One engine: the report's comparison, Holm values and headline are compare's, exactly."""
+    run_id = json.loads((pipeline["run"] / "report.json").read_text())["run_id"]
+    wh = str(pipeline["wh"])
+    out = pipeline["base"] / f"report-{len(baseline)}"
+    th("report", "--warehouse", wh, "--run", run_id, "--output", str(out), *baseline)
+    doc = json.loads((out / "report.json").read_text())
+    cmp = json.loads(th("compare", "--warehouse", wh, "--run", run_id, *baseline, "--json").stdout)
+    assert doc["comparisons"] and doc["comparisons"] == cmp["comparisons"]
+    assert doc["headline"] == cmp["headline"]
+    for key in ("baseline", "baseline_chosen", "holm_family", "excluded_baselines"):
+        assert doc["comparison"][key] == cmp[key], key
+    html = (out / "report.html").read_text()
+    md = (out / "report.md").read_text()
+    for line in cmp["headline"]["lines"]:  # the same sentence on the page and in the text
+        assert line["sentence"] in md
+        assert line["candidate"]["variant"] in html
+
+
+def test_report_links_each_flagged_trial_to_its_evidence(pipeline: dict[str, Path]) -> None:
+    import re
+
+    out = pipeline["base"] / "report-0"
+    if not out.exists():
+        th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out))
+    doc = json.loads((out / "report.json").read_text())
+    flagged = [t for r in doc["flags"] for t in r["trial_ids"]]
+    assert flagged, "the example's reference and simulated patches carry patch-inspection flags"
+    html = (out / "report.html").read_text()
+    links = dict(re.findall(r'<a href="([^"]+)">([^<]+)</a>', html))
+    by_trial = {text: href for href, text in links.items()}
+    for trial in flagged:
+        href = by_trial[trial]
+        assert href.endswith(f"trials/{trial}/changes.patch") and (out / href).is_file(), href
 
 
 def test_report_is_written(pipeline: dict[str, Path]) -> None:

@@ -26,26 +26,20 @@ def _print_ingest(result, as_json: bool) -> None:
     if as_json:
         echo_json(result.to_dict())
         return
-    from rich.console import Console
-    from rich.table import Table
+    from analysis.report.document import Table
+    from trialhouse.render import View, print_view
 
-    console = Console(highlight=False)
-    t = Table(title="ingest", show_lines=False)
-    for col in ("run_id", "format", "rows per table", "quarantined", "batch"):
-        t.add_column(col)
-    for b in result.batches:
-        rows = ", ".join(f"{k} {v}" for k, v in b.rows.items() if v)
-        t.add_row(b.run_id, b.source_format, rows or "-", str(b.quarantined),
-                  "unchanged" if b.unchanged else (b.ingest_batch_id or ""))
-    console.print(t)
-    for b in result.batches:
-        for note in b.notes:
-            console.print(f"note: {b.run_id}: {note}")
+    rows = [[b.run_id, b.source_format,
+             ", ".join(f"{k} {v:,}" for k, v in b.rows.items() if v) or "-",
+             f"{b.quarantined:,}", "unchanged" if b.unchanged else (b.ingest_batch_id or "")]
+            for b in result.batches]
     total = result.rows
-    console.print(
-        f"total: {len(result.batches)} batch(es), {total.get('trials', 0)} trials, "
-        f"{total.get('events', 0)} events, {result.quarantined} quarantined"
-    )
+    print_view(View(
+        tables=[Table("ingest", ["run_id", "format", "rows per table", "quarantined", "batch"],
+                      rows, [False, False, False, True, False])],
+        after=[f"note: {b.run_id}: {note}" for b in result.batches for note in b.notes]
+        + [f"total: {len(result.batches)} batch(es), {total.get('trials', 0):,} trials, "
+           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"]))
 
 
 @app.command()
@@ -87,7 +81,8 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
 def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     """Run SQL against the warehouse and print a table, JSON or CSV.
 
-    QUERY is the SQL to run (read-only connection).
+    QUERY is the SQL to run (read-only connection). In a terminal: a table (one block per
+    row when the columns do not fit); piped: tab-separated values with a header row.
 
     Example: trialhouse sql --warehouse demo/warehouse/trialhouse.duckdb "SELECT outcome, count(*) FROM trials GROUP BY 1"
     """
@@ -118,18 +113,9 @@ def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
 
 
 def _print_frame(df, limit: int) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from trialhouse.render import print_frame
 
-    t = Table(show_lines=False)
-    for c in df.columns:
-        t.add_column(c)
-    for row in df.head(limit).iter_rows():
-        t.add_row(*("∅" if v is None else str(v) for v in row))
-    console = Console(highlight=False)
-    console.print(t)
-    more = f" (showing {limit})" if df.height > limit else ""
-    console.print(f"{df.height} row(s){more}")
+    print_frame(df, limit)
 
 
 @app.command()

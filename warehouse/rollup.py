@@ -24,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 
+from warehouse.rules import trial_status
 from warehouse.schema import DERIVED, ROW_GROUP_ROWS, arrow_schema, empty_select
 
 NAMES = ("task_rollup", "config_rollup")
@@ -31,8 +32,9 @@ _HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_na
 
 
 def _select(name: str, source: str) -> str:
+    """The rollup's SELECT over ``source`` read through the valid-trial rule."""
     sql = resources.files("warehouse").joinpath("sql", f"{name}.sql").read_text("utf-8")
-    return sql.replace("{source}", source)
+    return sql.replace("{source}", trial_status(source))
 
 
 def _partitions(root: Path, table: str) -> set[str]:

@@ -26,7 +26,8 @@ def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=Non
                               "variant": t.get("variant", cid), "model": t.get("model", "m"),
                               "harness": t.get("harness", "h"),
                               "harness_version": t.get("harness_version", "1"),
-                              "simulated": False, "source_format": "test",
+                              "simulated": t.get("simulated", False), "source_format": "test",
+                              "agent_kind": t.get("agent_kind"),
                               "variant_order": len(cfgs), "ingest_batch_id": batch})
         case_rows.setdefault(t["case_id"], {"run_id": run_id, "case_id": t["case_id"],
                                             "holdout": False, "ingest_batch_id": batch})
@@ -43,7 +44,7 @@ def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=Non
             "time_to_first_edit_s": t.get("ttfe"),
             "input_tokens": t.get("input_tokens", 100), "output_tokens": t.get("output_tokens", 10),
             "steps": t.get("steps", 3), "cost_usd": t.get("cost_usd", 0.01),
-            "simulated": False, "started_at": t.get("started_at", started),
+            "simulated": t.get("simulated", False), "started_at": t.get("started_at", started),
             "ingest_batch_id": batch,
         })
     for c in cases or []:

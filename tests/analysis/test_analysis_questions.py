@@ -116,13 +116,13 @@ def test_compare_all_ties_small_n_and_unknown_cost(wh, grid):
 def test_compare_one_task_and_holm_over_candidates(wh, grid):
     spec = {"b": {"t1": [R, R]}, "c1": {"t1": [A, A]}, "c2": {"t1": [A, R]}}
     comps = compare.compare(wh(grid(spec)), baseline="b")
-    assert [c.candidate["config_id"] for c in comps] == ["c1", "c2"]
-    ps = [c.sign_test["p"] for c in comps]
+    assert [c.candidate.config_id for c in comps] == ["c1", "c2"]
+    ps = [c.sign_test.p for c in comps]
     from statsmodels.stats.multitest import multipletests
 
-    assert [c.sign_test["p_holm"] for c in comps] == pytest.approx(
+    assert [c.sign_test.p_holm for c in comps] == pytest.approx(
         list(multipletests(ps, method="holm")[1]))
-    assert comps[0].main["paired_difference"]["ci_low"] is None  # one task: no interval
+    assert comps[0].paired_difference.ci_low is None  # one task: no interval
 
 
 def test_compare_resolves_names_and_refuses_unknown(wh, grid):
@@ -132,7 +132,7 @@ def test_compare_resolves_names_and_refuses_unknown(wh, grid):
     with pytest.raises(AnalysisError, match="not found"):
         compare.compare(con, baseline="zzz")
     (c,) = compare.compare(con, baseline="abd")
-    assert c.baseline["config_id"] == "abd999"
+    assert c.baseline.config_id == "abd999"
 
 
 def test_compare_report_json(tmp_path):
@@ -158,14 +158,14 @@ def test_compare_report_json(tmp_path):
 def test_consistency_pass_k_and_refusal(wh, grid):
     spec = {"five": {"t1": [A, A, A, R, R], "t2": [A] * 5},
             "three": {"t1": [A, A, A], "t2": [R, A, A]}}
-    df = consistency.consistency(wh(grid(spec)))
-    five = df.filter(df["config_id"] == "five").row(0, named=True)
+    res = consistency.consistency(wh(grid(spec)))
+    five = res.row("five")
     assert five["consistent"] == 1 and five["min_n"] == 5
     assert five["pass_hat_k"][1] == pytest.approx((0.3 + 1) / 2)
     assert five["pass_at_k"][1] == pytest.approx((0.9 + 1) / 2)
     assert len(five["pass_hat_k"]) == 5
     with pytest.raises(AnalysisError, match="not comparable"):
-        consistency.check_comparable(df, "five", "three")
+        consistency.check_comparable(res, "five", "three")
 
 
 def test_pareto_front_and_dominators(wh, grid):
@@ -173,8 +173,8 @@ def test_pareto_front_and_dominators(wh, grid):
               + grid({"good": {"t1": [A, A]}}, cost_usd=0.05)
               + grid({"bad": {"t1": [R, A]}}, cost_usd=0.2)
               + grid({"none": {"t1": [R, R]}}, cost_usd=0.01))
-    df = pareto.pareto(wh(trials), convex=True)
-    rows = {r["config_id"]: r for r in df.iter_rows(named=True)}
+    res = pareto.pareto(wh(trials), convex=True)
+    rows = {r["config_id"]: r for r in res.rows}
     assert rows["cheap"]["on_front"] and rows["good"]["on_front"]
     assert rows["bad"]["on_front"] is False
     assert set(rows["bad"]["dominated_by"]) == {"cheap", "good"}
@@ -222,14 +222,14 @@ def test_failures_latest_category_per_annotator_and_lost_spend(wh, grid):
         {"trial_id": "x0", "kind": "review_decision", "verdict": "reject", "annotator": "rev"},
     ]
     con = wh(trials, judgments=judg)
-    df = failures.failures(con)
+    df = failures.failures(con).table
     cat = df.filter(df["dimension"] == "category").to_dicts()
     assert [(r["value"], r["count"], r["total"]) for r in cat] == [("implementation", 2, 2)]
     assert cat[0]["lost_spend_usd"] == pytest.approx(0.2)
     out = df.filter(df["dimension"] == "outcome").to_dicts()
     assert [(r["value"], r["count"]) for r in out] == [("accepted", 1), ("target_failed", 2)]
     dis = failures.review_disagreements(con)
-    assert dis["trial_id"].to_list() == ["x0"]
+    assert [r["trial_id"] for r in dis.rows] == ["x0"]
 
 
 def test_familiarity_gap_matches_statsmodels(wh):
@@ -245,7 +245,7 @@ def test_familiarity_gap_matches_statsmodels(wh):
             ok = rng.random() < (0.7 if fam == "known" else 0.4)
             trials.append({"config_id": "c", "case_id": f"t{i}", "rep": rep,
                            "outcome": A if ok else R})
-    row = familiarity.familiarity(wh(trials, cases=cases)).row(0, named=True)
+    row = familiarity.familiarity(wh(trials, cases=cases)).rows[0]
     y = np.array([t["outcome"] == A for t in trials], dtype=float)
     x = np.array([int(t["case_id"][1:]) % 6 < 3 for t in trials], dtype=float)
     g = np.array([int(t["case_id"][1:]) % 6 for t in trials])
@@ -260,7 +260,7 @@ def test_latency_quantiles_match_numpy(wh):
     durs = [5.0, 7.0, 11.0, 20.0, 3.5]
     trials = [{"config_id": "c", "case_id": f"t{i}", "outcome": A, "duration_s": d,
                "setup_s": 1.0, "ttfe": None if i else 2.0} for i, d in enumerate(durs)]
-    row = latency.latency(wh(trials)).row(0, named=True)
+    row = latency.latency(wh(trials)).rows[0]
     for q, key in ((0.5, "total_p50"), (0.9, "total_p90"), (0.95, "total_p95")):
         assert row[key] == pytest.approx(float(np.quantile(durs, q)))
     assert row["first_edit_n"] == 1 and row["agent_n"] == 0
@@ -293,7 +293,7 @@ def test_analyses_run_on_runs_jsonl_import(tmp_path):
     assert len(s.rows) == 4 and all(r["cost_coverage"] == 1.0 for r in s.rows)
     assert len(compare.compare(con)) == 3
     assert consistency.consistency(con).height == 4
-    assert pareto.pareto(con)["on_front"].any()
+    assert any(r["on_front"] for r in pareto.pareto(con).rows)
     matrix.matrix(con)
     con.close()
 
@@ -315,3 +315,18 @@ def test_cli_json_and_one_line_errors(tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip().startswith("trialhouse: configuration 'nope' not found")
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_trial_facts_and_the_analyses_share_the_valid_trial_rule(wh, grid):
+    """trial_facts (a stored view) and every analysis (warehouse/sql/trial_status.sql) agree on
+    which trials are valid and solved, incomplete ones included."""
+    from analysis.data import TRIALS
+
+    trials = grid({"c": {"t1": [A, R, "infra_error", "invalid", "regression"]}})
+    trials.append({"config_id": "c", "case_id": "t1", "rep": 6, "outcome": None})
+    con = wh(trials)
+    facts = con.execute("SELECT trial_id, valid, solved FROM trial_facts ORDER BY 1").fetchall()
+    ours = con.execute(f"SELECT trial_id, valid, solved FROM {TRIALS} t ORDER BY 1").fetchall()
+    assert [tuple(bool(v) for v in r[1:]) for r in facts] == [r[1:] for r in ours]
+    assert [r[1:] for r in ours] == [(True, True), (True, False), (False, False), (False, False),
+                                     (True, False), (False, False)]

@@ -63,30 +63,30 @@ def test_compare_by_skips_slices_without_both_sides(wh, grid):
     con = wh(trials, cases=cases)
     (only,) = compare.compare(con, baseline="b", candidates=["c"], by=["task_class"])
     assert only.slice == {"task_class": "bugfix"}
-    assert only.sign_test["improvements"] == 1 and only.sign_test["n"] == 1
+    assert only.sign_test.improvements == 1 and only.sign_test.n == 1
     apart = wh(grid({"b": {"t2": ["failed"]}, "c": {"t1": ["accepted"]}}), cases=cases)
     with pytest.raises(AnalysisError, match="slice holds trials of both"):
         compare.compare(apart, baseline="b", candidates=["c"], by=["task_class"])
 
 
 def test_pareto_by_slice_equals_pareto_on_the_slice(synth, close):
-    sliced = pareto.pareto(synth, x="cost_per_trial", convex=True, by="difficulty")
+    sliced = pareto.pareto(synth, x="cost_per_trial", convex=True, by="difficulty").table
     assert sliced.columns[5] == "difficulty"
     for value in _values(synth, "difficulty"):
         part = sliced.filter(sliced["difficulty"] == value).drop("difficulty")
         alone = pareto.pareto(synth, Filters(labels=(("difficulty", value),)),
-                              x="cost_per_trial", convex=True)
+                              x="cost_per_trial", convex=True).table
         close(part.to_dicts(), alone.to_dicts())
         assert part["on_front"].any()
 
 
 def test_familiarity_by_slice_equals_familiarity_on_the_slice(synth, close):
-    sliced = familiarity.familiarity(synth, by=["language"])
+    sliced = familiarity.familiarity(synth, by=["language"]).table
     langs = _values(synth, "language")
     assert sorted(set(sliced["language"])) == langs
     for value in langs:
         part = sliced.filter(sliced["language"] == value).drop("language")
-        alone = familiarity.familiarity(synth, Filters(labels=(("language", value),)))
+        alone = familiarity.familiarity(synth, Filters(labels=(("language", value),))).table
         close(part.to_dicts(), alone.to_dicts())
     with pytest.raises(AnalysisError, match="--by familiarity"):
         familiarity.familiarity(synth, by="familiarity")

@@ -143,11 +143,11 @@ def test_whole_runs_take_their_medians_from_config_rollup(tmp_path, monkeypatch,
 
 @pytest.mark.parametrize("by", [None, "task_class"])
 def test_consistency_counts_the_same_from_the_rollup_and_the_trials(two_runs, by, close):
-    from analysis.consistency import consistency_rows
+    from analysis.consistency import consistency
 
-    close(consistency_rows(two_runs, by=by), consistency_rows(two_runs, by=by, from_trials=True),
+    close(consistency(two_runs, by=by).rows, consistency(two_runs, by=by, from_trials=True).rows,
           rel_tol=1e-12, abs_tol=1e-15)
-    rows = {r["config_id"]: r for r in consistency_rows(two_runs)}
+    rows = {r["config_id"]: r for r in consistency(two_runs).rows}
     # Common tasks with a valid trial for a and b: t1, t2, t4. a: t1 2/3, t2 2/2, t4 1/1.
     assert rows["a"]["tasks"] == 3 and rows["a"]["consistent"] == 2
     assert rows["a"]["excluded_tasks"] == 1  # t3

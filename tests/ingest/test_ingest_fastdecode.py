@@ -38,7 +38,7 @@ def _every_event_type() -> list[ev.BaseModel]:
         ev.IntegrityCheck(**s.env("run-1-t001"), phase="before_grading", ok=False, mismatches=["a.py"]),
         ev.Budget(**s.env("run-1-t001"), type="cost", status="exceeded", limit=2.0, used=2.5),
         ev.WorkspacePrepared(**s.env("run-1-t001"), initial_tree="a" * 40, prepared_tree="b" * 40),
-        ev.TrialSkipped(**s.env("run-1-t009"), case_id="c1", variant="base", config_id="cfg", repetition=1,
+        ev.TrialSkipped(**s.env("run-1-t002"), case_id="c", variant="v", config_id="x", repetition=1,
                         reason="case not scored: controls failed"),
         ev.ModelCall(**s.env("run-1-t001"), stage="build", attempt=1, call_index=0, mode="scripted",
                      provider="anthropic", api="messages", model="m", status=200, input_tokens=10, output_tokens=3,

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def _write_run(
 
     batch = f"batch-{run_id}"
     common = {"run_id": run_id, "ingest_batch_id": batch}
-    configs, trials, cases, judgments = [], [], [], []
+    configs, trials, cases, judgments, flags = [], [], [], [], []
     for order, (model, harness) in enumerate((m, h) for m in models for h in harnesses):
         simulated = model == "model-b" and harness == "harness-y"
         cid = hashlib.sha256(f"{model}|{harness}|1.0".encode()).hexdigest()[:32]
@@ -110,6 +111,11 @@ def _write_run(
                 tokens_out = rng.randint(200, 4_000)
                 cost = None if (cfg["simulated"] and n % 29 == 0) else round((tokens_in * 3 + tokens_out * 15) / 1e6, 6)
                 tid = f"{run_id}-{cfg['config_id']}-{case}-{rep}"
+                # Patch-inspection findings: on every regression, and a second kind now and then.
+                found = [("broad_exception", "src/app.py")] if outcome == "regression" else []
+                found += [("tests_deleted", "tests/test_app.py")] if n % 11 == 0 else []
+                flags += [{**common, "trial_id": tid, "kind": k, "path": p, "detail": "fixture"}
+                          for k, p in found]
                 trials.append(
                     {
                         **common,
@@ -139,6 +145,7 @@ def _write_run(
                         "cost_usd": cost,
                         "cost_source": None if cost is None else "reported",
                         "simulated": cfg["simulated"],
+                        "flags": len(found),
                     }
                 )
                 if outcome in ("target_failed", "regression"):
@@ -183,6 +190,7 @@ def _write_run(
         "cases": table_from_rows("cases", cases),
         "trials": table_from_rows("trials", trials),
         "judgments": table_from_rows("judgments", judgments),
+        "flags": table_from_rows("flags", flags),
     }
     with write_lock(db):
         replace_run(db, run_id, tables)
@@ -222,17 +230,63 @@ def small_warehouse(fixture_warehouse: Path) -> Path:
 @pytest.fixture(scope="session")
 def fixture_report(fixture_warehouse: Path, tmp_path_factory: pytest.TempPathFactory):
     """The fixture's current week against the previous one (built once)."""
-    from analysis.report import build_report
+    from analysis.report import write_report
 
     out = tmp_path_factory.mktemp("report")
-    return build_report(fixture_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True)
+    return write_report(fixture_warehouse, out, since="2026-11-23", until="2026-11-30", previous_period=True)
 
 
 @pytest.fixture(scope="session")
 def built_report(small_warehouse: Path, fixture_warehouse: Path, fixture_report, tmp_path_factory):
     """The report the browser opens: the fixture's, or the whole override warehouse's."""
-    from analysis.report import build_report
+    from analysis.report import write_report
 
     if small_warehouse == fixture_warehouse:
         return fixture_report
-    return build_report(small_warehouse, tmp_path_factory.mktemp("report-override"))
+    return write_report(small_warehouse, tmp_path_factory.mktemp("report-override"))
+
+
+# --------------------------------------------------------------------------- headless Chromium
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def open_offline(html: Path, inspect, *, ready: str, viewport=(1200, 900)) -> dict:
+    """Open ``html`` in headless Chromium with every non-file request aborted, wait until the
+    JS expression ``ready`` is true, then return ``inspect(page)`` plus the aborted requests
+    (``blocked``) and the console errors (``errors``)."""
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("headless Chromium not found: run 'make chromium' (Debian package 'chromium')")
+    blocked: list[str] = []
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
+
+            def route(r):
+                if r.request.url.startswith("file://"):
+                    r.continue_()
+                else:
+                    blocked.append(r.request.url)
+                    r.abort()
+
+            page.route("**/*", route)
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(html.resolve().as_uri(), wait_until="load")
+            page.wait_for_function(ready, timeout=60_000)
+            found = inspect(page)
+        finally:
+            browser.close()
+    return {"blocked": blocked, "errors": errors, **found}
+
+
+@pytest.fixture(scope="session")
+def offline():
+    """``open_offline`` as a fixture."""
+    return open_offline

@@ -15,11 +15,12 @@ from scipy.stats import binomtest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse", "filters", "window",
-            "baseline_requested", "simulated_configs", "controls", "blockers", "summary", "comparisons",
-            "comparison_absent", "consistency", "pareto", "matrix", "matrix_absent", "failures", "familiarity",
-            "latency", "previous_period", "charts"]
-SECTIONS = ["controls", "blockers", "summary", "comparison", "consistency", "pareto", "matrix", "failures",
-            "familiarity", "distributions", "period"]
+            "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "summary",
+            "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
+            "matrix_absent", "failures", "flags", "familiarity", "latency", "previous_period", "charts",
+            "charts_skipped"]
+SECTIONS = ["headline", "controls", "blockers", "summary", "comparison", "consistency", "pareto", "matrix",
+            "failures", "flags", "familiarity", "distributions", "period"]
 
 
 def _sql(db: Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -100,15 +101,22 @@ def test_markdown_puts_counts_beside_percentages(fixture_report, doc) -> None:
 
 
 def test_previous_period_is_paired_by_task_and_matches_scipy(fixture_warehouse, doc) -> None:
+    """The period comparison is compare's: one direction per shared non-holdout task."""
+    from statsmodels.stats.multitest import multipletests
+
     w = doc["window"]
     assert w["previous_since"].startswith("2026-11-16") and w["previous_until"].startswith("2026-11-23")
     prev = _counts(fixture_warehouse, "2026-11-16", "2026-11-23")
     cur = _counts(fixture_warehouse, "2026-11-23", "2026-11-30")
+    holdout = {r[0] for r in _sql(fixture_warehouse, "SELECT DISTINCT case_id FROM cases WHERE holdout")}
+    assert holdout, "the fixture has a holdout task"
     rows = doc["previous_period"]["rows"]
     assert {r["config_id"] for r in rows} == {k for k, _ in cur}
+    ps = [r["sign_test"]["p"] for r in rows]
+    assert [r["sign_test"]["p_holm"] for r in rows] == pytest.approx(list(multipletests(ps, method="holm")[1]))
     for r in rows:
         cid = r["config_id"]
-        tasks = sorted({t for k, t in cur if k == cid} & {t for k, t in prev if k == cid})
+        tasks = sorted(({t for k, t in cur if k == cid} & {t for k, t in prev if k == cid}) - holdout)
         up = sum(Fraction(*cur[cid, t]) > Fraction(*prev[cid, t]) for t in tasks)
         down = sum(Fraction(*cur[cid, t]) < Fraction(*prev[cid, t]) for t in tasks)
         assert (r["common_tasks"], r["sign_test"]["improvements"], r["sign_test"]["regressions"]) == (
@@ -168,3 +176,44 @@ def test_cli_errors_are_one_line(tmp_path: Path, fixture_warehouse: Path, args: 
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith(message), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_flags_section_counts_per_configuration_and_kind(fixture_warehouse, doc, fixture_report) -> None:
+    """Patch-inspection flags: per (configuration, kind) in the section, per configuration in
+    the summary, both recomputed from the flags table."""
+    window = "started_at >= '2026-11-23'::TIMESTAMPTZ AND started_at < '2026-11-30'::TIMESTAMPTZ"
+    expected = {(c, k): (n, t) for c, k, n, t in _sql(fixture_warehouse, f"""
+SELECT t.config_id, f.kind, count(*), count(DISTINCT f.trial_id)
+FROM flags f JOIN trials t USING (run_id, trial_id)
+WHERE t.complete AND t.{window} GROUP BY ALL""")}
+    assert expected and len({k for _, k in expected}) == 2, "the fixture plants two kinds"
+    got = {(r["config_id"], r["kind"]): (r["flags"], r["trials_flagged"]) for r in doc["flags"]}
+    assert got == expected
+    per_config = dict(_sql(fixture_warehouse, f"SELECT config_id, sum(flags) FROM trials "
+                                              f"WHERE complete AND {window} GROUP BY 1"))
+    assert {r["config_id"]: r["flags"] for r in doc["summary"]["rows"]} == per_config
+    md = fixture_report.markdown.read_text(encoding="utf-8")
+    assert "## Patch-inspection flags" in md and "broad_exception" in md and "tests_deleted" in md
+
+
+def test_a_source_without_cost_draws_no_cost_chart_and_says_why(tmp_path: Path) -> None:
+    """Foreign results without prices: cost unknown everywhere, so no empty cost chart or
+    front; the report says why instead, and flags are unknown, not zero."""
+    from analysis.report import write_report
+    from ingest.api import ingest_paths
+
+    lines = [{"model": m, "harness": "h", "harness_version": "1", "task_id": f"t{t}", "trial": 1,
+              "status": "solved" if (t + len(m)) % 3 else "failed"}
+             for m in ("ma", "mbb") for t in range(6)]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    wh = tmp_path / "w" / "t.duckdb"
+    ingest_paths([runs], wh, format="runs-jsonl")
+    paths = write_report(wh, tmp_path / "out")
+    doc = json.loads(paths.json.read_text(encoding="utf-8"))
+    assert "cost" not in paths.charts and "pareto" not in paths.charts
+    assert set(doc["charts_skipped"]) >= {"cost", "pareto", "pareto_trial"}
+    assert doc["charts_skipped"]["cost"] == "no trial has a known cost_usd"
+    assert all(r["flags"] is None for r in doc["summary"]["rows"])
+    md = paths.markdown.read_text(encoding="utf-8")
+    assert "Not drawn: cost (no trial has a known cost_usd)" in md

@@ -148,3 +148,35 @@ def test_non_finite_values_never_reach_the_spec() -> None:
     assert [r["cost_per_solved"] for r in rows] == [1.0, None]
     assert [r["cost_p50"] for r in rows] == [None, 2.0]
     json.dumps(spec, allow_nan=False)
+
+
+PASSK = pl.DataFrame({"label": ["a"] * 4 + ["b"] * 4, "k": [1, 2, 1, 2] * 2,
+                      "metric": ["pass@k", "pass@k", "pass^k", "pass^k"] * 2,
+                      "value": [0.6, 0.8, 0.6, 0.4, 0.5, 0.7, 0.5, 0.3]})
+
+
+def test_pass_k_chart_gives_each_metric_its_own_titled_panel() -> None:
+    spec = charts.pass_k_chart(PASSK).to_dict()
+    assert spec["facet"]["column"]["field"] == "panel", "one panel per metric"
+    assert {r["panel"] for r in _rows(spec)} == set(charts.METRIC_TITLES.values())
+    x = spec["spec"]["encoding"]["x"]
+    assert x["type"] == "quantitative" and x["axis"]["values"] == [1, 2], "integer k ticks"
+    assert spec["spec"]["width"] >= 200, "not squashed"
+
+
+def test_long_configuration_names_are_never_cut() -> None:
+    """Vega truncates legend labels at 160 px and axis labels at 180 px unless told not to."""
+    import vl_convert as vlc
+
+    long = "planner-editor@0.9.1 / claude-3-7-sonnet-20250219 SIMULATED"
+    spec = charts.failures_chart(pl.DataFrame({"label": [long, "b"], "category": ["x", "y"],
+                                               "count": [2, 3]})).to_dict()
+    assert spec["config"]["legend"]["labelLimit"] == 0 and spec["config"]["axis"]["labelLimit"] == 0
+    svg = vlc.vegalite_to_svg(spec)
+    assert long in svg and "…" not in svg
+
+
+def test_has_data_tells_an_empty_chart() -> None:
+    df = pl.DataFrame({"label": ["a", "b"], "cost_usd": [None, float("inf")]}, schema={"label": pl.String, "cost_usd": pl.Float64})
+    assert not charts.has_data(df, "cost_usd")
+    assert charts.has_data(df.with_columns(pl.lit(1.0).alias("cost_usd")), "cost_usd")

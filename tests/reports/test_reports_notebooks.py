@@ -1,4 +1,6 @@
-"""The four notebooks: stored without outputs, and each executes cleanly against the test warehouse."""
+"""The four notebooks: stored without outputs, each executes cleanly against the test warehouse,
+and their charts draw offline — in the outputs JupyterLab shows and in the HTML that
+``jupyter nbconvert --to html`` exports (opened in headless Chromium, network blocked)."""
 
 from __future__ import annotations
 
@@ -28,22 +30,75 @@ def test_notebook_is_stored_without_outputs(name: str) -> None:
     assert len(params) == 1 and "TRIALHOUSE_WAREHOUSE" in params[0].source
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_notebook_executes(name: str, small_warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="module")
+def executed(small_warehouse: Path) -> dict[str, nbformat.NotebookNode]:
+    """Every notebook executed once with nbclient (a real kernel) on the test warehouse."""
     from nbclient import NotebookClient
 
-    monkeypatch.setenv("TRIALHOUSE_WAREHOUSE", str(small_warehouse))
+    saved = {k: os.environ.get(k) for k in ("TRIALHOUSE_WAREHOUSE", "PYTHONPATH")}
+    os.environ["TRIALHOUSE_WAREHOUSE"] = str(small_warehouse)
     # The kernel imports analysis/warehouse from the checkout, whatever the install.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
-    nb = _load(name)
-    client = NotebookClient(nb, timeout=180, kernel_name="python3",
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
-    client.execute()  # raises CellExecutionError on the first failing cell
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), saved["PYTHONPATH"]]))
+    try:
+        out = {}
+        for name in NAMES:
+            nb = _load(name)
+            NotebookClient(nb, timeout=180, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+            out[name] = nb
+        return out
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _chart_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    return [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if o.get("output_type") in ("execute_result", "display_data")
+            and "trialhouse-chart" in o.get("data", {}).get("text/html", "")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_executes_and_its_charts_carry_vega_inline(executed, name: str) -> None:
+    nb = executed[name]
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.get("output_type") == "error"]
-    # Every notebook draws at least one chart (a Vega-Lite bundle in the outputs).
-    assert any("application/vnd.vegalite.v6+json" in o.get("data", {}) or
-               "application/vnd.vegalite.v5+json" in o.get("data", {}) or
-               "text/html" in o.get("data", {}) for o in outputs if o.get("output_type") in
-               ("execute_result", "display_data"))
+    charts = _chart_outputs(nb)
+    assert charts, "every notebook draws at least one chart"
+    for html in charts:
+        assert "window.vegaEmbed" in html and "https://" not in html.split("<script", 1)[0]
+        assert "cdn.jsdelivr.net" not in html and "<script src" not in html
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_exported_notebooks_draw_every_chart_offline(executed, offline, tmp_path: Path) -> None:
+    """nbconvert's HTML, opened with every network request aborted: each chart is drawn.
+
+    nbconvert's own page template asks CDNs for MathJax and require.js; those requests
+    are aborted like any other, and the charts must draw regardless.
+    """
+    from nbconvert import HTMLExporter
+
+    for name, nb in executed.items():
+        body, _ = HTMLExporter().from_notebook_node(nb)
+        assert "cdn.jsdelivr.net/npm/vega" not in body
+        page = tmp_path / f"{name}.html"
+        page.write_text(body, encoding="utf-8")
+        n = len(_chart_outputs(nb))
+
+        def inspect(p) -> dict:
+            divs = p.locator("div.trialhouse-chart")
+            return {"divs": divs.count(),
+                    "drawn": [divs.nth(i).locator("svg.marks").count() for i in range(divs.count())]}
+
+        seen = offline(page, inspect, ready=(
+            "Array.from(document.querySelectorAll('div.trialhouse-chart'))"
+            f".filter(d => d.querySelector('svg.marks')).length >= {n}"))
+        assert seen["divs"] == n and seen["drawn"] == [1] * n, (name, seen)
+        assert not [e for e in seen["errors"] if "vega" in e.lower() or "chart" in e.lower()], seen["errors"]
+        assert not [u for u in seen["blocked"] if "vega" in u], seen["blocked"]

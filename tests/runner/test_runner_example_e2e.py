@@ -11,8 +11,6 @@ from runner.eventlog import read_events
 from runner.run import run_controls, run_trials
 from runner.validate import validate_manifest
 
-pytest.importorskip("runner.agents.builtin", reason="built-in agents not installed yet")
-
 
 @pytest.fixture(scope="module")
 def small_example(tmp_path_factory):

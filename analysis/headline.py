@@ -1,0 +1,143 @@
+"""The headline: who won, in one plain sentence per candidate (a pure function of a
+``ComparisonSet``, so ``compare`` and the report print the same words and numbers).
+
+Each sentence gives the effect (mean difference of per-task acceptance rates, in
+percentage points) with its 95% interval, the per-task sign test (Holm-adjusted over the
+candidates when there are several), whether the difference is distinguishable at this
+sample size, and the change in cost per accepted result with its coverage. There is no
+single weighted score: a reader weighs quality against cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis import formatting as fmt
+from analysis.comparison import Comparison, ComparisonSet, ConfigRef
+
+SIGNIFICANT = 0.05
+
+
+@dataclass(frozen=True)
+class HeadlineLine:
+    """The verdict on one candidate against the baseline."""
+
+    candidate: ConfigRef
+    effect: float | None  # candidate − baseline, mean of per-task rates (a fraction)
+    ci_low: float | None
+    ci_high: float | None
+    improved: int
+    regressed: int
+    p: float
+    p_holm: float | None
+    tasks: int
+    distinguishable: bool
+    reachable: bool
+    cost_change: str | None  # "−8%", or None when unknown
+    sentence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        from analysis.jsonout import clean
+
+        return clean({"candidate": self.candidate.as_dict(), "effect": self.effect,
+                      "ci_low": self.ci_low, "ci_high": self.ci_high,
+                      "improved": self.improved, "regressed": self.regressed, "p": self.p,
+                      "p_holm": self.p_holm, "tasks": self.tasks,
+                      "distinguishable": self.distinguishable, "reachable": self.reachable,
+                      "cost_change": self.cost_change, "sentence": self.sentence})
+
+
+@dataclass
+class Headline:
+    baseline: ConfigRef
+    intro: str
+    lines: list[HeadlineLine] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline.as_dict(), "intro": self.intro,
+                "lines": [ln.as_dict() for ln in self.lines]}
+
+
+def _name(ref: ConfigRef, simulated: Iterable[str]) -> str:
+    return fmt.label(ref.as_dict(), frozenset(simulated))
+
+
+def _effect(mean: float | None, base: str) -> str:
+    if mean is None:
+        return f"cannot be compared with {base} (no common task)"
+    points = abs(100 * mean)
+    if round(points, 1) == 0:
+        return f"accepts as many tasks as {base}"
+    return f"accepts {points:.1f} points {'more' if mean > 0 else 'fewer'} tasks than {base}"
+
+
+def _cost(c: Comparison) -> tuple[str, str | None]:
+    cost = c.cost
+    new, old = cost.candidate_per_accepted, cost.baseline_per_accepted
+    change = fmt.ratio_change(new, old)
+    if change is not None:
+        return f"cost per accepted {change}", change
+    if new is None or old is None:
+        cover = [v for v in (cost.baseline_coverage, cost.candidate_coverage) if v is not None]
+        known = min(cover) if cover else None
+        tail = "" if known is None else f" (cost known for {100 * known:.0f}% of trials)"
+        return f"cost per accepted unknown{tail}", None
+    return f"cost per accepted {fmt.usd(new)} against {fmt.usd(old)}", None
+
+
+def line(c: Comparison, family: int, simulated: Iterable[str] = ()) -> HeadlineLine:
+    """One candidate's sentence; ``family`` is the size of its Holm family."""
+    st, diff = c.sign_test, c.paired_difference
+    name, base = _name(c.candidate, simulated), _name(c.baseline, simulated)
+    holm = st.p_holm if family > 1 else None
+    p = st.p if holm is None else holm
+    ptxt = f"p = {fmt.pval(p)}" + (", Holm" if holm is not None else "")
+    span = fmt.points_range(diff.ci_low, diff.ci_high)
+    ci = "" if span is None else f"95% CI {span}; "
+    tasks = c.tasks.common
+    if not st.p_reachable:
+        verdict = (f"not distinguishable: only {st.n} of {tasks} tasks differ, and a sign test "
+                   "needs at least 6")
+        distinct = False
+    elif p < SIGNIFICANT:
+        better = st.improvements > st.regressions
+        verdict = (f"distinguishable with {tasks} tasks: a real "
+                   f"{'improvement' if better else 'regression'}")
+        distinct = True
+    else:
+        verdict = f"not distinguishable with {tasks} tasks"
+        distinct = False
+    cost_txt, change = _cost(c)
+    sentence = (f"{name} {_effect(diff.mean_diff, base)} ({ci}{st.improvements} improved / "
+                f"{st.regressions} regressed, {ptxt}): {verdict}; {cost_txt}.")
+    return HeadlineLine(c.candidate, diff.mean_diff, diff.ci_low, diff.ci_high,
+                        st.improvements, st.regressions, st.p, holm, tasks, distinct,
+                        st.p_reachable, change, sentence)
+
+
+def headline(result: ComparisonSet, simulated: Iterable[str] | None = None) -> Headline:
+    """The headline of a comparison: an intro naming the baseline, one line per candidate.
+
+    Simulated configurations (``result.simulated`` unless given) are named SIMULATED.
+    Sliced comparisons (``by``) have no headline sentence: each slice is its own,
+    exploratory question.
+    """
+    sim = result.simulated if simulated is None else frozenset(simulated)
+    base = _name(result.baseline, sim)
+    how = ("as requested" if result.chosen == "requested" else
+           "the first variant that is not a baseline; choose another with --baseline")
+    parts = [f"Baseline: {base} ({how})."]
+    if result.excluded_baselines:
+        names = fmt.listing([_name(b, sim) for b in result.excluded_baselines])
+        parts.append(f"Reference points, never candidates: {names}.")
+    n = len(result.candidates)
+    parts.append("One candidate; no single weighted score." if n == 1 else
+                 f"{n} candidates, Holm-adjusted together; no single weighted score.")
+    out = Headline(result.baseline, " ".join(parts))
+    if result.sliced_by:
+        out.intro += f" Sliced by {', '.join(result.sliced_by)}: see each slice's table."
+        return out
+    out.lines = [line(c, n, sim) for c in result.comparisons]
+    return out

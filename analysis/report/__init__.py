@@ -1,0 +1,118 @@
+"""The comparison report: one offline HTML page, the same findings as Markdown, every number as JSON.
+
+``write_report`` opens the warehouse, gathers every analysis answer once
+(:mod:`analysis.report.gather`), lays them out as sections (:mod:`analysis.report.sections`,
+one module each), draws the charts (:mod:`analysis.report.charts`), renders HTML, Markdown
+and JSON (:mod:`analysis.report.render`) and writes them with each chart as PNG and SVG
+(:mod:`analysis.report.output`). It computes no statistic of its own; the headline and the
+comparison are the ``compare`` command's, numbers equal by construction.
+"""
+
+from __future__ import annotations
+
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import AnalysisError
+from analysis.report.output import ReportPaths
+
+__all__ = ["ReportPaths", "write_report"]
+
+
+def _window(since: Any, until: Any, previous_period: bool
+            ) -> tuple[datetime | None, datetime | None, tuple[datetime, datetime] | None]:
+    from analysis.filters import _parse_time
+    from analysis.period import previous_window
+
+    since_t, until_t = _parse_time(since, "since"), _parse_time(until, "until")
+    if previous_period and since_t is None:
+        raise AnalysisError("--previous-period needs --since (and --until, default now): it "
+                            "compares the window with the one of the same length before it")
+    if since_t is not None and until_t is None and previous_period:
+        until_t = datetime.now(UTC)
+    prev = None
+    if since_t is not None and until_t is not None:
+        prev = previous_window(since_t, until_t)  # rejects an empty or inverted window early
+    return since_t, until_t, prev if previous_period else None
+
+
+def _scope(filters: Any, run_ids: list[str]) -> str:
+    parts = []
+    if filters.since or filters.until:
+        a = filters.since.date().isoformat() if filters.since else "the beginning"
+        b = filters.until.isoformat(timespec="minutes") if filters.until else "now"
+        parts.append(f"trials started from {a} until {b} (exclusive)")
+    parts.append(f"runs: {', '.join(run_ids)}" if len(run_ids) <= 4 else f"{len(run_ids)} runs")
+    return "; ".join(parts)
+
+
+def write_report(warehouse: Path | str, output: Path | str, *,
+                 runs: list[str] | tuple[str, ...] | None = None, since: Any = None,
+                 until: Any = None, baseline: str | None = None,
+                 candidates: list[str] | None = None, previous_period: bool = False,
+                 title: str | None = None) -> ReportPaths:
+    """Write report.html, report.md, report.json and charts/*.png|svg into ``output``.
+
+    ``baseline``/``candidates`` resolve exactly as ``compare``'s (default baseline: the
+    manifest's first variant that is not a baseline; candidates: every non-baseline).
+    """
+    from analysis.filters import Filters
+    from analysis.report import output as out
+    from analysis.report.gather import gather
+    from warehouse import db as wdb
+
+    warehouse, directory = Path(warehouse), Path(output)
+    since_t, until_t, prev = _window(since, until, previous_period)
+    filters = Filters(runs=tuple(runs or ()), since=since_t, until=until_t)
+    window = {"since": since_t.isoformat() if since_t else None,
+              "until": until_t.isoformat() if until_t else None,
+              "previous_since": prev[0].isoformat() if prev else None,
+              "previous_until": prev[1].isoformat() if prev else None}
+    previous = Filters(runs=filters.runs, since=prev[0], until=prev[1]) if prev else None
+    out.check(directory)
+    with closing(wdb.open(warehouse, read_only=True)) as con:
+        data = gather(con, filters, window=window, baseline=baseline, candidates=candidates,
+                      previous=previous)
+    return _write(data, directory, title or "trialhouse comparison report", str(warehouse))
+
+
+def _write(data: Any, directory: Path, title: str, warehouse: str) -> ReportPaths:
+    """Sections, charts and the three renderings of gathered data, written to ``directory``."""
+    import json
+    from importlib.metadata import version
+
+    from analysis.report import charts, render, sections
+    from analysis.report import output as out
+
+    out.prepare(directory)
+    page = sections.build(data)
+    drawn = charts.build(data)
+    for s in page:  # a chart with no data is not drawn; the section says why
+        missing = [c for c in s.charts if c not in drawn.specs]
+        s.charts = [c for c in s.charts if c in drawn.specs]
+        if missing and not s.absent:
+            s.warnings.append("Not drawn: " + "; ".join(
+                f"{c} ({drawn.skipped.get(c, 'no data')})" for c in missing) + ".")
+    out.localize_links(page, directory)
+    specs = {name: chart.to_dict() for name, chart in drawn.specs.items()}
+    paths = {name: out.save_chart(spec, directory / "charts" / name)
+             for name, spec in specs.items()}
+    trialhouse_version = version("trialhouse")
+    context = {"title": title, "scope": _scope(data.filters, data.run_ids),
+               "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+               "version": trialhouse_version, "simulated": bool(data.simulated),
+               "sections": page, "chart_files": {n: f"charts/{n}.png" for n in paths}}
+    result = ReportPaths(directory, directory / "report.html", directory / "report.md",
+                         directory / "report.json", paths)
+    result.html.write_text(render.html(context, specs), encoding="utf-8")
+    result.markdown.write_text(render.markdown(context), encoding="utf-8")
+    doc = render.document(
+        data, title=title, version=trialhouse_version, warehouse=warehouse,
+        generated_at=datetime.now(UTC).isoformat(), skipped=drawn.skipped,
+        charts={n: {k: str(v.relative_to(directory)) for k, v in p.items()}
+                for n, p in paths.items()})
+    result.json.write_text(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n",
+                           encoding="utf-8")
+    return result

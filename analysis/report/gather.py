@@ -1,0 +1,182 @@
+"""Gathering: ask every analysis its question once, keep the typed answers.
+
+The report computes no statistic: each field of :class:`ReportData` is the return value
+of one analysis function (or why it could not answer), and the comparison is the very
+``analysis.compare.compare`` call the ``compare`` command makes, with the same baseline
+resolution and Holm family, so the two print the same numbers by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from analysis.errors import AnalysisError
+from analysis.filters import Filters
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars as pl
+
+    from analysis.comparison import ComparisonSet
+    from analysis.consistency import Consistency
+    from analysis.eligibility import Blockers, Eligibility
+    from analysis.failures import Failures
+    from analysis.familiarity import Familiarity
+    from analysis.flags import Flags
+    from analysis.headline import Headline
+    from analysis.latency import Latency
+    from analysis.matrix import Matrix
+    from analysis.pareto import Pareto
+    from analysis.period import Period
+    from analysis.summary import Summary
+
+
+@dataclass
+class ReportData:
+    """Every analysis answer the report lays out (sections read only this)."""
+
+    filters: Filters
+    window: dict[str, str | None]
+    baseline_requested: str | None
+    run_ids: list[str]
+    runs: list[dict[str, Any]]
+    configs: list[dict[str, Any]]
+    simulated: frozenset[str]
+    roles: dict[str, Eligibility]
+    trials: pl.DataFrame  # per trial: config keys, outcome, complete, cost, duration
+    summary: Summary
+    comparisons: ComparisonSet | None
+    compare_absent: str | None
+    headline: Headline | None
+    consistency: Consistency
+    pareto: Pareto
+    pareto_trial: Pareto
+    matrix: Matrix | None
+    matrix_absent: str | None
+    failures: Failures
+    familiarity: Familiarity | None
+    familiarity_absent: str | None
+    latency: Latency
+    flags: Flags
+    blockers: Blockers
+    period: Period | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+_RUNS_SQL = """
+SELECT run_id, source_format, source_path, manifest_id, manifest_sha256, started_at,
+       finished_at, status, engine_version, os, python, git_version, repository,
+       initial_commit, repetitions, max_attempts, timeout_seconds, max_cost_usd,
+       simulated, prices_as_of, run_cost_usd
+FROM runs
+WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
+ORDER BY started_at NULLS LAST, run_id
+"""
+
+_CONFIGS_SQL = """
+SELECT config_id, any_value(variant) AS variant, any_value(model) AS model,
+       any_value(harness) AS harness, any_value(harness_version) AS harness_version,
+       any_value(reasoning_effort) AS reasoning_effort, bool_or(simulated) AS simulated,
+       min(agent_kind) AS agent_kind,
+       string_agg(DISTINCT source_format, ', ') AS source_format,
+       min(variant_order) AS variant_order
+FROM configs
+WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
+GROUP BY config_id
+ORDER BY min(variant_order) NULLS LAST, config_id
+"""
+
+_TRIAL_COLUMNS = ["run_id", "config_id", "variant", "model", "harness", "harness_version",
+                  "outcome", "complete", "cost_usd", "duration_s", "simulated"]
+
+
+def _records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def _comparisons(con: duckdb.DuckDBPyConnection, filters: Filters, baseline: str | None,
+                 candidates: list[str] | None
+                 ) -> tuple[ComparisonSet | None, str | None]:
+    from analysis.compare import compare
+
+    try:
+        return compare(con, filters, baseline, candidates), None
+    except AnalysisError as exc:
+        if baseline is not None or candidates:
+            raise  # the user named a side: an error, not an absent section
+        return None, str(exc)
+
+
+def _optional(fn: Any, *args: Any) -> tuple[Any, str | None]:
+    try:
+        return fn(*args), None
+    except AnalysisError as exc:
+        return None, str(exc)
+
+
+def _blockers(trials: pl.DataFrame, configs: list[dict], comparisons: ComparisonSet | None,
+              period: Period | None, roles: dict[str, Eligibility], simulated: frozenset[str]
+              ) -> Blockers:
+    import polars as pl
+
+    from analysis.eligibility import RegressionCheck, blockers
+
+    invalid = dict(trials.filter(pl.col("outcome") == "invalid").group_by("config_id")
+                   .agg(pl.len()).iter_rows())
+    names = {c["config_id"]: c for c in configs}
+    for r in trials.select("config_id", "variant", "model", "harness",
+                           "harness_version").unique("config_id").iter_rows(named=True):
+        names.setdefault(r["config_id"], r)
+    checks = [RegressionCheck(c.candidate.as_dict(), c.baseline.config_id,
+                              c.sign_test.improvements, c.sign_test.regressions,
+                              c.sign_test.p_family)
+              for c in (comparisons or [])]
+    for row in (period.rows if period else []):
+        if row.comparison is not None:
+            st = row.comparison.sign_test
+            checks.append(RegressionCheck(row.config.as_dict(), "previous_period",
+                                          st.improvements, st.regressions, st.p_family,
+                                          "the previous period"))
+    return blockers(invalid, names, checks, roles, simulated)
+
+
+def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str, str | None],
+           baseline: str | None = None, candidates: list[str] | None = None,
+           previous: Filters | None = None) -> ReportData:
+    """Ask every analysis its question; an analysis that cannot answer says why."""
+    from analysis import consistency, failures, familiarity, flags, latency, matrix, pareto
+    from analysis.data import load_trials, require_trials
+    from analysis.eligibility import eligibility
+    from analysis.headline import headline
+    from analysis.period import period_changes
+    from analysis.summary import summarize
+
+    trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
+    require_trials(trials, filters)
+    run_ids = sorted(set(trials["run_id"].to_list()))
+    configs = _records(con, _CONFIGS_SQL, [run_ids])
+    simulated = frozenset({c["config_id"] for c in configs if c.get("simulated")}
+                          | set(trials.filter(trials["simulated"].fill_null(False))
+                                ["config_id"].to_list()))
+    roles = eligibility(con, trials["config_id"].unique().to_list())
+    comps, absent = _comparisons(con, filters, baseline, candidates)
+    period = (period_changes(con, filters, previous, roles, window, simulated)
+              if previous is not None else None)
+    mat, mat_absent = _optional(matrix.matrix, con, filters)
+    fam, fam_absent = _optional(familiarity.familiarity, con, filters)
+    return ReportData(
+        filters=filters, window=window, baseline_requested=baseline, run_ids=run_ids,
+        runs=_records(con, _RUNS_SQL, [run_ids]), configs=configs, simulated=simulated,
+        roles=roles, trials=trials, summary=summarize(con, filters), comparisons=comps,
+        compare_absent=absent,
+        headline=headline(comps) if comps is not None else None,
+        consistency=consistency.consistency(con, filters),
+        pareto=pareto.pareto(con, filters, x="cost_per_accepted"),
+        pareto_trial=pareto.pareto(con, filters, x="cost_per_trial"),
+        matrix=mat, matrix_absent=mat_absent, failures=failures.failures(con, filters),
+        familiarity=fam, familiarity_absent=fam_absent,
+        latency=latency.latency(con, filters), flags=flags.flags(con, filters),
+        blockers=_blockers(trials, configs, comps, period, roles, simulated), period=period)

@@ -1,0 +1,145 @@
+"""Rendering: the document as one offline HTML page, as Markdown, and as report.json.
+
+HTML: every text is escaped by Jinja's autoescape; the ``badge`` filter escapes first and
+only then wraps the whole word SIMULATED in its badge, so a table cell can never show
+``&lt;span`` (the browser test asserts it). Vega, Vega-Lite and vega-embed are inlined
+(bundled by vl-convert), so the page opens without a network.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import markupsafe
+
+from analysis.formatting import SIMULATED
+from analysis.report.document import Cell, Link, Section, cell_text
+
+TEMPLATES = Path(__file__).with_name("templates")
+_SIM_WORD = re.compile(rf"(?<![\w-]){SIMULATED}(?![\w-])")
+_BADGE = f'<span class="sim">{SIMULATED}</span>'
+
+
+def badge(text: Any) -> markupsafe.Markup:
+    """Escape ``text``, then mark the word SIMULATED with its badge."""
+    escaped = str(markupsafe.escape(str(text)))
+    return markupsafe.Markup(_SIM_WORD.sub(_BADGE, escaped))
+
+
+def _link(link: Link) -> markupsafe.Markup:
+    if not link.href:
+        return badge(link.text)
+    return markupsafe.Markup('<a href="{}">{}</a>').format(link.href, badge(link.text))
+
+
+def cell_html(cell: Cell) -> markupsafe.Markup:
+    if isinstance(cell, Link):
+        return _link(cell)
+    if isinstance(cell, tuple):
+        return markupsafe.Markup(", ").join(_link(link) for link in cell)
+    return badge(cell)
+
+
+def _env() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["j2"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["badge"] = badge
+    env.filters["cell"] = cell_html
+    return env
+
+
+def html(context: dict[str, Any], specs: dict[str, dict]) -> str:
+    """The self-contained page: template + inlined Vega bundle + chart specs as JSON."""
+    from altair.utils.html import vl_version_for_vl_convert
+
+    from analysis.theme import vega_bundle
+
+    bundle, version = vega_bundle(), vl_version_for_vl_convert()
+    specs_json = json.dumps(specs, allow_nan=False).replace("</", "<\\/")
+    return (_env().get_template("report.html.j2")
+            .render(**context, vega_bundle=bundle, vegalite_version=version,
+                    specs_json=specs_json))
+
+
+def _md_cell(cell: Cell) -> str:
+    if isinstance(cell, Link):
+        text = cell.text.replace("|", "\\|")
+        return f"[{text}]({cell.href})" if cell.href else text
+    if isinstance(cell, tuple):
+        return ", ".join(_md_cell(link) for link in cell)
+    return cell_text(cell).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_section(s: Section, chart_files: dict[str, str]) -> list[str]:
+    lines = [f"## {s.title}", ""]
+    lines += [f"- **BLOCKER:** {b}" for b in s.blockers] + [f"- {o}" for o in s.oks]
+    if s.blockers or s.oks:
+        lines.append("")
+    for p in s.paragraphs:
+        lines += [p, ""]
+    lines += [f"- **{b}**" for b in s.bullets] + ([""] if s.bullets else [])
+    for w in s.warnings:
+        lines += [f"> ⚠ {w}", ""]
+    if s.absent:
+        lines += [f"_{s.absent}_", ""]
+    lines += [line for c in s.charts if c in chart_files
+              for line in (f"![{c}]({chart_files[c]})", "")]
+    for t in s.tables:
+        lines += [f"**{t.caption}**", "",
+                  "| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
+                  "|" + "|".join("---:" if n else "---" for n in t.numeric) + "|"]
+        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+        lines.append("")
+    return lines
+
+
+def markdown(context: dict[str, Any]) -> str:
+    """The same findings as text tables, for a pull request or a chat message."""
+    lines = [f"# {context['title']}", "",
+             f"_{context['scope']} · generated {context['generated_at']} · "
+             f"trialhouse {context['version']}_", ""]
+    if context["simulated"]:
+        lines += ["> **SIMULATED** — some or all results come from simulated agents; they say "
+                  "nothing about a real model.", ""]
+    for s in context["sections"]:
+        lines += _md_section(s, context["chart_files"])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: str,
+             charts: dict[str, dict[str, str]], skipped: dict[str, str]) -> dict[str, Any]:
+    """report.json: every number, stable keys (docs/reports.md)."""
+    from analysis.jsonout import clean
+
+    comps = d.comparisons
+    return clean({
+        "schema": "trialhouse.report/1", "title": title, "generated_at": generated_at,
+        "trialhouse_version": version, "warehouse": warehouse, "filters": d.filters.as_dict(),
+        "window": d.window, "baseline_requested": d.baseline_requested,
+        "simulated_configs": sorted(d.simulated),
+        "headline": d.headline.as_dict() if d.headline is not None else None,
+        "controls": {"runs": d.runs, "configs": d.configs},
+        "blockers": d.blockers.as_list(), "summary": d.summary.as_dict(),
+        "comparison": ({k: v for k, v in comps.as_dict().items() if k != "comparisons"}
+                       if comps is not None else None),
+        "comparisons": [c.as_dict() for c in comps] if comps is not None else [],
+        "comparison_absent": d.compare_absent,
+        "consistency": d.consistency.as_dict()["rows"],
+        "pareto": {"cost_per_accepted": d.pareto.as_dict()["rows"],
+                   "cost_per_trial": d.pareto_trial.as_dict()["rows"]},
+        "matrix": d.matrix.as_dict() if d.matrix is not None else None,
+        "matrix_absent": d.matrix_absent, "failures": d.failures.as_dict()["rows"],
+        "flags": d.flags.as_dict()["rows"],
+        "familiarity": d.familiarity.as_dict()["rows"] if d.familiarity is not None else [],
+        "latency": d.latency.as_dict()["rows"],
+        "previous_period": d.period.as_dict() if d.period is not None else None,
+        "charts": charts, "charts_skipped": skipped,
+    })

@@ -1,0 +1,65 @@
+"""What changed since the previous period (``analysis.period``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analysis import formatting as fmt
+from analysis.period import PeriodRow
+from analysis.report.document import Section, Table
+from analysis.report.gather import ReportData
+
+
+def _when(iso: str | None) -> str:
+    """'2026-11-23' for a UTC midnight, else the full time."""
+    if not iso:
+        return fmt.DASH
+    return iso[:10] if iso[10:19] in ("T00:00:00", "") and iso.endswith("+00:00") else iso
+
+
+def _sentence(r: PeriodRow) -> str:
+    c = r.comparison
+    if c is None or r.verdict not in ("improved", "regressed", "no clear change"):
+        return f"{r.label}: {r.verdict}."
+    st = c.sign_test
+    verb = r.verdict if r.verdict != "no clear change" else "shows no clear change"
+    reach = "" if st.p_reachable else ", p < 0.05 unreachable with N < 6"
+    holm = "" if st.p_holm is None else f", Holm {fmt.pval(st.p_holm)}"
+    return (f"{r.label} {verb}: {fmt.pct(r.previous_solved, r.previous_valid)} → "
+            f"{fmt.pct(r.current_solved, r.current_valid)}; on {c.tasks.common} shared task(s) "
+            f"{st.improvements} improved, {st.regressions} regressed "
+            f"(p = {fmt.pval(st.p)}{holm}{reach}).")
+
+
+def _row(r: PeriodRow) -> list[Any]:
+    c = r.comparison
+    st = c.sign_test if c is not None else None
+    return [r.label, fmt.pct(r.previous_solved, r.previous_valid),
+            fmt.pct(r.current_solved, r.current_valid),
+            fmt.count(c.tasks.common if c is not None else 0),
+            fmt.count(st.improvements if st else 0), fmt.count(st.regressions if st else 0),
+            fmt.count(st.ties if st else 0), fmt.pval(st.p if st else None),
+            fmt.pval(st.p_holm if st else None), r.verdict]
+
+
+def section(d: ReportData) -> Section:
+    s = Section("period", "What changed since the previous period")
+    if d.period is None:
+        s.absent = ("Not requested: give --since/--until and --previous-period to compare this "
+                    "window with the one of the same length before it.")
+        return s
+    w = d.period.window
+    s.paragraphs.append(
+        f"This period: {_when(w['since'])} to {_when(w['until'])} (exclusive); previous: "
+        f"{_when(w['previous_since'])} to {_when(w['previous_until'])}. Each configuration is "
+        "compared with itself by the paired comparison of `compare` (one direction per task "
+        "both periods ran, exact sign test, holdout tasks apart; Holm over the candidates).")
+    rows = sorted(d.period.rows, key=lambda r: r.label)
+    s.paragraphs += [_sentence(r) for r in rows]
+    s.charts.append("period")
+    s.tables.append(Table(
+        "Per configuration",
+        ["configuration", "previous", "current", "shared tasks", "improved", "regressed",
+         "ties", "p", "p (Holm)", "verdict"],
+        [_row(r) for r in rows], [False] + [True] * 8 + [False]))
+    return s
