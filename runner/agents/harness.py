@@ -1,7 +1,7 @@
 """Harness adapters: how to run Claude Code, Codex CLI and mini-swe-agent headless.
 
 Pure functions, no process is started here: :func:`plan` turns a
-:class:`HarnessSettings` (what will become the manifest's agent settings for these
+:class:`HarnessSettings` (the manifest's agent settings for these
 kinds) and the stage's places (workspace, private HOME and TMPDIR, the model's base
 URL) into a :class:`HarnessPlan` — argv, environment, files to write first, and where
 the harness leaves its output and trajectory. The runner starts the plan inside its
