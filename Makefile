@@ -13,7 +13,7 @@ RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main
 BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint lab bench schema chromium bubblewrap tools node clean
+.PHONY: help venv demo test lint lab bench fuzz schema chromium bubblewrap tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -44,7 +44,7 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
-	$(BIN)/mypy analysis trialhouse
+	$(BIN)/mypy ingest warehouse analysis trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP) ## ruff
@@ -52,6 +52,9 @@ lint: $(STAMP) ## ruff
 
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
 	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/
+
+fuzz: $(STAMP) ## seeded fuzzing: 520 event files and 449 manifests, 0 findings expected (tests/fuzz)
+	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --seed 14
 
 bench: $(STAMP) ## reproducible benchmarks at 1M events/trials; rewrites bench/results.md (see bench/README.md)
 	$(BIN)/python bench/run_all.py

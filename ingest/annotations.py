@@ -15,15 +15,10 @@ import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ingest.api import (
-    IngestInputError,
-    IngestQuarantined,
-    IngestResult,
-    _unchanged,
-    _write,
-    new_batch_id,
-)
+from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
+from ingest.rows import row_problem
+from ingest.write import new_batch_id, unchanged, write_batch
 from warehouse import db
 
 CATEGORIES = (
@@ -92,7 +87,8 @@ def import_annotations(
         )
     result = IngestResult()
     with db.write_lock(warehouse):
-        same = _unchanged(warehouse, run_id, files)
+        db.prepare(warehouse)
+        same = unchanged(warehouse, run_id, files)
         if same is not None:
             result.batches.append(same)
         else:
@@ -116,22 +112,25 @@ def import_annotations(
                     reason = f"trial_id {trial_id!r} is in several runs ({', '.join(runs)}); add a run_id column"
                 elif value not in allowed:
                     reason = f"{column} {value!r} is not one of {', '.join(allowed)}"
-                if reason:
-                    line = ",".join(raw.get(k) or "" for k in reader.fieldnames or [])
-                    quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
-                    continue
-                rows.append({
+                row = {
                     "trial_id": trial_id, "criterion_id": None, "kind": kind, "verdict": value,
                     "category": value if kind == "failure_category" else None,
                     "note": rec.get("note") or None, "annotator": rec.get("annotator") or annotator,
                     "ts": now,
-                })
-            notes = [f"annotations for trials in run(s): {', '.join(sorted({known[r['trial_id']][0] for r in rows}))}"] if rows else []
-            result.batches.append(_write(
+                }
+                reason = reason or row_problem("judgments", row)
+                if reason:
+                    line = ",".join(raw.get(k) or "" for k in reader.fieldnames or [])
+                    quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
+                    continue
+                rows.append(row)
+            notes = [f"annotations for trials in run(s): {', '.join(sorted({known[str(r['trial_id'])][0] for r in rows}))}"] if rows else []
+            result.batches.append(write_batch(
                 warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,
                 {"judgments": rows}, quarantine, None, notes,
             ))
-        db.open(warehouse).close()
+        if (note := db.refresh(warehouse)) and result.batches:
+            result.batches[-1].notes.append(note)
     if result.quarantined and not allow_quarantine:
         raise IngestQuarantined(result)
     return result

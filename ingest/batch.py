@@ -2,8 +2,8 @@
 
 A reader turns one source (a run directory, an Inspect log, a Harbor job, a runs-jsonl
 file, …) into one ``SourceBatch`` per run: rows per warehouse table plus quarantined
-records. ``ingest.api`` stamps the ``ingest_batch_id``, writes the partitions and
-records the batch in ``ingest_batches``.
+records. ``ingest.write`` stamps the ``ingest_batch_id``, writes the partitions, records
+the batch in ``ingest_batches`` and answers with a ``BatchSummary``.
 """
 
 from __future__ import annotations
@@ -32,3 +32,18 @@ class SourceBatch:
     schema_version: int | None = None
     notes: list[str] = field(default_factory=list)
     """Warnings worth printing (e.g. trials without a finish event)."""
+
+
+@dataclass
+class BatchSummary:
+    """What one batch wrote (or, ``unchanged``, found already written)."""
+
+    run_id: str
+    source_format: str
+    source: str
+    rows: dict[str, int]
+    quarantined: int
+    notes: list[str] = field(default_factory=list)
+    ingest_batch_id: str | None = None
+    unchanged: bool = False
+    """True when the input matched the run's last batch and nothing was written."""

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
+
+from runner.events import ID_MAX, id_problem
 
 
 def _canonical(obj: Any) -> str:
@@ -43,12 +46,17 @@ def path_key(path: Path) -> str:
     return short_hash(str(Path(path).resolve()))
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def run_key(name: str) -> str:
+    """A stable safe partition key for a run: ``name`` itself when it is a safe id
+    (``runner.events.id_problem``), else a readable slug of it and a hash of the whole.
+
+    Every batch's run id goes through this (foreign sources name their runs from file and
+    directory names, which may hold ``=``, quotes, newlines or 300 characters).
+    """
+    if id_problem(name) is None:
+        return name
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).lstrip("-._")[: ID_MAX - 20].rstrip("-._") or "run"
+    return f"{slug}-{short_hash(name)}"
 
 
 def variant_label(

@@ -4,21 +4,27 @@ Events are collected per trial and resolved at the end, ordered by ``seq``, so
 out-of-order lines and resumed trials come out right: when a trial has several
 ``trial_started`` events only the events after the last one count. A trial without
 ``trial_finished`` is ``complete = false`` with a null outcome (incomplete, not
-failed). Cost: reported by the agent wins (``cost_source = 'reported'``), else priced
-from known tokens with the price table (``'priced'``), else null — never 0.
+failed). Cost follows the one rule in ``ingest.cost.resolve_cost``: reported by the
+agent wins (``cost_source = 'reported'``), else priced from known tokens with the price
+table (``'priced'``), else null — never 0.
+
+Every event fed in belongs to one run: the reader decides the file's run and quarantines
+the others' lines (``ingest.read.read_blocks``).
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
-from typing import Any, Protocol
+from typing import Any
 
 import pyarrow as pa
 
 from ingest import steps as trajectory
 from ingest.batch import QuarantineRow
+from ingest.cost import Prices, resolve_cost
 from ingest.fastdecode import to_model
 from ingest.read import Block, ReadEvent, exact_micros
 from ingest.seen import TrialIds
@@ -26,19 +32,10 @@ from runner import events as ev
 from warehouse.schema import TABLES
 
 
-class Prices(Protocol):
-    as_of: str | None
-
-    def cost(self, model, input_tokens, output_tokens, cache_read_tokens=None, on=None) -> float | None: ...
-
-
 def _j(obj: Any) -> str:
     if not obj and isinstance(obj, list | dict):
         return "[]" if isinstance(obj, list) else "{}"
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
-_fourth = itemgetter(3)
 
 
 class EventsColumns:
@@ -107,7 +104,8 @@ _GRADING = ("attempt", "final", "criterion_id", "layer", "exit_code", "signal", 
             "baseline", "duration_s")
 _CONTROL = ("case_id", "control", "criterion_id", "layer", "exit_code", "signal", "timed_out", "verdict",
             "duration_s")
-_TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status")
+_TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status",
+              "case_fingerprint", "scored", "redactions", "secrets_leaked")
 
 TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "trials": (
@@ -139,7 +137,7 @@ _get_stage_fin, _get_usage, _get_usage_t, _get_grading, _get_control, _get_trial
 )
 _get_start = attrgetter("variant", "case_id", "config_id", "repetition", "order", "seed")
 _get_fin = attrgetter("usage", "flags", "simulated", "reason")
-_RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result"})
+_RUN_KINDS = frozenset({"run_started", "run_finished", "case_validated", "control_result", "trial_skipped"})
 _STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
 _TRAJECTORY_KINDS = trajectory.KINDS
 _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
@@ -159,6 +157,25 @@ def _seq(pair: tuple) -> int:
     return pair[0].seq
 
 
+@dataclass
+class NormalizerState:
+    """What a normaliser holds besides its resolved rows: handed from one half of a file read
+    in two processes to the other (``ingest.parallel``) and merged with ``RunNormalizer.merge``."""
+
+    started: list = field(default_factory=list)
+    finished: Any = None
+    validated: dict = field(default_factory=dict)
+    controls: list = field(default_factory=list)
+    skipped: dict = field(default_factory=dict)
+    pending: dict[str, list] = field(default_factory=dict)
+    """Trials not resolved yet: id → their ``(seq, kind, event, µs)`` entries."""
+    resolved: TrialIds = field(default_factory=TrialIds)
+    incomplete: int = 0
+    run_level_other: int = 0
+    notes: list[str] = field(default_factory=list)
+    quarantine: list[QuarantineRow] = field(default_factory=list)
+
+
 class RunNormalizer:
     """Feed it blocks of events (any order); ``rows()`` returns the rows per table.
 
@@ -172,7 +189,8 @@ class RunNormalizer:
     as ``(seq, kind, event, ts in µs)`` tuples, controls as ``(event, ts in µs)``.
     """
 
-    def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False) -> None:
+    def __init__(self, source_file: str, prices: Prices | None = None, *, streaming: bool = False,
+                 run_id: str | None = None) -> None:
         self.source_file = source_file
         self.prices = prices
         self.streaming = streaming
@@ -180,49 +198,38 @@ class RunNormalizer:
         self.n_ready = 0
         self._resolved = TrialIds()
         self._incomplete = 0
-        self.run_id: str | None = None
+        self.run_id: str | None = run_id
         self.quarantine: list[QuarantineRow] = []
         self.notes: list[str] = []
         self._started: list[ev.RunStarted] = []
         self._finished: ev.RunFinished | None = None
         self._validated: dict[str, ev.CaseValidated] = {}
         self._controls: list[tuple] = []
+        self._skipped: dict[str, ev.TrialSkipped] = {}
         self._trials: dict[str, list[tuple]] = defaultdict(list)
         self._run_level_other = 0
         self.need_start = False
         """Resolve only trials whose trial_started was seen (the second half of a split file)."""
+        self._criteria: list[dict] = []
         self._variants_for = -1
         self._variants_map: dict[str, tuple] = {}
 
-    def add(self, re: ReadEvent) -> bool:
-        """Accept one event; False (and a quarantine row) when it belongs to another run."""
-        block = Block([re.event], [re.line], [re.raw], None, [exact_micros(re.event.ts)])
-        return bool(self.add_block(block).events)
+    def add(self, re: ReadEvent) -> None:
+        """Accept one event (of this run)."""
+        self.add_block(Block([re.event], [re.line], [re.raw], None, [exact_micros(re.event.ts)]))
 
     def add_block(self, block: Block) -> Block:
-        """Accept a block of events; returns the ones kept (events of another run are quarantined)."""
+        """Accept a block of events of this run (the reader keeps other runs' lines out); returns it
+        with its envelope read."""
         events = block.events
         if self.run_id is None and events:
             self.run_id = events[0].run_id
-        rid = self.run_id
         env = block.envelope()
-        if list(map(_fourth, env)).count(rid) != len(events):
-            keep = []
-            for i, e in enumerate(events):
-                if e.run_id == rid:
-                    keep.append(i)
-                    continue
-                self.quarantine.append(QuarantineRow(
-                    self.source_file, block.lines[i],
-                    f"run_id {e.run_id!r} differs from this file's run {self.run_id!r}",
-                    block.raws[i][:4096].decode("utf-8", errors="replace"),
-                ))
-            block = block._replace(env=env).take(keep)
-            events, env = block.events, block.env
-        elif block.env is None:
+        if block.env is None:
             block = block._replace(env=env)
         trials = self._trials
         streaming, resolved = self.streaming, self._resolved
+        assert block.micros is not None, "the reader gives every event its µs"
         for (seq, kind, tid, _rid), e, m in zip(env, events, block.micros, strict=True):
             if kind in _RUN_KINDS:
                 self._run_event(e, m, kind)
@@ -242,7 +249,7 @@ class RunNormalizer:
                 self._resolve(tid)
         return block
 
-    def _run_event(self, e, m: int, kind: str) -> None:
+    def _run_event(self, e, m: int | None, kind: str) -> None:
         if kind == "run_started":
             self._started.append(e)
         elif kind == "run_finished":
@@ -252,6 +259,8 @@ class RunNormalizer:
             old = self._validated.get(e.case_id)
             if old is None or e.seq > old.seq:
                 self._validated[e.case_id] = e
+        elif kind == "trial_skipped":
+            self._skipped[e.trial_id] = e
         else:
             self._controls.append((e, m))
 
@@ -279,6 +288,56 @@ class RunNormalizer:
         out, self.ready, self.n_ready = self.ready, {t: [] for t in TRIAL_TABLES}, 0
         return out
 
+    # ------------------------------------------------------------ two halves (ingest.parallel)
+
+    def continue_from(self, run_started: ev.RunStarted) -> None:
+        """Read the second half of a file whose first line is ``run_started``: resolve only
+        trials whose ``trial_started`` this half holds (the others are merged at the end)."""
+        self.need_start = True
+        self.run_id = run_started.run_id
+        self._started.append(run_started)
+
+    @property
+    def starts(self) -> int:
+        """``run_started`` events seen (the one given to ``continue_from`` included)."""
+        return len(self._started)
+
+    @property
+    def resolved(self) -> TrialIds:
+        return self._resolved
+
+    def pending_ids(self) -> set[str]:
+        return set(self._trials)
+
+    def state(self) -> NormalizerState:
+        """Everything but the resolved rows (the second half's ``run_started`` context left out)."""
+        return NormalizerState(
+            started=self._started[1:] if self.need_start else list(self._started), finished=self._finished,
+            validated=self._validated, controls=self._controls, skipped=self._skipped,
+            pending=dict(self._trials),
+            resolved=self._resolved, incomplete=self._incomplete, run_level_other=self._run_level_other,
+            notes=self.notes, quarantine=self.quarantine,
+        )
+
+    def merge(self, other: NormalizerState) -> None:
+        """Take in the state of the file's other half, as if this normaliser had read it too."""
+        self._started += other.started
+        if other.finished is not None and (self._finished is None or other.finished.seq > self._finished.seq):
+            self._finished = other.finished
+        for case_id, e in other.validated.items():
+            old = self._validated.get(case_id)
+            if old is None or e.seq > old.seq:
+                self._validated[case_id] = e
+        self._controls += other.controls
+        self._skipped.update(other.skipped)
+        for trial_id, evs in other.pending.items():
+            self._trials[trial_id].extend(evs)
+        self._resolved.update(other.resolved)
+        self._incomplete += other.incomplete
+        self._run_level_other += other.run_level_other
+        self.notes += other.notes
+        self.quarantine += other.quarantine
+
     # ------------------------------------------------------------ run level
 
     def _run_rows(self) -> tuple[list[dict], list[dict], list[dict], dict[str, ev.VariantInfo]]:
@@ -301,7 +360,7 @@ class RunNormalizer:
         if fin is not None:
             details.update(trials_total=fin.trials_total, trials_finished=fin.trials_finished,
                            outcomes=fin.outcomes, duration_s=fin.duration_s)
-        run = {
+        run: dict[str, Any] = {
             "source_format": "trialhouse",
             "source_path": self.source_file,
             "manifest_id": rs and rs.manifest_id,
@@ -315,8 +374,13 @@ class RunNormalizer:
         if rs is not None:
             for k in ("engine_version", "os", "python", "git_version", "repository", "initial_commit",
                       "initial_tree", "repetitions", "max_attempts", "timeout_seconds", "max_cost_usd",
-                      "validation_only", "simulated"):
+                      "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics"):
                 run[k] = getattr(rs, k)
+            iso = rs.isolation
+            if iso is not None:
+                run.update(isolation_backend=iso.backend, isolated=iso.isolated, network=iso.network)
+        if fin is not None:
+            run["trials_skipped"] = fin.trials_skipped
         variants = {v.variant: v for v in (rs.variants if rs else [])}
         configs = [
             {
@@ -339,24 +403,32 @@ class RunNormalizer:
                 "subsystem": lab.get("subsystem"), "benchmark": lab.get("benchmark"),
                 "initial_commit": c.initial_commit, "labels_json": _j(lab),
                 "validated": val.ok if val else None,
+                "fingerprint": c.fingerprint,
+                "scored": val.ok if val else None,
+                "unscored_reason": "; ".join(val.problems) or "controls failed" if val and not val.ok else None,
             })
+        criteria = [
+            {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
+             "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint}
+            for c in (rs.cases if rs else []) for k in c.criteria
+        ]
+        self._criteria = criteria
         return [run], configs, cases, variants
 
     # ------------------------------------------------------------ trial level
 
     def _cost(self, u, model: str | None, event) -> tuple[float | None, str | None]:
-        """The cost rule, in one place: reported wins, else priced from known tokens, else unknown.
+        """``resolve_cost`` for a validated ``Usage``; prices apply from the date of ``event``.
 
-        ``u`` is a validated ``Usage``; prices apply from the date of ``event`` (its ``ts``).
+        A 0 our agents report is a real 0 (they report a cost only when they computed one).
+        The date is parsed only when the cost will be priced (it costs a parse per event).
         """
-        if u.cost_usd is not None:
-            return u.cost_usd, "reported"
-        if self.prices is not None and u.input_tokens is not None and u.output_tokens is not None:
-            cost = self.prices.cost(model, u.input_tokens, u.output_tokens,
-                                    u.cache_read_tokens, on=event.ts.date())
-            if cost is not None:
-                return cost, "priced"
-        return None, None
+        if self.prices is None and u.cost_usd is None:
+            return None, None
+        on = event.ts.date() if u.cost_usd is None else None
+        return resolve_cost(self.prices, model, reported=u.cost_usd, input_tokens=u.input_tokens,
+                            output_tokens=u.output_tokens, cache_read_tokens=u.cache_read_tokens,
+                            cache_write_tokens=u.cache_write_tokens, activity=u.steps, on=on)
 
     def _trial(self, trial_id: str, events: list[tuple], variants: dict, out: dict[str, list]) -> bool:
         """Resolve one trial's ``(seq, kind, event, µs)`` entries into row tuples (``TRIAL_COLUMNS``) in ``out``.
@@ -365,7 +437,7 @@ class RunNormalizer:
         accepts, models: both are read by attribute (several at once with ``attrgetter``).
         This runs once per trial (≈ a third of the normaliser's time), so the common shape —
         one ``trial_started`` first, ``trial_finished`` last — is found with list methods
-        on the kinds rather than Python loops. Costs follow the one rule in ``_cost``.
+        on the kinds rather than Python loops. Costs follow the one rule (``_cost``).
         """
         events.sort(key=_first)
         kinds = list(map(_second, events))
@@ -463,8 +535,8 @@ class RunNormalizer:
     def rows(self) -> dict[str, list]:
         """Rows per table (without run_id / ingest_batch_id, which the writer stamps): dicts for
         ``runs``/``configs``/``cases``, ``TRIAL_COLUMNS`` tuples for the per-trial tables."""
-        runs, configs, cases, variants = self._run_rows()
-        variants = _variant_keys(variants)
+        runs, configs, cases, infos = self._run_rows()
+        variants = _variant_keys(infos)
         out = self.drain() if self.streaming else {t: [] for t in TRIAL_TABLES}
         incomplete = self._incomplete
         for trial_id in sorted(self._trials):
@@ -476,4 +548,10 @@ class RunNormalizer:
             c = _get_control(e)
             # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
             out["gradings"].append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
-        return {"runs": runs, "configs": configs, "cases": cases, **out}
+        skipped = [
+            {"trial_id": e.trial_id, "case_id": e.case_id, "variant": e.variant, "config_id": e.config_id,
+             "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint}
+            for _t, e in sorted(self._skipped.items())
+        ]
+        return {"runs": runs, "configs": configs, "cases": cases, "criteria": self._criteria,
+                "skipped_trials": skipped, **out}

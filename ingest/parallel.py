@@ -7,12 +7,16 @@ then merges the child's run-level state and unresolved trials and writes one bat
 
 The split must not change the result, so anything it could change sends the file
 back to the one-process path (``None`` is returned and nothing is written):
-the first line is not a valid ``run_started`` or the run has more than one; a seq in
+the first line is not a valid ``run_started`` or the run has more than one; a stray line took
+the seq of a line in seq order (``ingest.read.SeqConflict``); a seq in
 the second half is not above every seq of the first (duplicates or out-of-order lines
-across the split); a trial resolved in one half has events in the other; the first
-accepted event is not the run in the first line; the child needed a buffered pass.
-Trials that straddle the split are merged and resolved at the end, which is what the
-one-process path yields for them too.
+across the split); a trial resolved in one half has events in the other; a line of
+another run in either half (the file's run is then decided over the whole file); the
+child needed a buffered pass. Trials that straddle the split are merged and resolved at
+the end, which is what the one-process path yields for them too.
+
+The child never outlives the parent: it watches its stdin, a pipe only the parent holds,
+and exits (removing what it staged) when that pipe closes — also when the parent is killed.
 """
 
 from __future__ import annotations
@@ -26,11 +30,14 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.batch import QuarantineRow
-from ingest.normalize import NeedsBufferedPass, RunNormalizer
-from ingest.read import _CHUNK, ReadStats
-from ingest.seen import TrialIds
-from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted
+from ingest.batch import BatchSummary
+from ingest.chain import ChainFollower, assess
+from ingest.cost import Prices
+from ingest.normalize import NeedsBufferedPass, NormalizerState, RunNormalizer
+from ingest.read import CHUNK, ReadStats, SeqConflict
+from ingest.stage import RunStage
+from ingest.write import new_batch_id, write_batch
+from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted, read_seal
 from warehouse import db
 
 CHILD_LAG_BYTES = 1024 * 1024
@@ -52,7 +59,7 @@ def split_point(path: Path, size: int) -> int | None:
         f.seek(at)
         pos = at
         while pos < size:
-            chunk = f.read(min(_CHUNK, size - pos))
+            chunk = f.read(min(CHUNK, size - pos))
             if not chunk:
                 return None
             nl = chunk.find(b"\n")
@@ -66,7 +73,7 @@ def _lines_before(path: Path, offset: int) -> int:
     n = 0
     with path.open("rb") as f:
         left = offset
-        while left > 0 and (chunk := f.read(min(4 * _CHUNK, left))):
+        while left > 0 and (chunk := f.read(min(4 * CHUNK, left))):
             n += chunk.count(b"\n")
             left -= len(chunk)
     return n
@@ -79,53 +86,44 @@ class HalfResult:
     fallback: bool = False
     staged: dict[str, tuple[Path, int]] = field(default_factory=dict)
     stats: ReadStats | None = None
-    run_id: str | None = None
-    started: int = 0
-    finished: object = None
-    validated: dict = field(default_factory=dict)
-    controls: list = field(default_factory=list)
-    pending: dict[str, list] = field(default_factory=dict)
-    resolved: TrialIds = field(default_factory=TrialIds)
-    incomplete: int = 0
-    run_level_other: int = 0
-    notes: list[str] = field(default_factory=list)
-    quarantine: list[QuarantineRow] = field(default_factory=list)
+    state: NormalizerState = field(default_factory=NormalizerState)
+
+
+_STAGE: RunStage | None = None
+"""The child's stage, for the watchdog that removes its files when the parent goes away."""
 
 
 def _second_half(
-    warehouse: Path, events_path: Path, start: int, end: int, head: bytes, prices, batch_id: str,
+    warehouse: Path, events_path: Path, start: int, end: int, head: bytes, prices: Prices | None, batch_id: str,
 ) -> HalfResult:
-    """Child process: read ``[start, end)`` with the run's first line as context."""
+    """Child process: read ``[start, end)`` of the run named by its first line ``head``."""
     import gc
 
-    from ingest.api import _close_stagers, _discard, _scan
-
+    global _STAGE
     gc.disable()
     rs = EVENT_ADAPTER.validate_json(head)
+    assert isinstance(rs, RunStarted), "the parent checked the first line"
     norm = RunNormalizer(str(events_path), prices, streaming=True)
-    norm.need_start = True
-    norm.run_id = rs.run_id
-    norm._started.append(rs)
+    norm.continue_from(rs)
     stats = ReadStats(events_path)
-    stagers: dict = {}
+    seal = read_seal(events_path)
+    stats.chain = ChainFollower(seal_head=seal.head if seal is not None else None)
+    stage = _STAGE = RunStage(warehouse, batch_id)
     try:
         first_line = _lines_before(events_path, start) + 1
-        cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers,
-                     start=start, end=end, first_line=first_line, hasher=_NO_HASH)  # the parent hashes the file
+        cols = stage.scan(events_path, stats, norm, run_id=rs.run_id, start=start, end=end,
+                          first_line=first_line, hasher=_NO_HASH)  # the parent hashes the file
+        if stats.foreign:  # the file's run is decided over the whole file: one process does it
+            stage.discard()
+            return HalfResult(fallback=True)
     except NeedsBufferedPass:
-        _discard(stagers)
+        stage.discard()
         return HalfResult(fallback=True)
     except BaseException:
-        _discard(stagers)
+        stage.discard()
         raise
-    staged = _close_stagers(warehouse, norm.run_id, batch_id, stagers, norm.drain(), cols)
-    return HalfResult(
-        staged=staged,
-        stats=stats, run_id=norm.run_id, started=len(norm._started) - 1, finished=norm._finished,
-        validated=norm._validated, controls=norm._controls, pending=dict(norm._trials),
-        resolved=norm._resolved, incomplete=norm._incomplete, run_level_other=norm._run_level_other,
-        notes=norm.notes, quarantine=norm.quarantine,
-    )
+    staged = stage.close(norm.drain(), cols)
+    return HalfResult(staged=staged, stats=stats, state=norm.state())
 
 
 class _Child:
@@ -144,17 +142,26 @@ class _Child:
             pickle.dump(args, f, protocol=pickle.HIGHEST_PROTOCOL)
         root = str(Path(__file__).resolve().parents[1])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)}
+        # stdin is the lifeline: only this process holds its write end (close_fds), so it closes
+        # when this process exits in any way, and the child then stops (``_watch_parent``).
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ingest.parallel", str(self.args_path), str(self.out_path)], env=env,
+            stdin=subprocess.PIPE, close_fds=True,
         )
 
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        self._close_lifeline()
         self._cleanup()
+
+    def _close_lifeline(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
 
     def result(self) -> HalfResult | None:
         rc = self.proc.wait()
+        self._close_lifeline()
         try:
             if rc != 0 or not self.out_path.exists():
                 return None
@@ -168,7 +175,22 @@ class _Child:
         self.out_path.unlink(missing_ok=True)
 
 
+def _watch_parent() -> None:
+    """Child: block on stdin (the parent's lifeline); when it closes before we are done, the
+    parent is gone — remove what this child staged and exit at once."""
+    try:
+        while os.read(0, 1 << 16):  # the raw descriptor: a buffered reader would block shutdown
+            pass
+    except OSError:
+        pass
+    stage = _STAGE
+    for path in stage.paths if stage is not None else []:
+        path.unlink(missing_ok=True)
+    os._exit(3)
+
+
 def _child_main(args_path: str, out_path: str) -> None:
+    threading.Thread(target=_watch_parent, daemon=True, name="parent-watch").start()
     with open(args_path, "rb") as f:
         args = pickle.load(f)  # noqa: S301  written by our own parent
     result = _second_half(*args)
@@ -209,7 +231,7 @@ class _FileHash:
         try:
             with path.open("rb", buffering=0) as f:
                 left = size
-                while left > 0 and not self._stop and (chunk := f.read(min(4 * _CHUNK, left))):
+                while left > 0 and not self._stop and (chunk := f.read(min(4 * CHUNK, left))):
                     self._h.update(chunk)
                     left -= len(chunk)
         except BaseException as exc:  # reported by hexdigest()
@@ -231,10 +253,9 @@ def _unlink_parts(half: HalfResult) -> None:
         path.unlink(missing_ok=True)
 
 
-def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], prices):
+def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
+                     prices: Prices | None) -> BatchSummary | None:
     """Ingest one file in two processes; ``None`` when the one-process path must do it."""
-    from ingest.api import _close_stagers, _discard, _scan, _Stager, _write, new_batch_id
-
     size = events_path.stat().st_size
     with events_path.open("rb") as f:
         head = f.readline(1 << 20).rstrip(b"\n").rstrip(b"\r")
@@ -247,73 +268,71 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
-    norm = RunNormalizer(src, prices, streaming=True)
-    stagers: dict[str, _Stager] = {}
+    seal = read_seal(events_path)
+    stats.chain = ChainFollower(seal_head=seal.head if seal is not None else None)
+    norm = RunNormalizer(src, prices, streaming=True, run_id=rs.run_id)
+    stage = RunStage(warehouse, batch_id)
     half: HalfResult | None = None
     child = _Child(db.staging_file(warehouse, "events"), (warehouse, events_path, mid, size, head, prices, batch_id))
     hasher = _FileHash(events_path, size)
     try:
         try:
-            cols = _scan(warehouse, events_path, stats, norm, batch_id, stagers, end=mid, hasher=_NO_HASH)
+            cols = stage.scan(events_path, stats, norm, run_id=rs.run_id, end=mid, hasher=_NO_HASH)
             # Write out what is resolved while the child is still reading (shorter serial tail).
-            if cols is not None and (t := cols.flush()) is not None:
-                stagers["events"].write_table(t)
-            for name, rows in norm.drain().items():
-                if name in stagers:
-                    stagers[name].add(rows)
-                    stagers[name].flush()
+            stage.flush_events(cols)
+            stage.add_rows(norm.drain(), flush=True)
+        except SeqConflict:  # settled by the one-process path, which re-reads the whole file
+            child.kill()
+            hasher.cancel()
+            stage.discard()
+            return None
         except BaseException:
             child.kill()
             raise
         half = child.result()
         if half is None:  # the child failed: one process does it all
             hasher.cancel()
-            _discard(stagers)
+            stage.discard()
             return None
-        hs = half.stats
+        hs, other = half.stats, half.state
+        chain = None if hs is None or stats.chain is None or hs.chain is None else stats.chain.then(hs.chain)
+        outcome = assess(chain, rs.run_id, seal) if chain is not None else None
         if (
             half.fallback
-            or norm.run_id != rs.run_id
-            or len(norm._started) != 1
-            or half.started
+            or outcome is None
+            or outcome.verify  # lines to refuse: the one-process path verifies the whole chain
+            or hs is None
+            or stats.foreign
+            or norm.starts != 1
+            or other.started
             or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
-            or not half.resolved.isdisjoint(norm._trials.keys())
-            or not half.resolved.isdisjoint(norm._resolved)
-            or not norm._resolved.isdisjoint(half.pending.keys())
+            or not other.resolved.isdisjoint(norm.pending_ids())
+            or not other.resolved.isdisjoint(norm.resolved)
+            or not norm.resolved.isdisjoint(other.pending.keys())
         ):
             hasher.cancel()
-            _discard(stagers)
+            stage.discard()
             _unlink_parts(half)
             return None
     except BaseException:
         hasher.cancel()
-        _discard(stagers)
+        stage.discard()
         if half is not None:
             _unlink_parts(half)
         raise
     try:
         # Merge the child's state into the first half's normaliser, then resolve as usual.
-        if half.finished is not None and (norm._finished is None or half.finished.seq > norm._finished.seq):
-            norm._finished = half.finished
-        for case_id, e in half.validated.items():
-            old = norm._validated.get(case_id)
-            if old is None or e.seq > old.seq:
-                norm._validated[case_id] = e
-        norm._controls += half.controls
-        for trial_id, evs in half.pending.items():
-            norm._trials[trial_id].extend(evs)
-        norm._resolved.update(half.resolved)
-        norm._incomplete += half.incomplete
-        norm._run_level_other += half.run_level_other
-        norm.notes += half.notes
-        norm.quarantine += half.quarantine
+        norm.merge(other)
         rows = norm.rows()
-        mine = _close_stagers(warehouse, norm.run_id, batch_id, stagers, rows, cols)
+        if rows.get("runs"):
+            rows["runs"][0]["integrity"] = outcome.integrity
+        mine = stage.close(rows, cols)
         staged: dict = {}
         for name in mine.keys() | half.staged.keys():
             parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]
             staged[name] = ([p for p, _n in parts], sum(n for _p, n in parts))
         hs = half.stats
+        assert hs is not None  # checked above
         stats.lines += hs.lines
         stats.accepted += hs.accepted
         stats.duplicates += hs.duplicates
@@ -324,12 +343,13 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict], pric
         stats.quarantine += hs.quarantine
         stats.size, stats.sha256 = size, hasher.hexdigest()  # the bytes both halves read
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
-        return _write(
-            warehouse, norm.run_id, batch_id, "trialhouse", files, rows,
-            stats.quarantine + norm.quarantine, SCHEMA_VERSION, stats.notes() + norm.notes, staged,
+        return write_batch(
+            warehouse, rs.run_id, batch_id, "trialhouse", files, rows,
+            stats.quarantine + norm.quarantine, SCHEMA_VERSION,
+            stats.notes() + norm.notes + [f"{events_path}: {n}" for n in outcome.notes], staged,
         )
     finally:
-        _discard(stagers)
+        stage.discard()
         _unlink_parts(half)
 
 

@@ -5,7 +5,8 @@ A prices file (JSON or YAML) lists per model one or more dated entries::
     {"as_of": "2026-03-01",
      "models": {"model-a": [{"effective_from": "2025-06-01",
                              "input_per_mtok": 3.0, "output_per_mtok": 15.0,
-                             "cached_input_per_mtok": 0.3}]}}
+                             "cached_input_per_mtok": 0.3,
+                             "cache_write_per_mtok": 3.75}]}}
 
 The short form ``{"model-a": {"input_per_mtok": …, "output_per_mtok": …}}`` (a single
 undated entry per model) is accepted too. A ``null`` price means *unknown*: any cost
@@ -33,6 +34,8 @@ class PriceEntry(BaseModel):
     input_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     output_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     cached_input_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Price of writing input to the prompt cache (Anthropic bills it apart)."""
     effective_from: date | None = None
     note: str | None = None
 
@@ -95,7 +98,8 @@ class PriceTable:
             )
             raise IngestError(
                 f"{where}: field {loc}: {err['msg']} "
-                "(expected input_per_mtok, output_per_mtok, optional cached_input_per_mtok, effective_from)"
+                "(expected input_per_mtok, output_per_mtok, optional cached_input_per_mtok, "
+                "cache_write_per_mtok, effective_from)"
             ) from e
         entries: dict[str, tuple[PriceEntry, ...]] = {}
         for model, value in parsed.models.items():
@@ -141,11 +145,14 @@ class PriceTable:
         output_tokens: int | None,
         cache_read_tokens: int | None = None,
         on: date | datetime | None = None,
+        cache_write_tokens: int | None = None,
     ) -> float | None:
         """Cost in USD, or None when a needed price or token count is unknown.
 
-        ``input_tokens`` are the uncached input tokens; ``cache_read_tokens`` (when not
-        None and non-zero) are priced at ``cached_input_per_mtok``, which must then be known.
+        ``input_tokens`` are the uncached input tokens; ``cache_read_tokens`` and
+        ``cache_write_tokens`` (when not None and non-zero) are priced at
+        ``cached_input_per_mtok`` / ``cache_write_per_mtok``, which must then be known.
+        The cost rule that calls this is ``ingest.cost.resolve_cost``.
         """
         e = self.entry(model, on)
         if e is None or input_tokens is None or output_tokens is None:
@@ -157,5 +164,9 @@ class PriceTable:
             if e.cached_input_per_mtok is None:
                 return None
             total += cache_read_tokens * e.cached_input_per_mtok
+        if cache_write_tokens:
+            if e.cache_write_per_mtok is None:
+                return None
+            total += cache_write_tokens * e.cache_write_per_mtok
         cost = total / 1_000_000
         return cost if math.isfinite(cost) else None

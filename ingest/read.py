@@ -11,9 +11,14 @@ with only their first ``RAW_TEXT_CAP`` bytes). Rules:
   line it refuses goes to pydantic (``_slow_parse``: its lax JSON validation, then
   ``json.loads`` + ``runner.events.upgrade_event``), so lax values and older versions
   are accepted as before and every bad line gets a precise reason (file, line, reason);
+- every value is held to the contract's value rules (``runner.events``: 64-bit ints,
+  finite floats, valid Unicode, nesting, safe ids), on every path a line can take;
+- the file's run is the run with the most valid lines (``choose_run``), never simply the
+  first line's; a valid line of another run is quarantined before its seq is compared;
 - memory does not grow with the file for the runner's consecutive seqs (``ingest.seen``);
-- a repeated ``seq`` with identical bytes is dropped and counted; with different
-  content it is quarantined;
+- a repeated ``seq`` holding the same event (identical bytes, or the same values spelled
+  otherwise) is dropped and counted; with a different event the later line is
+  quarantined, unless it is the one in seq order (then the earlier is: ``SeqConflict``);
 - out-of-order events are accepted (consumers order by ``seq``).
 """
 
@@ -21,23 +26,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from itertools import accumulate
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from ingest import fastdecode
 from ingest.batch import QuarantineRow
+from ingest.chain import ChainFollower
 from ingest.seen import SeqIndex
 from runner.events import (
     EVENT_ADAPTER,
+    EVENT_TYPES,
+    MAX_DEPTH,
     SCHEMA_VERSION,
     UnsupportedSchemaVersion,
+    json_problem,
     upgrade_event,
 )
 
@@ -45,7 +55,8 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 """Longer lines are quarantined without being held in memory."""
 RAW_TEXT_CAP = 4096
 """Bytes of a bad line kept in ``quarantine.raw_text``."""
-_CHUNK = 1024 * 1024
+CHUNK = 1024 * 1024
+"""Bytes read at a time where a file is read in chunks (over-long lines, the split, hashing)."""
 _plus1 = (1).__add__
 _BLOCK = 4 * 1024 * 1024
 """Bytes read and split per block."""
@@ -54,7 +65,7 @@ _BLOCK = 4 * 1024 * 1024
 class ReadEvent(NamedTuple):
     """One accepted line: the validated event plus where it came from (a tuple: cheap to build)."""
 
-    event: object
+    event: Any
     line: int
     raw: bytes
     """The line's bytes (no newline); the ``events.payload_json`` of v1 lines."""
@@ -79,6 +90,17 @@ class ReadStats:
     quarantine: list[QuarantineRow] = field(default_factory=list)
     min_seq: float = float("inf")
     max_seq: int = -1
+    run_id: str | None = None
+    """The file's run (``read_blocks``)."""
+    own: int = 0
+    """Valid lines of the file's run (duplicates included)."""
+    foreign: dict[str, int] = field(default_factory=dict)
+    """Valid lines of other runs (quarantined), per run id."""
+    foreign_first: dict[str, int] = field(default_factory=dict)
+    foreign_started: dict[str, int] = field(default_factory=dict)
+    """Line of the first line / first ``run_started`` of each other run."""
+    chain: ChainFollower | None = None
+    """Follows the hash chain over the accepted lines, when set (``ingest.chain``)."""
 
     def notes(self) -> list[str]:
         out = []
@@ -100,12 +122,25 @@ def _raw_text(raw: bytes) -> str:
     return raw[:RAW_TEXT_CAP].decode("utf-8", errors="replace")
 
 
+def _short(value: object, limit: int = 80) -> str:
+    """A value for a message: its JSON (or repr), cut at ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_ID_RULE = "must be a safe id: letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
 def _first_error(exc: ValidationError, tag: str) -> str:
     err = exc.errors(include_url=False)[0]
     parts = [str(p) for p in err["loc"]]
     loc = ".".join(parts[1:] if parts[:1] == [tag] else parts)
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-    return f"{loc}: {err['msg']}{more}" if loc else f"{err['msg']}{more}"
+    msg = _ID_RULE if err["type"] == "string_pattern_mismatch" else err["msg"]
+    return f"{loc}: {msg}{more}" if loc else f"{msg}{more}"
 
 
 def _slow_parse(raw: bytes) -> tuple[object, int]:
@@ -126,19 +161,21 @@ def _slow_parse(raw: bytes) -> tuple[object, int]:
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
-        raise ValueError("invalid JSON: nested too deeply") from None
+        raise ValueError(f"invalid JSON: nested more than {MAX_DEPTH} levels deep") from None
     if not isinstance(obj, dict):
         raise ValueError(f"not a JSON object (got {type(obj).__name__})")
+    if why := json_problem(obj):
+        raise ValueError(why)
     version = obj.get("schema_version", 0 if ("type" in obj and "event" not in obj) else None)
     try:
         upgraded = upgrade_event(obj)
     except UnsupportedSchemaVersion as exc:
         raise ValueError(str(exc)) from None
     name = upgraded.get("event")
-    from runner.events import EVENT_TYPES
-
+    if not isinstance(name, str):
+        raise ValueError(f"event: must be an event name (a string), not {_short(name)}")
     if name not in EVENT_TYPES:
-        raise ValueError(f"unknown event type {name!r}")
+        raise ValueError(f"unknown event type {name[:80]!r}")
     try:
         event = EVENT_ADAPTER.validate_python(upgraded)
     except ValidationError as exc:
@@ -190,7 +227,7 @@ def _blocks(
             # Over-long line without its newline yet: keep its head, skip the rest.
             head, total, ended = tail[:RAW_TEXT_CAP], len(tail), False
             tail = b""
-            while chunk := f.read(_CHUNK if left is None else min(_CHUNK, max(left, 0))):
+            while chunk := f.read(CHUNK if left is None else min(CHUNK, max(left, 0))):
                 if left is not None:
                     left -= len(chunk)
                 h.update(chunk)
@@ -265,12 +302,12 @@ class Block(NamedTuple):
     """Each line's bytes (no newline): ``events.payload_json`` of v1 lines."""
     versions: list[int] | None
     """Schema version as written per event; None when every one is the current version."""
-    micros: list[int] | None = None
+    micros: list[int | None] | None = None
     """Each event's ``ts`` as microseconds since the epoch (UTC; ``fastdecode.decode_block``)."""
     env: list[tuple] | None = None
     """Each event's ``(seq, event, trial_id, run_id)``, read once: every pass over a block's
     models costs a cache miss per model, so consumers use these instead (see ``envelope``)."""
-    payload: object = None
+    payload: Any = None
     """``raws`` as an Arrow ``large_binary`` array when the reader could build it from the
     block's bytes (``line_array``); the events table's ``payload_json`` of v1 lines."""
 
@@ -292,8 +329,9 @@ class Block(NamedTuple):
         )
 
 
-get_envelope = attrgetter("seq", "event", "trial_id", "run_id")
+get_envelope = fastdecode.get_envelope
 _first = itemgetter(0)
+_fourth = itemgetter(3)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
@@ -305,64 +343,185 @@ def exact_micros(t: datetime | None) -> int | None:
     return ((t if t.tzinfo is not None else t.replace(tzinfo=UTC)) - _EPOCH) // _US
 
 
-def read_blocks(
-    path: Path, stats: ReadStats | None = None, *, start: int = 0, end: int | None = None,
-    first_line: int = 1, hasher=None,
-) -> Iterator[Block]:
-    """Every valid event of ``path`` in file order, one ``Block`` per block of lines.
+class RunChoiceChanged(Exception):
+    """The run guessed from the first line is not the file's run after all (``choose_run``):
+    read the file again with ``run_id=winner``."""
 
-    ``start``/``end`` read one byte range (``start`` on a line boundary, numbered
-    ``first_line``) for the two-process split; ``hasher`` is fed every byte read.
-    ``stats.min_seq``/``max_seq`` bound the accepted seqs.
+    def __init__(self, winner: str) -> None:
+        super().__init__(winner)
+        self.winner = winner
+
+
+class SeqConflict(Exception):
+    """Lines accepted earlier lost their seq to a later line that is in seq order where they
+    are not (``read_blocks``): read the file again with ``reject=lines``."""
+
+    lines: dict[int, str]
+
+    def __init__(self, lines: dict[int, str]) -> None:
+        super().__init__(sorted(lines))
+        self.lines = lines
+
+
+class _Placed:
+    """Where a line sits among its run's seqs: the seq of the run's valid lines before and after it."""
+
+    __slots__ = ("line", "prev", "next")
+
+    def __init__(self, line: int, prev: int) -> None:
+        self.line, self.prev, self.next = line, prev, None
+
+    def in_place(self, seq: int) -> bool:
+        return self.prev < seq and (self.next is None or seq < self.next)
+
+
+def _same_event(raw: bytes, event: Any) -> bool:
+    """Whether a line holds ``event`` (the same values, however spelled): a repeat, not a conflict."""
+    try:
+        other, _version = _slow_parse(raw)
+    except ValueError:
+        return False
+    return fastdecode.to_model(other) == fastdecode.to_model(event)
+
+
+def choose_run(lines: dict[str, int], started: dict[str, int], first: dict[str, int]) -> str | None:
+    """The file's run: the run with the most valid lines; a tie goes to a run with a
+    ``run_started`` event (the earliest), then to the run seen first.
+
+    ``lines``: valid lines per run id; ``started``/``first``: line of each run's first
+    ``run_started``/first valid line. Never "the first line": a foreign line anywhere, even
+    first, only quarantines itself (docs/design.md, "Never lose a good line").
+    """
+    if not lines:
+        return None
+    return min(lines, key=lambda r: (-lines[r], r not in started, started.get(r, 0), first[r]))
+
+
+def _decode(lines: list[bytes], first: int, src: str, stats: ReadStats,
+            envelopes: list | None = None) -> tuple[list, list[int] | None, list[int] | None, list]:
+    """Validate a block's lines: (events, kept indexes or None for all, versions or None, µs).
+
+    Blank lines are dropped (kept indexes); a refused line is quarantined and its event is None.
+    ``envelopes`` receives the events' envelopes when the compiled contract accepted them all.
+    """
+    events, bad, micros = fastdecode.decode_block(lines, envelopes)
+    idx: list[int] | None = None
+    versions: list[int] | None = None
+    if bad:  # blank lines are skipped; the others get a full diagnosis (and upgrades) one by one
+        blank = [i for i in bad if not (raw := lines[i]) or (raw[0] in b" \t\r" and not raw.strip())]
+        if blank:
+            bad.difference_update(blank)
+            skip = set(blank)
+            idx = [i for i in range(len(lines)) if i not in skip]
+        versions = [SCHEMA_VERSION] * len(lines)
+        for i in sorted(bad):
+            raw = lines[i]
+            try:
+                events[i], versions[i] = _slow_parse(raw)
+            except ValueError as exc:
+                stats.quarantine.append(QuarantineRow(src, first + i, str(exc), _raw_text(raw)))
+                continue
+            micros[i] = exact_micros(events[i].ts)
+            if versions[i] != SCHEMA_VERSION:
+                stats.upgraded += 1
+    return events, idx, versions, micros
+
+
+def probe_run(path: Path) -> str | None:
+    """run_id of the first line when it is a valid ``run_started`` event (the runner's first line)."""
+    with Path(path).open("rb") as f:
+        head = f.readline(MAX_LINE_BYTES + 1)
+    if not head.endswith(b"\n"):
+        return None
+    events, _idx, _v, _m = _decode([head.rstrip(b"\n").rstrip(b"\r")], 1, str(path), ReadStats(Path(path)))
+    e = events[0] if events else None
+    return e.run_id if e is not None and e.event == "run_started" else None
+
+
+def census(path: Path) -> str | None:
+    """The file's run by ``choose_run`` over a full pass (when the first line does not name it)."""
+    stats = ReadStats(Path(path))
+    lines: dict[str, int] = {}
+    started: dict[str, int] = {}
+    first: dict[str, int] = {}
+    with Path(path).open("rb", buffering=0) as f:
+        for n, _offsets, block, _whole in _blocks(f, stats, _BLOCK):
+            events, idx, _v, _m = _decode(block, n, str(path), stats)
+            for i in range(len(block)) if idx is None else idx:
+                e = events[i]
+                if e is None:
+                    continue
+                lines[e.run_id] = lines.get(e.run_id, 0) + 1
+                first.setdefault(e.run_id, n + i)
+                if e.event == "run_started":
+                    started.setdefault(e.run_id, n + i)
+    return choose_run(lines, started, first)
+
+
+def read_blocks(
+    path: Path, stats: ReadStats | None = None, *, run_id: str | None = None, start: int = 0,
+    end: int | None = None, first_line: int = 1, hasher=None, reject: dict[int, str] | None = None,
+) -> Iterator[Block]:
+    """Every valid event of the file's run in file order, one ``Block`` per block of lines.
+
+    The file's run is ``run_id`` when given, else decided here (``choose_run``): the run of a
+    valid ``run_started`` first line, checked against every line at the end (``RunChoiceChanged``
+    when another run wins), or a full ``census`` pass. A valid line of another run is
+    quarantined before seqs are compared, so it can never take a good line's seq. Two different
+    lines of the run with one seq: the later one is quarantined, unless it sits in seq order
+    between its neighbours and the earlier one does not — then the earlier one is the stray
+    (``SeqConflict``: the caller reads again with ``reject`` naming it).
+    ``start``/``end`` read one byte range (``start`` on a line boundary, numbered ``first_line``)
+    for the two-process split; ``hasher`` is fed every byte read. ``stats.min_seq``/``max_seq``
+    bound the accepted seqs; ``stats.foreign`` counts the other runs' lines.
     """
     path = Path(path)
     stats = stats if stats is not None else ReadStats(path)
+    guessed = run_id is None
+    if guessed:
+        run_id = probe_run(path)
+        if run_id is None:
+            run_id, guessed = census(path), False
+    stats.run_id = run_id
     seen = SeqIndex(path, MAX_LINE_BYTES)
     last_seq = -1
+    prev_seq = -1  # seq of the run's last valid line in file order (for ``_Placed``)
+    placed: dict[int, _Placed] = {}  # seq → where its line sits, for lines accepted one by one
+    waiting: list[_Placed] = []  # placed lines still waiting for their next neighbour
+    conflicts: list[tuple[int, _Placed]] = []
+    reject = reject or {}
+    reject_at = sorted(reject)
     src = str(path)
     quarantine = stats.quarantine
+    foreign = stats.foreign
     v1 = SCHEMA_VERSION
     with path.open("rb", buffering=0) as f:
         stats.size = path.stat().st_size
         for first, offsets, lines, whole in _blocks(
             f, stats, _BLOCK, start=start, end=end, first_line=first_line, h=hasher,
         ):
-            events, bad, micros = fastdecode.decode_block(lines)
-            idx = None
-            versions = None
-            if bad:  # blank lines are skipped; the others get a full diagnosis (and upgrades) one by one
-                blank = [i for i in bad if not (raw := lines[i]) or (raw[0] in b" \t\r" and not raw.strip())]
-                if blank:
-                    bad.difference_update(blank)
-                    skip = set(blank)
-                    idx = [i for i in range(len(lines)) if i not in skip]
-                    if not idx:
-                        continue
-                versions = [v1] * len(lines)
-                for i in sorted(bad):
-                    raw = lines[i]
-                    try:
-                        events[i], versions[i] = _slow_parse(raw)
-                    except ValueError as exc:
-                        quarantine.append(QuarantineRow(src, first + i, str(exc), _raw_text(raw)))
-                        continue
-                    micros[i] = exact_micros(events[i].ts)
-                    if versions[i] != v1:
-                        stats.upgraded += 1
+            decoded: list = []
+            events, idx, versions, micros = _decode(lines, first, src, stats, decoded)
             if idx is None:
                 raws, nums, offs = lines, list(range(first, first + len(lines))), offsets
+            elif not idx:
+                continue
             else:
                 raws, nums, offs = [lines[i] for i in idx], [first + i for i in idx], [offsets[i] for i in idx]
-                events, versions = [events[i] for i in idx], [versions[i] for i in idx]
-                micros = [micros[i] for i in idx]
-            # lines pydantic accepted at the current version are as good as compiled ones here
-            clean = not bad or (idx is None and versions.count(v1) == len(versions) and None not in events)
-            if not clean:
-                env = None
-                seqs = [e.seq if e is not None else -1 for e in events]
-            else:
-                env = list(map(get_envelope, events))
+                events, micros = [events[i] for i in idx], [micros[i] for i in idx]
+                versions = None if versions is None else [versions[i] for i in idx]
+            # every line decoded by the compiled contract at the current version, none dropped,
+            # none to refuse (``reject`` is applied line by line, below)
+            clean = idx is None and (versions is None or (versions.count(v1) == len(versions) and None not in events))
+            if clean and reject_at and (i := bisect_left(reject_at, first)) < len(reject_at) \
+                    and reject_at[i] < first + len(lines):
+                clean = False
+            env = (decoded or list(map(get_envelope, events))) if clean else None
+            if env is not None and len(rids := set(map(_fourth, env))) == 1 and (run_id is None or run_id in rids):
                 seqs = list(map(_first, env))
+            else:
+                clean = False
+                seqs = [e.seq if e is not None else -1 for e in events]
             s0 = seqs[0]
             n = len(seqs)
             if clean and s0 > last_seq and seqs == list(range(s0, s0 + n)):
@@ -373,19 +532,50 @@ def read_blocks(
                     stats.min_seq = s0
                 blk = Block(events, nums, raws, None, micros, env,
                             None if whole is None else line_array(whole, offsets))
+                stats.own += n
+                if waiting:
+                    for w in waiting:
+                        w.next = s0
+                    waiting.clear()
+                prev_seq = seqs[-1]
             else:
                 keep: list[int] = []
                 for i, seq in enumerate(seqs):
-                    if events[i] is None:
+                    e = events[i]
+                    if e is None:
                         continue
+                    if run_id is not None and e.run_id != run_id:  # before its seq can take a good line's
+                        rid = e.run_id
+                        foreign[rid] = foreign.get(rid, 0) + 1
+                        stats.foreign_first.setdefault(rid, nums[i])
+                        if e.event == "run_started":
+                            stats.foreign_started.setdefault(rid, nums[i])
+                        quarantine.append(QuarantineRow(
+                            src, nums[i], f"run_id {rid!r} differs from this file's run {run_id!r}",
+                            _raw_text(raws[i])))
+                        continue
+                    stats.own += 1
+                    if nums[i] in reject:
+                        quarantine.append(QuarantineRow(src, nums[i], reject[nums[i]], _raw_text(raws[i])))
+                        continue
+                    if waiting:
+                        for w in waiting:
+                            w.next = seq
+                        waiting.clear()
                     old = seen.check_add(seq, offs[i])
                     if old is not None:
-                        if old == raws[i]:
+                        if old == raws[i] or _same_event(old, e):
                             stats.duplicates += 1
                         else:
+                            here = _Placed(nums[i], prev_seq)
+                            waiting.append(here)
+                            conflicts.append((seq, here))
                             quarantine.append(QuarantineRow(
                                 src, nums[i], f"seq {seq} already used by a different event", _raw_text(raws[i])))
                         continue
+                    placed[seq] = here = _Placed(nums[i], prev_seq)
+                    waiting.append(here)
+                    prev_seq = seq
                     if seq < last_seq:
                         stats.out_of_order += 1
                     else:
@@ -403,11 +593,26 @@ def read_blocks(
             del events, raws, lines, env, seqs, nums, offs, micros
             stats.accepted += len(blk.events)
             stats.max_seq = last_seq
+            if stats.chain is not None and blk.events:
+                stats.chain.feed(blk.lines, blk.raws, blk.events)
             if blk.events:
                 hand = [blk]
                 del blk  # the consumer owns the block: it is freed as soon as the consumer drops it
                 yield hand.pop()
             del whole, offsets
+    if guessed and foreign and run_id is not None:
+        winner = choose_run({run_id: stats.own, **foreign}, {run_id: first_line, **stats.foreign_started},
+                            {run_id: first_line, **stats.foreign_first})
+        if winner is not None and winner != run_id:
+            raise RunChoiceChanged(winner)
+    strays: dict[int, str] = {}
+    for seq, later in conflicts:
+        earlier = placed.get(seq)  # None: it came in a block of consecutive seqs, so it is in place
+        if earlier is not None and later.in_place(seq) and not earlier.in_place(seq) and earlier.line not in strays:
+            strays[earlier.line] = (f"seq {seq} belongs to line {later.line}, which is in seq order "
+                                    "where this line is not")
+    if strays:
+        raise SeqConflict(strays)
 
 
 def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEvent]:
@@ -418,26 +623,3 @@ def read_events(path: Path, stats: ReadStats | None = None) -> Iterator[ReadEven
     """
     for block in read_blocks(path, stats):
         yield from block.read_events()
-
-
-def file_sha256(path: Path) -> tuple[str, int]:
-    """sha256 and size of a file, read in chunks."""
-    h = hashlib.sha256()
-    size = 0
-    with Path(path).open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-            size += len(chunk)
-    return h.hexdigest(), size
-
-
-def peek_run_id(path: Path) -> str | None:
-    """run_id of the first line, when it is readable (for the unchanged-input check)."""
-    with Path(path).open("rb") as f:
-        first = f.readline(64 * 1024)
-    try:
-        obj = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    rid = obj.get("run_id") if isinstance(obj, dict) else None
-    return rid if isinstance(rid, str) else None

@@ -20,14 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.events import (
+    SEAL_NAME,
     ChainLink,
     ChainVerdict,
-    Seal,
     _Event,
     chain_digest,
     chain_genesis,
     dump_event,
     parse_event,
+    read_seal,
     utc_now,
     verify_chain,
 )
@@ -37,20 +38,8 @@ from runner.redact import Redactor
 Emit = Callable[..., _Event]
 """``emit(EventClass, **fields)`` → the event as written (run_id/seq/ts/prev filled in)."""
 
-SEAL_NAME = "events.seal.json"
-
-
 def seal_path(events_path: Path) -> Path:
     return events_path.with_name(SEAL_NAME)
-
-
-def read_seal(events_path: Path) -> Seal | None:
-    """The seal next to ``events_path``; None when absent or unreadable."""
-    try:
-        raw = json.loads(seal_path(events_path).read_bytes())
-        return Seal(str(raw["run_id"]), int(raw["lines"]), str(raw["head"]), bool(raw.get("closed")))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def repair_tail(path: Path) -> int:
@@ -109,6 +98,7 @@ def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
     """
     out = VerifiedEvents()
     parsed: list[tuple[int, Any, bytes]] = []
+    garbled: list[ChainLink] = []
     with path.open("rb") as f:
         for number, raw in enumerate(f, start=1):
             line = raw.rstrip(b"\r\n")
@@ -118,6 +108,7 @@ def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
                 event = parse_event(line)
             except (ValueError, RecursionError) as exc:
                 out.refused.append((number, f"not a valid event: {str(exc).splitlines()[0][:200]}"))
+                garbled.append(ChainLink(number, chain_digest(line), None, readable=False))
                 continue
             parsed.append((number, event, line))
     if not parsed:
@@ -133,7 +124,8 @@ def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
     if seal is not None and seal.run_id != rid:
         out.notes.append(f"{SEAL_NAME} names run {seal.run_id!r}, not {rid!r}; ignored")
         seal = None
-    links = [ChainLink(n, chain_digest(line), e.prev) for n, e, line in mine]
+    links = sorted([ChainLink(n, chain_digest(line), e.prev) for n, e, line in mine] + garbled,
+                   key=lambda link: link.line)
     verdict: ChainVerdict = verify_chain(links, chain_genesis(rid), seal)
     out.notes += verdict.notes
     out.refused += sorted(verdict.rejected.items())

@@ -10,15 +10,179 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
-SCHEMA_VERSION = 1
+from runner.redact import Redactor as Redactor  # noqa: F401 - part of the contract: what may be stored
+
+SCHEMA_VERSION: Literal[1] = 1
 """Current event schema version written by this runner."""
+
+
+# ---------------------------------------------------------------- value rules
+#
+# One rule for every value that enters the warehouse, applied identically where the runner
+# writes (these types are in the models it builds its events from), where ingest reads (the
+# same models, compiled in ``ingest.fastdecode``; ``json_problem`` on every line it diagnoses)
+# and in every importer (``ingest.rows``). docs/design.md, "One rule for every value".
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+MAX_DEPTH = 32
+"""Deepest nesting of JSON arrays/objects in one document (an event line or a manifest)."""
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""The safe identifier alphabet: ASCII letters, digits, ``.``, ``_``, ``-``; never first ``.``,
+``_`` or ``-`` (so never ``.``/``..``, a hidden file or an option). Such an id is a valid file
+name, Hive partition value, shell word and SQL literal without escaping."""
+ID_MAX = 128
+"""Longest run, case, variant, config, criterion or manifest id (characters = bytes)."""
+TRIAL_ID_MAX = 255
+"""Longest trial id: the runner composes ``<case>__<variant>__r<rep>``; the manifest limits case
+and variant ids so this fits one file name (``runner.manifest.CASE_VARIANT_ID_MAX``)."""
+
+ID_RE = re.compile(ID_PATTERN[:-1] + r"\Z")
+"""``ID_PATTERN`` for Python's ``re`` (whose ``$`` also matches before a final newline)."""
+
+
+def id_problem(value: object, max_length: int = ID_MAX) -> str | None:
+    """Why ``value`` is not a safe identifier (None when it is): the rule of ``Id``/``TrialId``."""
+    if not isinstance(value, str):
+        return f"must be a string, not {type(value).__name__}"
+    if not value or len(value) > max_length:
+        return f"must be 1 to {max_length} characters long (is {len(value)})"
+    if not ID_RE.match(value):
+        return "must start with a letter or digit and use only letters, digits, '.', '_' or '-'"
+    return None
+
+
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+"""An integer that fits a Parquet int32 column (exit codes, signals)."""
+Count32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+Positive32 = Annotated[int, Field(ge=1, le=INT32_MAX)]
+"""Attempts, repetitions: counted from 1, stored as int32."""
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Count64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""Tokens, steps, seq: ≥ 0 and within a Parquet int64 column."""
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=ID_MAX)]
+TrialId = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=TRIAL_ID_MAX)]
+
+
+def json_problem(value: Any, where: str = "", depth: int = 1) -> str | None:
+    """Why a decoded JSON value breaks the value rules (None when it keeps them).
+
+    Integers within int64, floats finite (no NaN/Infinity/1e999), strings and keys valid
+    Unicode (no lone surrogates, which UTF-8 cannot store), nesting at most ``MAX_DEPTH``
+    arrays/objects deep. ``where`` prefixes the location in the message (``a.b[2]``).
+    """
+    if isinstance(value, str):
+        return _text_problem(value, where)
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            return f"{where or 'value'}: integer out of range (must fit 64 bits)"
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where or 'value'}: must be a finite number"
+    if isinstance(value, dict | list):
+        if depth > MAX_DEPTH:
+            return f"{where or 'value'}: nested more than {MAX_DEPTH} levels deep"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            at = f"{where}[{k}]" if isinstance(k, int) else (f"{where}.{k}" if where else str(k))
+            if isinstance(k, str) and (why := _text_problem(k, at)):
+                return why
+            if why := json_problem(v, at, depth + 1):
+                return why
+        return None
+    return f"{where or 'value'}: not a JSON value ({type(value).__name__})"
+
+
+def _text_problem(text: str, where: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{where or 'value'}: not valid Unicode (a lone surrogate such as \\ud800)"
+    return None
+
+
+SETTINGS_DEPTH = 4
+"""Where a variant's ``settings`` object sits: line → ``variants`` → variant → settings in a
+``run_started`` event, and manifest → ``variants`` → variant → settings in a manifest; its
+nesting counts from there, so both documents stay within ``MAX_DEPTH``."""
+
+
+def check_settings(value: Any) -> Any:
+    """``json_problem`` as the validator of a variant's free-form ``settings``: raises ValueError."""
+    if why := json_problem(value, depth=SETTINGS_DEPTH):
+        raise ValueError(why)
+    return value
+
+
+Settings = Annotated[dict[str, Any], AfterValidator(check_settings)]
+"""Free-form JSON held to ``json_problem``; ``ingest.fastdecode`` runs the same function after
+decoding."""
+
+
+def as_count(value: object) -> int | None:
+    """A reported count as an int within ``Count64``, else None (bools, negatives, text, 1e308)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and 0 <= value <= INT64_MAX:
+        return value
+    return None
+
+
+def as_amount(value: object) -> float | None:
+    """A reported amount (cost, seconds) as a finite float ≥ 0, else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the float range
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def as_text(value: object, limit: int | None = None) -> str:
+    """Agent-written text as valid Unicode: a lone surrogate (from a JSON ``\\ud800`` escape) is
+    replaced by U+FFFD, so an event holding it can be written; cut at ``limit`` characters."""
+    text = value if isinstance(value, str) else str(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # pair what pairs (UTF-16 surrogates), replace what does not
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text if limit is None else text[:limit]
+
+
+def engine_version() -> str:
+    """This trialhouse's version, from its package metadata (the one source of it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trialhouse")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    """sha256 (hex) and size of the bytes of a file, read in chunks: the hashes events record."""
+    h = hashlib.sha256()
+    size = 0
+    with Path(path).open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
 
 Outcome = Literal[
     "accepted", "target_failed", "regression", "budget_exhausted", "infra_error", "invalid"
@@ -43,18 +207,22 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+_CONFIG = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+"""Every contract model: unknown fields refused, immutable, every float finite."""
+
+
 class _Event(BaseModel):
     """Envelope shared by every event."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     schema_version: Literal[1] = SCHEMA_VERSION
     """Event schema version; a reader refuses versions it does not know."""
-    run_id: str
+    run_id: Id
     """Run identifier (also the run's directory name)."""
-    trial_id: str | None = None
+    trial_id: TrialId | None = None
     """Trial identifier; null for run-level events."""
-    seq: int = Field(ge=0)
+    seq: Count64
     """Per-run sequence number, strictly increasing in file order."""
     ts: datetime
     """UTC timestamp of the event."""
@@ -70,17 +238,17 @@ class _Event(BaseModel):
 class VariantInfo(BaseModel):
     """The configuration key of a variant, as recorded for analysis."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    variant: str
-    config_id: str
+    variant: Id
+    config_id: Id
     """Stable hash of everything that can change behaviour (see runner.manifest.config_id)."""
     model: str | None = None
     harness: str | None = None
     harness_version: str | None = None
     reasoning_effort: str | None = None
     service_tier: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: Settings = Field(default_factory=dict)
     agent_kind: str
     """null | reference | replay | simulated | command."""
     simulated: bool = False
@@ -89,9 +257,9 @@ class VariantInfo(BaseModel):
 
 
 class CriterionInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    criterion_id: str
+    criterion_id: Id
     layer: Layer
     kind: Literal["command", "judge"]
     description: str = ""
@@ -102,7 +270,7 @@ class CriterionInfo(BaseModel):
 class IsolationInfo(BaseModel):
     """How agents and graders of the run were contained (see docs/security.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     backend: Literal["bubblewrap", "none"]
     isolated: bool
@@ -115,7 +283,7 @@ class IsolationInfo(BaseModel):
 class GatewayInfo(BaseModel):
     """The run's model gateway (docs/gateway.md): what answered the agents' model calls."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     mode: Literal["forward", "record", "replay", "scripted"]
     upstreams: dict[str, str] = Field(default_factory=dict)
@@ -127,14 +295,14 @@ class GatewayInfo(BaseModel):
     recording_dir: str | None = None
     """record: where the run's recordings are (relative to the run directory);
     replay: the snapshotted input directory replayed."""
-    variants: list[str] = Field(default_factory=list)
+    variants: list[Id] = Field(default_factory=list)
     """The variants whose agents went through the gateway."""
 
 
 class CaseInfo(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    case_id: str
+    case_id: Id
     holdout: bool = False
     labels: dict[str, str] = Field(default_factory=dict)
     """difficulty, task_class, subsystem, language, repository, familiarity (known/unknown)."""
@@ -151,7 +319,7 @@ class RunStarted(_Event):
     """First line of every run: what was run, on what, by which engine."""
 
     event: Literal["run_started"] = "run_started"
-    manifest_id: str
+    manifest_id: Id
     manifest_path: str
     manifest_sha256: str
     validation_only: bool = False
@@ -164,14 +332,14 @@ class RunStarted(_Event):
     initial_tree: str
     input_hashes: dict[str, str] = Field(default_factory=dict)
     """Snapshot path (relative to the manifest) → sha256 of every operator-owned input."""
-    repetitions: int
-    max_attempts: int
+    repetitions: Positive32
+    max_attempts: Positive32
     timeout_seconds: float
     max_cost_usd: float | None = None
     stages: list[Stage] = Field(default_factory=list)
     variants: list[VariantInfo] = Field(default_factory=list)
     cases: list[CaseInfo] = Field(default_factory=list)
-    jobs: int = 1
+    jobs: Positive32 = 1
     resumed: bool = False
     simulated: bool = False
     """True when any variant is simulated."""
@@ -179,23 +347,23 @@ class RunStarted(_Event):
     """The isolation backend used; None in runs written before isolation existed."""
     gateway: GatewayInfo | None = None
     """The run's model gateway; None when no variant used one."""
-    control_repeats: int | None = None
-    controls_from: str | None = None
+    control_repeats: Positive32 | None = None
+    controls_from: Id | None = None
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
-    grading_semantics: int | None = None
+    grading_semantics: Int32 | None = None
 
 
 class ControlResult(_Event):
     """One criterion evaluated during validation (negative or positive control)."""
 
     event: Literal["control_result"] = "control_result"
-    case_id: str
+    case_id: Id
     control: Literal["negative", "positive"]
-    criterion_id: str
+    criterion_id: Id
     layer: Layer
-    repeat: int = 1
-    exit_code: int | None = None
-    signal: int | None = None
+    repeat: Count32 = 1
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
     timed_out: bool = False
     verdict: Verdict
     expected: Literal["passed", "failed"]
@@ -207,13 +375,13 @@ class CaseValidated(_Event):
     """Verdict of a case's controls: usable in scored runs only when ``ok``."""
 
     event: Literal["case_validated"] = "case_validated"
-    case_id: str
+    case_id: Id
     ok: bool
     problems: list[str] = Field(default_factory=list)
     flaky_criteria: list[str] = Field(default_factory=list)
     baseline: dict[str, Verdict] = Field(default_factory=dict)
     """Criterion id → verdict on the initial commit (the negative control)."""
-    repeats: int | None = None
+    repeats: Positive32 | None = None
     fingerprint: str | None = None
     from_run: str | None = None
     """Set when copied from a validation-only run (``run --controls``)."""
@@ -222,11 +390,11 @@ class CaseValidated(_Event):
 class RunFinished(_Event):
     event: Literal["run_finished"] = "run_finished"
     status: Literal["completed", "interrupted", "failed_controls"]
-    trials_total: int
-    trials_finished: int
-    trials_skipped: int = 0
-    unscored_cases: list[str] = Field(default_factory=list)
-    outcomes: dict[str, int] = Field(default_factory=dict)
+    trials_total: Count64
+    trials_finished: Count64
+    trials_skipped: Count64 = 0
+    unscored_cases: list[Id] = Field(default_factory=list)
+    outcomes: dict[str, Count64] = Field(default_factory=dict)
     duration_s: float
 
 
@@ -235,13 +403,13 @@ class RunFinished(_Event):
 
 class TrialStarted(_Event):
     event: Literal["trial_started"] = "trial_started"
-    case_id: str
-    variant: str
-    config_id: str
-    repetition: int = Field(ge=1)
-    seed: int
+    case_id: Id
+    variant: Id
+    config_id: Id
+    repetition: Positive32
+    seed: Int64
     workspace: str
-    order: int = Field(ge=0, description="Position in the run's trial order.")
+    order: Count64 = Field(description="Position in the run's trial order.")
     case_fingerprint: str | None = None
 
 
@@ -249,10 +417,10 @@ class TrialSkipped(_Event):
     """A trial not run because its case is not scored (failed or flaky controls)."""
 
     event: Literal["trial_skipped"] = "trial_skipped"
-    case_id: str
-    variant: str
-    config_id: str
-    repetition: int = Field(ge=1)
+    case_id: Id
+    variant: Id
+    config_id: Id
+    repetition: Positive32
     reason: str
     case_fingerprint: str | None = None
 
@@ -260,7 +428,7 @@ class TrialSkipped(_Event):
 class PrepareFinished(_Event):
     event: Literal["prepare_finished"] = "prepare_finished"
     command: list[str]
-    exit_code: int | None = None
+    exit_code: Int32 | None = None
     timed_out: bool = False
     duration_s: float
 
@@ -275,20 +443,20 @@ class WorkspacePrepared(_Event):
     """Runner-captured tree after prepare: what ``changes.patch`` and patch flags compare to."""
     ignored_tree: str | None = None
     """Files prepare created that git ignores (restored for grading), when any."""
-    files: int = 0
-    bytes: int = 0
+    files: Count64 = 0
+    bytes: Count64 = 0
 
 
 class AttemptStarted(_Event):
     event: Literal["attempt_started"] = "attempt_started"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     findings: list[str] = Field(default_factory=list)
     """Concrete findings handed to this attempt from the previous one."""
 
 
 class StageStarted(_Event):
     event: Literal["stage_started"] = "stage_started"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
     time_left_s: float
     prompt_sha256: str
@@ -297,31 +465,56 @@ class StageStarted(_Event):
 class Usage(BaseModel):
     """What an agent reported about its own consumption. ``None`` means not reported."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    input_tokens: int | None = Field(default=None, ge=0)
+    input_tokens: Count64 | None = None
     """Uncached input tokens."""
-    output_tokens: int | None = Field(default=None, ge=0)
-    cache_read_tokens: int | None = Field(default=None, ge=0)
-    cache_write_tokens: int | None = Field(default=None, ge=0)
-    cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    output_tokens: Count64 | None = None
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
+    cost_usd: float | None = Field(default=None, ge=0)
     """Cost the agent reported itself; None when it reported nothing, or when the price
     behind its claim is unknown (see ``cost_basis`` and ``StageFinished.claimed_cost_usd``)."""
     cost_basis: CostBasis | None = None
     """Basis of ``cost_usd``: ``reported`` (the agent priced tokens it knows the price of),
     ``computed`` (tokens × a dated price file). Never ``reported_unknown_basis``: such a
     claim is not a cost (it stays in ``StageFinished.claimed_cost_usd``). None with no cost."""
-    steps: int | None = Field(default=None, ge=0)
+    steps: Count64 | None = None
     """Turns / tool-using steps."""
     time_to_first_edit_s: float | None = Field(default=None, ge=0)
     source: str | None = None
     """Which parser produced this: claude-json, claude-stream-json, codex-json, agent-events, simulated."""
 
 
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps")
+_USAGE_AMOUNTS = ("cost_usd", "time_to_first_edit_s")
+
+
+def reported_usage(source: str | None = None, **values: object) -> tuple[Usage, list[str]]:
+    """A ``Usage`` from what an agent reported, and a note per value that was out of range.
+
+    Agents write their own numbers (an agent-events line can say ``output_tokens: 1e308``);
+    a value the contract cannot hold becomes None (unknown) with a note instead of failing
+    the stage or writing an event ingest would refuse. None stays None.
+    """
+    kept: dict[str, Any] = {}
+    notes: list[str] = []
+    for name, value in values.items():
+        if name not in _USAGE_COUNTS and name not in _USAGE_AMOUNTS:
+            raise TypeError(f"reported_usage: unknown usage field {name!r}")
+        if value is None:
+            continue
+        clean = as_count(value) if name in _USAGE_COUNTS else as_amount(value)
+        if clean is None:
+            notes.append(f"{name}: reported value {str(value)[:40]} is out of range; kept as unknown")
+        kept[name] = clean
+    return Usage(**kept, source=source), notes
+
+
 class PermissionDenial(BaseModel):
     """A tool call a harness's permission mode refused."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     tool_name: str
     tool_use_id: str | None = None
@@ -332,28 +525,28 @@ class GatewayUsage(BaseModel):
     counts, independent of what the agent says. A token field is None when any call that
     answered left it unreported."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
-    calls: int = Field(default=0, ge=0)
+    calls: Count64 = 0
     """Every call through the route, side requests and failures included."""
-    failed_calls: int = Field(default=0, ge=0)
+    failed_calls: Count64 = 0
     """Calls answered with an error status, or never answered."""
-    retries: int = Field(default=0, ge=0)
-    input_tokens: int | None = Field(default=None, ge=0)
+    retries: Count64 = 0
+    input_tokens: Count64 | None = None
     """Uncached input tokens, summed over the calls that answered 200."""
-    output_tokens: int | None = Field(default=None, ge=0)
-    cache_read_tokens: int | None = Field(default=None, ge=0)
-    cache_write_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: Count64 | None = None
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
     model_s: float = Field(default=0.0, ge=0)
     """Sum of the calls' latencies: time spent waiting on the model."""
 
 
 class StageFinished(_Event):
     event: Literal["stage_finished"] = "stage_finished"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
-    exit_code: int | None = None
-    signal: int | None = None
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
     timed_out: bool = False
     could_not_start: bool = False
     duration_s: float
@@ -364,13 +557,13 @@ class StageFinished(_Event):
     stdout_path: str | None = None
     stderr_path: str | None = None
     stdout_truncated: bool = False
-    redactions: int = 0
+    redactions: Count64 = 0
     harness_version: str | None = None
     """The version the harness printed in its own output (Claude's init line, the Codex
-    rollout, mini's trajectory); None for other agents or when it printed none."""
+    rollout, mini's trajectory; else its ``--version``); None for other agents."""
     session_id: str | None = None
     """Claude ``session_id``, Codex ``thread_id`` (what the harness's own logs are named by)."""
-    claimed_cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    claimed_cost_usd: float | None = Field(default=None, ge=0)
     """The harness's cost claim whatever its basis (``usage.cost_usd`` holds it only when
     the basis is ``reported``)."""
     cost_basis: CostBasis | None = None
@@ -387,17 +580,17 @@ class StageFinished(_Event):
     """Format notes: fields missing from this version's output, fallbacks taken."""
     gateway_usage: GatewayUsage | None = None
     """What the model gateway measured on the wire for this stage (None: no gateway)."""
-    trajectory_steps: int | None = Field(default=None, ge=0)
+    trajectory_steps: Count64 | None = None
     """``step`` events recorded for this stage (``usage.steps`` is the agent's own count)."""
 
 
 class Checkpoint(_Event):
     event: Literal["checkpoint"] = "checkpoint"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
     sha: str
     """Runner-owned commit of the captured state (never the agent's own .git)."""
-    files_changed: int
+    files_changed: Count64
     tree: str | None = None
 
 
@@ -413,13 +606,13 @@ class Grading(_Event):
     """One deterministic criterion run against a trial's state."""
 
     event: Literal["grading"] = "grading"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     final: bool = True
     """True for the grading of the state the trial is judged on."""
-    criterion_id: str
+    criterion_id: Id
     layer: Layer
-    exit_code: int | None = None
-    signal: int | None = None
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
     timed_out: bool = False
     verdict: Verdict
     duration_s: float
@@ -438,8 +631,8 @@ class Judgment(_Event):
     """A supplementary model judgment: recorded apart, never turns a failure into a pass."""
 
     event: Literal["judgment"] = "judgment"
-    attempt: int = Field(ge=1)
-    criterion_id: str
+    attempt: Positive32
+    criterion_id: Id
     verdict: Verdict
     judge_model: str | None = None
     abstained: bool = False
@@ -471,6 +664,7 @@ class Flag(_Event):
     path: str
     detail: str = ""
 
+
 # ---------------------------------------------------------------- model calls and steps
 
 Provider = Literal["anthropic", "openai"]
@@ -499,12 +693,12 @@ class ModelCallFields(BaseModel):
     reports them apart). A field the provider did not report is None, never 0.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _CONFIG
 
     stage: str | None = None
     """The stage the gateway route was opened for (build / qa / review), when it was."""
-    attempt: int | None = Field(default=None, ge=1)
-    call_index: int = Field(ge=0)
+    attempt: Positive32 | None = None
+    call_index: Count64
     """Order of arrival at the gateway within the route, from 0."""
     mode: GatewayMode
     provider: Provider
@@ -521,32 +715,32 @@ class ModelCallFields(BaseModel):
     response_id: str | None = None
     """The response's own id (``msg_…``, ``resp_…``, ``chatcmpl-…``): what harness logs
     quote, so it joins a harness's turns to these records."""
-    status: int | None = None
+    status: Int32 | None = None
     """HTTP status returned to the agent; None when the gateway never answered."""
     streamed: bool = False
     """The agent asked for a server-sent-event stream."""
-    position: int | None = Field(default=None, ge=0)
+    position: Count64 | None = None
     """Conversation position: tool results already present in the request. Retries and
     side requests at one point of the conversation share a position."""
     side_request: bool = False
     """A request that offers no tools (titles, summaries, quota probes): not a step."""
-    retries: int = Field(default=0, ge=0)
+    retries: Count64 = 0
     """Earlier calls of this route at the same position with the same tool results: the
     agent's own retries (the gateway never retries on its own)."""
     stop_reason: str | None = None
     """``end_turn`` / ``tool_use`` / ``completed`` / ``tool_calls`` / ``stop`` … as reported."""
     tool_calls: list[str] = Field(default_factory=list)
     """Names of the tools the response asked the agent to run, in order."""
-    input_tokens: int | None = Field(default=None, ge=0)
+    input_tokens: Count64 | None = None
     """Uncached input tokens as reported (OpenAI: ``input_tokens − cached_tokens``)."""
-    output_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: Count64 | None = None
     """Final output tokens (Anthropic: ``message_delta.usage``, not ``message_start``'s 1)."""
-    cache_read_tokens: int | None = Field(default=None, ge=0)
-    cache_write_tokens: int | None = Field(default=None, ge=0)
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
     """Anthropic ``cache_creation_input_tokens``; OpenAI reports none (null)."""
-    reasoning_tokens: int | None = Field(default=None, ge=0)
+    reasoning_tokens: Count64 | None = None
     """OpenAI ``output_tokens_details.reasoning_tokens`` (a part of ``output_tokens``)."""
-    provider_usage: dict[str, Any] | None = None
+    provider_usage: Settings | None = None
     """The usage object exactly as the provider sent it (for audits of the conversion)."""
     latency_s: float = Field(ge=0)
     """Request arrival to the last byte sent back to the agent."""
@@ -568,7 +762,7 @@ class ModelCall(_Event, ModelCallFields):
     """One model call of a stage through the run's model gateway (``docs/gateway.md``)."""
 
     event: Literal["model_call"] = "model_call"
-    started_at_unix: float = Field(ge=0, allow_inf_nan=False)
+    started_at_unix: float = Field(ge=0)
     """When the request arrived at the gateway: seconds since the Unix epoch (UTC)."""
 
 
@@ -585,9 +779,9 @@ class TrajectoryStep(_Event):
     carry milliseconds); None where the source has none. Unknown stays None."""
 
     event: Literal["step"] = "step"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     stage: Stage
-    index: int = Field(ge=0)
+    index: Count64
     """Order within the stage, from 0 (model turns and tool calls interleaved)."""
     kind: StepKind
     source: str
@@ -600,15 +794,15 @@ class TrajectoryStep(_Event):
     """Files read or changed, relative to the workspace when inside it."""
     command: str | None = None
     """The shell command of a command-based step (at most 2000 characters)."""
-    exit_code: int | None = None
+    exit_code: Int32 | None = None
     ok: bool | None = None
     """Tool: it succeeded (not refused, not failed). Model: the call answered."""
-    started_at_unix: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    ended_at_unix: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    input_tokens: int | None = Field(default=None, ge=0)
-    output_tokens: int | None = Field(default=None, ge=0)
-    cache_read_tokens: int | None = Field(default=None, ge=0)
-    cache_write_tokens: int | None = Field(default=None, ge=0)
+    started_at_unix: float | None = Field(default=None, ge=0)
+    ended_at_unix: float | None = Field(default=None, ge=0)
+    input_tokens: Count64 | None = None
+    output_tokens: Count64 | None = None
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
     call_id: str | None = None
     """Tool call id; for a model turn the response id (joins the ``model_call`` event)."""
     tokens_from: Literal["harness", "gateway"] | None = None
@@ -617,7 +811,7 @@ class TrajectoryStep(_Event):
 
 class AttemptFinished(_Event):
     event: Literal["attempt_finished"] = "attempt_finished"
-    attempt: int = Field(ge=1)
+    attempt: Positive32
     outcome: Outcome
     findings: list[str] = Field(default_factory=list)
 
@@ -626,13 +820,13 @@ class TrialFinished(_Event):
     """Last event of a trial; a trial without it is incomplete, not failed."""
 
     event: Literal["trial_finished"] = "trial_finished"
-    case_id: str
-    variant: str
-    config_id: str
-    repetition: int = Field(ge=1)
+    case_id: Id
+    variant: Id
+    config_id: Id
+    repetition: Positive32
     outcome: Outcome
     reason: str = ""
-    attempts: int = Field(ge=0)
+    attempts: Count32
     duration_s: float
     setup_s: float | None = None
     agent_s: float | None = None
@@ -642,7 +836,7 @@ class TrialFinished(_Event):
     cost_budget_status: Literal["within", "exceeded", "unknown", "unlimited"] = "unlimited"
     layers: dict[str, str] = Field(default_factory=dict)
     """Layer → pass | fail | none, on the final state."""
-    flags: int = 0
+    flags: Count32 = 0
     simulated: bool = False
     line: str = ""
     """The compact stable one-line summary printed for this trial."""
@@ -653,8 +847,11 @@ class TrialFinished(_Event):
     scored: bool = True
     """False when the case failed its controls and ``run --score-unvalidated`` ran it
     anyway: analyses leave such trials out unless told ``--include-unvalidated``."""
-    redactions: int = 0
-    """Secrets redacted from this trial's stored evidence."""
+    redactions: Count64 = 0
+    """Secrets and credential-shaped strings redacted from this trial's stored evidence."""
+    secrets_leaked: Count64 = 0
+    """Of those, occurrences of the run's own secret values (``pass_env``/``secret_env``) the
+    agent wrote into its output: a leak, which makes its configuration ineligible."""
     gateway_usage: GatewayUsage | None = None
     """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
     patch_paths: list[str] | None = None
@@ -689,7 +886,7 @@ Event = Annotated[
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 EVENT_TYPES: dict[str, type[_Event]] = {
-    m.model_fields["event"].default: m  # type: ignore[misc]
+    m.model_fields["event"].default: m
     for m in Event.__origin__.__args__  # type: ignore[attr-defined]
 }
 
@@ -718,6 +915,8 @@ def upgrade_event(raw: dict[str, Any]) -> dict[str, Any]:
     if version < 0:
         raise ValueError(f"schema_version {version} is not a known version")
     if version == 0:
+        if not isinstance(raw.get("type"), str):
+            raise ValueError("schema_version 0 line without a string 'type' (the v0 event name)")
         raw = dict(raw)
         raw["event"] = raw.pop("type")
         if "time" in raw:
@@ -751,6 +950,8 @@ class ChainLink:
     line: int
     digest: str
     prev: str | None
+    readable: bool = True
+    """False for a line that is not even JSON (its ``prev`` cannot be read)."""
 
 
 @dataclass
@@ -779,6 +980,18 @@ class Seal:
 
 NOT_ON_CHAIN = "not on the run's hash chain (inserted, altered, duplicated or out of order)"
 
+SEAL_NAME = "events.seal.json"
+"""Beside ``events.jsonl``: ``{"run_id", "lines", "head", "closed"}``, rewritten atomically."""
+
+
+def read_seal(events_path: Path) -> Seal | None:
+    """The seal beside ``events_path``; None when absent or unreadable."""
+    try:
+        raw = json.loads((Path(events_path).parent / SEAL_NAME).read_bytes())
+        return Seal(str(raw["run_id"]), int(raw["lines"]), str(raw["head"]), bool(raw.get("closed")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
 
 def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = None) -> ChainVerdict:
     """Which lines of one run's file the hash chain vouches for.
@@ -791,13 +1004,18 @@ def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = N
     seal's head the chain is followed forwards only while the run was not closed.
     """
     verdict = ChainVerdict()
-    if not links:
-        return verdict
-    if all(link.prev is None for link in links):
+    readable = [link for link in links if link.readable]
+    linked = sum(link.prev is not None for link in readable)
+    if not readable or (seal is None and 2 * linked <= len(readable)):
+        # Written before the chain existed (most lines carry no link, and there is no seal):
+        # read as it is; a stray ``prev`` on a few lines means nothing.
         verdict.chained = False
         return verdict
     by_digest: dict[str, ChainLink] = {}
     for link in links:
+        if link.readable and link.prev is None:
+            verdict.rejected[link.line] = "carries no hash-chain link (prev) in a chained file"
+            continue
         if link.digest in by_digest:
             verdict.rejected[link.line] = f"duplicate of line {by_digest[link.digest].line}; {NOT_ON_CHAIN}"
         else:
@@ -833,7 +1051,11 @@ def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = N
                 forward.append(link)
                 expected = link.digest
         accepted |= {link.line for link in forward[:-1]}
-        if forward:
+        garbled = forward and any(not link.readable and forward[-1].line < link.line < oldest.line
+                                  for link in links)
+        if forward and garbled:  # the unreadable line in between is the altered one
+            accepted.add(forward[-1].line)
+        elif forward:
             verdict.rejected[forward[-1].line] = (
                 "last line before a break in the hash chain (cannot be verified)")
     tail = anchor
@@ -843,6 +1065,8 @@ def verify_chain(links: Sequence[ChainLink], genesis: str, seal: Seal | None = N
                 accepted.add(link.line)
                 tail = link
     for link in live:
+        if not link.readable:
+            continue  # the reader refuses it with its own reason
         if link.line not in accepted and link.line not in verdict.rejected:
             late = seal is not None and seal.closed and link.line > anchor.line
             verdict.rejected[link.line] = (

@@ -3,35 +3,131 @@
 The models check shapes, ranges, defaults and uniqueness. Checks that need the
 file system or git (input paths, commits, reference patches) live in
 ``runner.validate`` so that ``trialhouse validate`` can report every problem at once.
+
+Every value must also be usable by the run that follows (``runner.validate`` walks the
+raw document with ``value_problems`` first): the event contract's value rules (ints
+within 64 bits, finite numbers, valid Unicode, at most ``MAX_DEPTH`` levels of nesting),
+no NUL byte anywhere (it cannot be passed in an argv, a path or an environment),
+``MAX_TEXT`` characters per string, paths at most ``PATH_MAX_BYTES`` with components at
+most ``NAME_MAX_BYTES``, and case and variant ids short enough that every file name the
+runner derives from them fits (``CASE_VARIANT_ID_MAX``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from runner.events import ID_MAX, ID_PATTERN, INT64_MAX, INT64_MIN, MAX_DEPTH
 
 MANIFEST_SCHEMA_VERSION = 1
 
-Id = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+CASE_VARIANT_ID_MAX = 100
+"""Longest case or variant id. The runner names each trial's directory
+``<case>__<variant>__r<rep>`` (``runner.run.trial_id``; repetitions ≤ 10): at most
+100 + 2 + 100 + 3 + 2 = 207 bytes, inside the 255-byte file name limit with room for
+the suffixes written beside it. Criterion and manifest ids: ``runner.events.ID_MAX``."""
+MAX_TEXT = 1_000_000
+"""Longest string anywhere in a manifest (prompts, descriptions, policy text), in characters."""
+PATH_MAX_BYTES = 4096
+NAME_MAX_BYTES = 255
+"""Longest path (UTF-8 bytes) and path component a manifest may name (Linux PATH_MAX/NAME_MAX)."""
+
+Id = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX, pattern=ID_PATTERN)]
+CaseVariantId = Annotated[str, StringConstraints(min_length=1, max_length=CASE_VARIANT_ID_MAX, pattern=ID_PATTERN)]
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+
+
+def path_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a path on this system (None when it can): NUL, lone surrogates, length."""
+    if "\0" in value:
+        return "contains a NUL byte"
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (a lone surrogate)"
+    if len(raw) > PATH_MAX_BYTES:
+        return f"is {len(raw)} bytes long; a path may have at most {PATH_MAX_BYTES}"
+    if any(len(part) > NAME_MAX_BYTES for part in raw.split(b"/")):
+        return f"has a component over {NAME_MAX_BYTES} bytes (the longest file name allowed)"
+    return None
+
+
+def _usable_path(value: str) -> str:
+    if why := path_problem(value):
+        raise ValueError(why)
+    return value
+
+
+PathStr = Annotated[str, StringConstraints(min_length=1), AfterValidator(_usable_path)]
+"""A path a run opens (relative to the manifest, or a repository)."""
 Argv = Annotated[list[NonEmptyStr], Field(min_length=1)]
+EnvName = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 StageName = Literal["build", "qa", "review"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def value_problems(raw: Any) -> list[tuple[tuple[Any, ...], str]]:
+    """Every value of a raw manifest document that no run could use, as (location, why).
+
+    Applied before the models, so it also covers free-form values (``settings``) and values
+    the file-system checks would otherwise be handed (a NUL in a path raises in ``open``).
+    """
+    out: list[tuple[tuple[Any, ...], str]] = []
+
+    def walk(value: Any, loc: tuple[Any, ...], depth: int) -> None:
+        if isinstance(value, str):
+            if "\0" in value:
+                out.append((loc, "contains a NUL byte"))
+            elif len(value) > MAX_TEXT:
+                out.append((loc, f"is {len(value)} characters long; the limit is {MAX_TEXT}"))
+            else:
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    out.append((loc, "is not valid Unicode (a lone surrogate such as \\ud800)"))
+        elif isinstance(value, bool) or value is None:
+            return
+        elif isinstance(value, int):
+            if not INT64_MIN <= value <= INT64_MAX:
+                out.append((loc, "integer out of range (must fit 64 bits)"))
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                out.append((loc, "must be a finite number (not NaN or Infinity)"))
+        elif isinstance(value, dict | list):
+            if depth > MAX_DEPTH:
+                out.append((loc, f"nested more than {MAX_DEPTH} levels deep"))
+                return
+            for k, v in value.items() if isinstance(value, dict) else enumerate(value):
+                if isinstance(k, str):
+                    walk(k, loc, depth)  # a bad key is reported where it is
+                walk(v, (*loc, k), depth + 1)
+
+    walk(raw, (), 1)
+    return out
 
 
 class Judge(_Strict):
     """A supplementary model judgment; never decides a trial on its own."""
 
-    rubric: NonEmptyStr
+    rubric: PathStr
     """Markdown rubric path relative to the manifest."""
-    calibration: NonEmptyStr | None = None
+    calibration: PathStr | None = None
     model: str | None = None
 
 
@@ -46,7 +142,7 @@ class Criterion(_Strict):
     command: Argv | None = None
     """argv array; ``{inputs}`` and ``{workspace}`` are substituted inside elements."""
     judge: Judge | None = None
-    files: list[NonEmptyStr] = Field(default_factory=list)
+    files: list[PathStr] = Field(default_factory=list)
     """Operator-owned input files the criterion reads (relative to the manifest)."""
     timeout_seconds: float = Field(default=60, gt=0, le=600)
     success_token: bool = False
@@ -85,12 +181,12 @@ class Labels(_Strict):
 
 
 class Case(_Strict):
-    id: Id
+    id: CaseVariantId
     prompt: NonEmptyStr
-    reference_patch: NonEmptyStr
+    reference_patch: PathStr
     holdout: bool = False
     labels: Labels = Field(default_factory=Labels)
-    repository: str | None = None
+    repository: PathStr | None = None
     initial_commit: str | None = None
     allowed_paths: list[NonEmptyStr] | None = None
     criteria: list[Criterion] = Field(min_length=1)
@@ -128,15 +224,15 @@ class Agent(_Strict):
     usage_format: Literal[
         "none", "agent-events", "claude-json", "claude-stream-json", "codex-json"
     ] = "agent-events"
-    pass_env: list[NonEmptyStr] = Field(default_factory=list)
+    pass_env: list[EnvName] = Field(default_factory=list)
     """Environment variables passed through to the agent (none by default)."""
-    secret_env: list[NonEmptyStr] = Field(default_factory=list)
+    secret_env: list[EnvName] = Field(default_factory=list)
     """Variables whose values are redacted from stored output (pass_env entries too)."""
-    patches_dir: str | None = None
+    patches_dir: PathStr | None = None
     """For ``replay``: directory with ``<case_id>.patch`` files, relative to the manifest."""
     skill: float | None = Field(default=None, ge=0, le=1)
     """For ``simulated``: probability of choosing the correct candidate change."""
-    candidates_dir: str | None = None
+    candidates_dir: PathStr | None = None
     """For ``simulated``: directory (relative to the manifest) of ``<case_id>/<label>.patch``
     candidate changes, label ∈ correct | wrong | regression."""
     price_per_mtok: float | None = Field(default=None, ge=0)
@@ -195,7 +291,7 @@ class Agent(_Strict):
 
 
 class Variant(_Strict):
-    id: Id
+    id: CaseVariantId
     model: str | None = None
     harness: str | None = None
     harness_version: str | None = None
@@ -203,7 +299,7 @@ class Variant(_Strict):
     service_tier: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     agent: Agent
-    stage_instructions: dict[StageName, list[NonEmptyStr]] = Field(default_factory=dict)
+    stage_instructions: dict[StageName, list[PathStr]] = Field(default_factory=dict)
     """Stage → markdown paths (relative to the manifest) snapshotted into the stage prompt."""
 
 
@@ -270,13 +366,14 @@ class Isolation(_Strict):
 class Manifest(_Strict):
     schema_version: Literal[1]
     id: Id
-    repository: NonEmptyStr
+    repository: PathStr
     initial_commit: NonEmptyStr
     cases: list[Case] = Field(min_length=1, max_length=100)
     variants: list[Variant] = Field(min_length=1, max_length=8)
     repetitions: int = Field(default=2, ge=1, le=10)
     max_attempts: int = Field(default=1, ge=1, le=3)
-    timeout_seconds: float = Field(default=300, gt=0)
+    timeout_seconds: float = Field(default=300, gt=0, le=86_400)
+    """Per trial; at most a day (a bound the runner's clocks and waits can all hold)."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     prepare_commands: list[Argv] = Field(default_factory=list)
     stages: list[StageName] = Field(default_factory=lambda: ["build", "qa", "review"], min_length=1)

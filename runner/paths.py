@@ -25,11 +25,9 @@ INPUT_PLACEHOLDER = "{inputs}"
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 16), b""):
-            h.update(block)
-    return h.hexdigest()
+    from runner.events import file_sha256
+
+    return file_sha256(path)[0]
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -208,6 +208,20 @@ class Redactor:
     def text(self, text: str) -> tuple[str, int]:
         return self.pattern.subn(_replacement, text)
 
+    def scan(self, text: str) -> tuple[str, int, int]:
+        """Like ``text``, also counting how many matches were the run's own secret values
+        (a leak) rather than shapes that look like credentials (maybe an example)."""
+        known = set(self.secrets)
+        hits = [0]
+
+        def replace(match: re.Match[str]) -> str:
+            if match.group(0) in known:
+                hits[0] += 1
+            return _replacement(match)
+
+        clean, total = self.pattern.subn(replace, text)
+        return clean, total, hits[0]
+
     def value(self, obj: object) -> tuple[object, int]:
         """Redact every string inside a JSON-like value (dict keys included)."""
         if isinstance(obj, str):

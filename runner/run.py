@@ -87,15 +87,6 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def engine_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("trialhouse")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def trial_seed(manifest_id: str, case_id: str, rep: int) -> int:
     """Shared by every variant of a case/repetition: paired trials see the same draw."""
     return int(hashlib.sha256(f"{manifest_id}/{case_id}/{rep}".encode()).hexdigest()[:8], 16)
@@ -322,7 +313,7 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         ev.RunStarted,
         manifest_id=manifest.id, manifest_path=str(manifest_path.resolve()),
         manifest_sha256=manifest_sha, validation_only=validation_only,
-        engine_version=engine_version(), os=platform.platform(), python=sys.version.split()[0],
+        engine_version=ev.engine_version(), os=platform.platform(), python=sys.version.split()[0],
         git_version=git_version(), repository=str(repo.resolve()), initial_commit=commit,
         initial_tree=containment.store.tree_of(commit), input_hashes=snapshot.hashes,
         repetitions=manifest.repetitions, max_attempts=manifest.max_attempts,

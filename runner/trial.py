@@ -190,12 +190,13 @@ def _sum_usage(stages: list[_Stage]) -> ev.Usage:
         vals = [getattr(s.usage, name) for s in stages]
         totals[name] = None if any(v is None for v in vals) else sum(vals)
     bases = {s.usage.cost_basis for s in stages}
-    totals["cost_basis"] = bases.pop() if totals["cost_usd"] is not None and len(bases) == 1 else None
+    basis = bases.pop() if totals["cost_usd"] is not None and len(bases) == 1 else None
     firsts = [s.usage.time_to_first_edit_s for s in stages if s.usage.time_to_first_edit_s is not None]
     totals["time_to_first_edit_s"] = firsts[0] if firsts else None
     sources = sorted({s.usage.source for s in stages if s.usage.source})
-    totals["source"] = "+".join(sources) or None
-    return ev.Usage(**totals)
+    # A sum of in-range stage numbers can still leave the contract's range: unknown then.
+    usage, _notes = ev.reported_usage(source="+".join(sources) or None, **totals)
+    return usage.model_copy(update={"cost_basis": basis if usage.cost_usd is not None else None})
 
 
 def _known_cost(stages: list[_Stage]) -> float:
@@ -214,12 +215,12 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
         return None, []
     status = parsed.get("status")
     findings = parsed.get("findings")
-    findings = [str(f)[:2000] for f in findings[:50]] if isinstance(findings, list) else []
-    return (str(status)[:100] if status is not None else None), findings
+    findings = [ev.as_text(f, 2000) for f in findings[:50]] if isinstance(findings, list) else []
+    return (ev.as_text(status, 100) if status is not None else None), findings
 
 
-def _store_redacted(raw: Path, dest: Path, redactor: Redactor, limit: int = STAGE_OUTPUT_LIMIT) -> int:
-    """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted.
+def _store_redacted(raw: Path, dest: Path, redactor: Redactor, limit: int = STAGE_OUTPUT_LIMIT) -> tuple[int, int]:
+    """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted; (all, known secrets).
 
     Up to ``limit`` bytes are kept whole; a larger file (a harness's stream, which the
     runner reads in full to parse) keeps its head and tail around a marker line."""
@@ -228,14 +229,16 @@ def _store_redacted(raw: Path, dest: Path, redactor: Redactor, limit: int = STAG
     except OSError:
         size = 0
     if size > limit:
-        _cut, count = redactor.file(raw, limit)  # streamed in place: the runner's own file
+        whole, _cut = read_capped(raw, size)
+        known = sum((whole or b"").count(s.encode()) for s in redactor.secrets)
+        _truncated, count = redactor.file(raw, limit)  # streamed in place: the runner's own file
         os.replace(raw, dest)
-        return count
+        return count, known
     data, _cut = read_capped(raw, limit + 1)
-    clean, count = redactor.text((data or b"").decode("utf-8", errors="replace"))
+    clean, count, known = redactor.scan((data or b"").decode("utf-8", errors="replace"))
     write_atomic(dest, clean.encode("utf-8"))
     raw.unlink(missing_ok=True)
-    return count
+    return count, known
 
 
 def _layers(results: list[GradeResult], baseline: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -326,6 +329,8 @@ class _Trial:
         self.box = spec.containment
         self.redactor = spec.containment.redactor
         self.redactions = 0
+        self.leaked = 0
+        """Occurrences of the run's own secret values the agent put in its output."""
         self.tid = spec.trial_id
         self._emit = emit
         self.start = time.monotonic()
@@ -351,6 +356,9 @@ class _Trial:
             (self.dir / name).mkdir(exist_ok=True)
             st = os.lstat(self.dir / name)
             self.dir_ids[name] = (st.st_dev, st.st_ino)
+
+    def known_in(self, data: bytes | None) -> int:
+        return sum(data.count(s.encode()) for s in self.redactor.secrets) if data else 0
 
     def evidence_problems(self) -> list[str]:
         """Evidence directories that are no longer the ones the runner created."""
@@ -450,6 +458,7 @@ class _Trial:
         clean_events, hidden = self.redactor.jsonl(events_data or b"")
         write_atomic(events_copy, clean_events)
         verdict_data, _ = read_capped(dirs.verdict_file, VERDICT_LIMIT)
+        raw_verdict = verdict_data
         if verdict_data is not None:
             verdict_data, n = self.redactor.jsonl(verdict_data)
             hidden += n
@@ -471,8 +480,10 @@ class _Trial:
         status, vfindings = _parse_verdict(verdict_data)
         out_path, err_path = d / "logs" / f"{tag}.stdout", d / "logs" / f"{tag}.stderr"
         stdout_limit = HARNESS_STORED_STDOUT if result is not None else STAGE_OUTPUT_LIMIT
-        redactions = (_store_redacted(raw_out, out_path, self.redactor, stdout_limit)
-                      + _store_redacted(raw_err, err_path, self.redactor))
+        (n_out, k_out), (n_err, k_err) = (_store_redacted(raw_out, out_path, self.redactor, stdout_limit),
+                                          _store_redacted(raw_err, err_path, self.redactor))
+        redactions = n_out + n_err
+        self.leaked += k_out + k_err + self.known_in(events_data) + self.known_in(raw_verdict)
         self.redactions += redactions + hidden
         gateway_ids = {c.response_id or c.request_id for c in calls} - {None}
         for step in steps[:MAX_STEPS]:
@@ -521,7 +532,9 @@ class _Trial:
         for path in files:
             if not path.is_file():
                 continue
-            clean, n = self.redactor.jsonl(path.read_bytes())
+            data = path.read_bytes()
+            self.leaked += self.known_in(data)  # the agent wrote the run's own secret into its log
+            clean, n = self.redactor.jsonl(data)
             write_atomic(dest_dir / path.name, clean)
             total += n
         remove_tree(collected if collected.is_dir() else collected.parent)
@@ -831,6 +844,7 @@ class _Trial:
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(self.patch and self.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
+            secrets_leaked=self.leaked,
             gateway_usage=sum_gateway([s.gateway for s in self.stages]), patch_paths=patch_paths,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)

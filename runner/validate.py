@@ -1,9 +1,12 @@
 """Static manifest checks that report every problem at once, each at its JSON path.
 
-Shapes and ranges come from the pydantic models (errors turned into locations like
-``cases[3].criteria[0].command``); file-system and git checks (input paths,
-commits, reference patches) run on the raw document so they are reported even when
-the shape is also wrong. The source repository is only read.
+Every value is first held to what a run can use (``runner.manifest.value_problems``: no
+NUL byte, valid Unicode, finite numbers, bounded length and nesting), so nothing later is
+handed a value that would raise. Shapes and ranges come from the pydantic models (errors
+turned into locations like ``cases[3].criteria[0].command``); file-system and git checks
+(input paths, commits, reference patches) run on the raw document so they are reported
+even when the shape is also wrong, but never on a value already refused. The source
+repository is only read.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import RunnerError
-from runner.manifest import Manifest
+from runner.events import MAX_DEPTH
+from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
 from runner.paths import check_input, input_refs
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -90,6 +94,11 @@ def _message(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
         return loc, "must be a non-empty list of strings"
     if typ == "string_pattern_mismatch":
         return loc, "must start with a letter or digit and use only letters, digits, '.', '_' or '-'"
+    if typ == "string_too_long" and len(loc) == 3 and loc[0] in ("cases", "variants") and loc[2] == "id":
+        return loc, (f"must be at most {CASE_VARIANT_ID_MAX} characters (each trial directory is named "
+                     "<case>__<variant>__r<rep> and must fit a 255-byte file name)")
+    if typ == "finite_number":
+        return loc, "must be a finite number (not NaN or Infinity)"
     if typ == "value_error":
         return loc, msg.removeprefix("Value error, ")
     if typ in _PLAIN:
@@ -108,6 +117,16 @@ def _load(path: Path) -> tuple[Any, list[Problem]]:
         return json.loads(text), []
     except json.JSONDecodeError as exc:
         return None, [Problem(f"line {exc.lineno} column {exc.colno}", f"malformed JSON: {exc.msg}")]
+    except RecursionError:
+        return None, [Problem("(manifest)", f"nested far too deeply (the limit is {MAX_DEPTH} levels)")]
+
+
+def _fs(check: Any) -> str | None:
+    """Run a file-system or git check; an OS error (a name too long for this system, …) is its answer."""
+    try:
+        return check()
+    except OSError as exc:
+        return f"cannot be checked: {exc.strerror or exc}"
 
 
 def repo_path(base: Path, repository: str) -> Path:
@@ -128,13 +147,24 @@ def validate_manifest(path: Path) -> ValidationReport:
     if not isinstance(raw, dict):
         report.problems.append(Problem("(manifest)", "must be a JSON object"))
         return report
-    try:
-        manifest = Manifest.model_validate(raw)
-    except ValidationError as exc:
-        manifest = None
-        for err in exc.errors():
-            loc, msg = _message(err)
-            report.problems.append(Problem(json_path(loc), msg))
+
+    def add(problem: Problem) -> None:
+        if problem not in report.problems:
+            report.problems.append(problem)
+
+    unusable = value_problems(raw)
+    for loc, why in unusable:
+        add(Problem(json_path(loc), why))
+    manifest: Manifest | None = None
+    if not any("nested more than" in why for _loc, why in unusable):  # too deep for the models to walk
+        try:
+            manifest = Manifest.model_validate(raw)
+        except ValidationError as exc:
+            for err in exc.errors():
+                loc, msg = _message(err)
+                add(Problem(json_path(loc), msg))
+        if unusable:
+            manifest = None
     if manifest is None:
         # The model stops at the first failing level; duplicate ids are cheap to re-check.
         for what, key in (("case", "cases"), ("variant", "variants")):
@@ -148,30 +178,37 @@ def validate_manifest(path: Path) -> ValidationReport:
 
     # Input files, on the raw document (lenient), so they show next to shape errors.
     for ref in input_refs(raw):
-        why = check_input(base, ref.rel, kind=ref.kind, limit=ref.limit)
-        if why:
-            report.problems.append(Problem(ref.location, why))
+        if path_problem(ref.rel) is None:  # a refused path is reported above, never opened
+            why = _fs(lambda ref=ref: check_input(base, ref.rel, kind=ref.kind, limit=ref.limit))
+            if why:
+                add(Problem(ref.location, why))
 
     # Repositories, commits and reference patches.
-    default_repo = raw.get("repository") if isinstance(raw.get("repository"), str) else None
+    def usable(value: Any) -> str | None:
+        return value if isinstance(value, str) and path_problem(value) is None else None
+
+    default_repo = usable(raw.get("repository"))
     default_commit = raw.get("initial_commit") if isinstance(raw.get("initial_commit"), str) else None
     repo_ok: dict[str, bool] = {}
 
     def check_repo(loc: str, repo: str) -> bool:
         if repo not in repo_ok:
             rp = repo_path(base, repo)
-            good = wsmod.is_repository(rp)
-            repo_ok[repo] = good
-            if not good:
-                report.problems.append(Problem(loc, f"not a git repository: {rp}"))
+            why = _fs(lambda: None if wsmod.is_repository(rp)
+                      else f"not a git repository: {rp}")
+            repo_ok[repo] = why is None
+            if why:
+                add(Problem(loc, why))
         return repo_ok[repo]
 
     def check_commit(loc: str, repo: str, sha: str) -> bool:
         if not SHA_RE.match(sha):
-            report.problems.append(Problem(loc, "must be a full 40-character lowercase hex commit SHA"))
+            add(Problem(loc, "must be a full 40-character lowercase hex commit SHA"))
             return False
-        if not wsmod.commit_exists(repo_path(base, repo), sha):
-            report.problems.append(Problem(loc, f"commit {sha} does not exist in {repo_path(base, repo)}"))
+        why = _fs(lambda: None if wsmod.commit_exists(repo_path(base, repo), sha)
+                  else f"commit {sha} does not exist in {repo_path(base, repo)}")
+        if why:
+            add(Problem(loc, why))
             return False
         return True
 
@@ -182,9 +219,11 @@ def validate_manifest(path: Path) -> ValidationReport:
     for ci, case in enumerate(cases):
         if not isinstance(case, dict):
             continue
-        repo = case.get("repository") if isinstance(case.get("repository"), str) else default_repo
+        if isinstance(case.get("repository"), str) and usable(case.get("repository")) is None:
+            continue  # refused above
+        repo = usable(case.get("repository")) or default_repo
         sha = case.get("initial_commit") if isinstance(case.get("initial_commit"), str) else None
-        usable = False
+        ok_commit = False
         if repo is None:
             continue
         if "repository" in case and isinstance(case.get("repository"), str):
@@ -193,20 +232,21 @@ def validate_manifest(path: Path) -> ValidationReport:
         elif not repo_ok.get(repo, False):
             continue
         if sha is not None:
-            usable = check_commit(f"cases[{ci}].initial_commit", repo, sha)
+            ok_commit = check_commit(f"cases[{ci}].initial_commit", repo, sha)
         else:
             sha = default_commit
-            usable = top_ok if repo == default_repo else bool(
+            ok_commit = top_ok if repo == default_repo else bool(
                 sha and check_commit(f"cases[{ci}].repository", repo, sha)
             )
-        patch_rel = case.get("reference_patch")
-        if usable and isinstance(patch_rel, str) and check_input(base, patch_rel) is None:
-            ok, msg = wsmod.patch_applies(repo_path(base, repo), sha, base / patch_rel)  # type: ignore[arg-type]
+        patch_rel = usable(case.get("reference_patch"))
+        if ok_commit and patch_rel is not None and _fs(lambda rel=patch_rel: check_input(base, rel)) is None:
+            try:
+                ok, msg = wsmod.patch_applies(repo_path(base, repo), sha, base / patch_rel)  # type: ignore[arg-type]
+            except OSError as exc:
+                ok, msg = False, f"cannot be checked: {exc.strerror or exc}"
             if not ok:
                 first = msg.splitlines()[0] if msg else "git apply --check failed"
-                report.problems.append(
-                    Problem(f"cases[{ci}].reference_patch", f"does not apply cleanly to {sha[:12]}: {first}")  # type: ignore[index]
-                )
+                add(Problem(f"cases[{ci}].reference_patch", f"does not apply cleanly to {sha[:12]}: {first}"))  # type: ignore[index]
     if manifest is not None:
         _check_agents(report, manifest, base)
     report.manifest = manifest

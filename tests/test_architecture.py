@@ -30,6 +30,8 @@ def _imports(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
+            if "." not in node.module:  # ``from runner import events`` imports ``runner.events``
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
 
 
@@ -50,13 +52,33 @@ def test_imports_point_upstream(package: str) -> None:
     assert not offenders, "\n".join(offenders)
 
 
-def test_analysis_uses_only_the_event_contract_from_runner() -> None:
+@pytest.mark.parametrize("package", ["analysis", "ingest"])
+def test_only_the_event_contract_is_imported_from_runner(package: str) -> None:
+    """Ingest and analysis read runs through ``runner.events`` alone (never the orchestrator)."""
     offenders = [
         f"{path.relative_to(ROOT)} imports {name}"
-        for path in _modules("analysis")
-        for name in _imports(path)
-        if name.split(".")[0] == "runner" and name not in {"runner.events"}
+        for path in _modules(package)
+        for name in _runner_modules(path)
+        if name != "runner.events"
     ]
+    assert not offenders, "\n".join(offenders)
+
+
+def _runner_modules(path: Path) -> set[str]:
+    """The ``runner`` modules a file imports, anywhere in it."""
+    return {name for name in _imports(path) if name.split(".")[0] == "runner" and name != "runner"}
+
+
+def test_no_private_name_crosses_a_module_wall() -> None:
+    """``from x import _y`` between our modules is an interface nobody promised."""
+    offenders = []
+    for pkg in ("ingest", "warehouse"):
+        for path in _modules(pkg):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+                    offenders += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}"
+                                  for a in node.names if a.name.startswith("_") and a.name != "__version__"]
     assert not offenders, "\n".join(offenders)
 
 

@@ -1,3 +1,13 @@
 """trialhouse: the command line that wires runner → ingest → warehouse → analysis together."""
 
-__version__ = "0.1.0"
+from __future__ import annotations
+
+
+def __getattr__(name: str) -> str:
+    # The version has one source, the package metadata (runner.events.engine_version);
+    # read lazily so that importing the CLI does not import the event contract.
+    if name == "__version__":
+        from runner.events import engine_version
+
+        return engine_version()
+    raise AttributeError(name)

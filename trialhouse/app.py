@@ -126,6 +126,6 @@ def version() -> None:
 
     Example: trialhouse version
     """
-    from trialhouse import __version__
+    from runner.events import engine_version
 
-    click.echo(__version__)
+    click.echo(engine_version())

@@ -171,3 +171,84 @@ def annotate(csv: Path, warehouse: Path, kind: str, annotator: str | None, allow
         _print_ingest(exc.result, json)
         raise
     _print_ingest(result, json)
+
+
+@app.group(invoke_without_command=True)
+@warehouse_option
+@json_option("json")
+@click.pass_context
+def runs(ctx: click.Context, warehouse: Path, json: bool) -> None:
+    """List the runs in the warehouse; invalidate or delete one (see the subcommands).
+
+    Lists every run with its source, status, trials, last ingest batch, isolation, hash-chain
+    integrity, evaluator changes (cases whose fingerprint differs from the same manifest's
+    first run here) and, for an invalidated run, the reason.
+
+    Example: trialhouse runs --warehouse demo/warehouse/trialhouse.duckdb
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from dataclasses import asdict
+
+    from warehouse.runs import list_runs
+
+    records = list_runs(warehouse)
+    if json:
+        echo_json([asdict(r) for r in records])
+        return
+    from analysis.report.document import Table
+    from trialhouse.render import View, print_view
+
+    rows = [[r.run_id, r.source_format, r.manifest_id or "-", r.status or "-",
+             f"{r.finished:,}/{r.trials:,}", r.batch or "-", r.isolation or "-", r.integrity or "-",
+             str(r.evaluator_changes) if r.evaluator_changes else "-",
+             f"INVALIDATED: {r.invalidated}" if r.invalidated else "-"] for r in records]
+    invalid = sum(1 for r in records if r.invalidated)
+    print_view(View(
+        tables=[Table("runs", ["run_id", "source", "manifest", "status", "trials (finished/all)",
+                               "last batch", "isolation", "integrity", "evaluator changes", "invalidated"],
+                      rows, [False, False, False, False, True, False, False, False, True, False])],
+        after=[f"{len(records)} run(s); {invalid} invalidated (left out of every analysis)"]))
+
+
+@runs.command("invalidate")
+@click.argument("run_id")
+@option("--reason", required=True, help="Why the run must not count (shown wherever it is listed).")
+@warehouse_option
+def runs_invalidate(run_id: str, reason: str, warehouse: Path) -> None:
+    """Keep a run but leave it out of every analysis, report and query by default.
+
+    Example: trialhouse runs invalidate 20261130T095745Z-0c0365 --reason "grader bug fixed in abc123" -w demo/warehouse/trialhouse.duckdb
+    """
+    from warehouse.runs import invalidate_run
+
+    invalidate_run(warehouse, run_id, reason)
+    click.echo(f"{run_id}: invalidated ({reason.strip()}); 'trialhouse runs restore {run_id}' undoes it")
+
+
+@runs.command("restore")
+@click.argument("run_id")
+@warehouse_option
+def runs_restore(run_id: str, warehouse: Path) -> None:
+    """Undo 'runs invalidate': the run counts again.
+
+    Example: trialhouse runs restore 20261130T095745Z-0c0365 -w demo/warehouse/trialhouse.duckdb
+    """
+    from warehouse.runs import restore_run
+
+    restore_run(warehouse, run_id)
+    click.echo(f"{run_id}: restored")
+
+
+@runs.command("delete")
+@click.argument("run_id")
+@warehouse_option
+def runs_delete(run_id: str, warehouse: Path) -> None:
+    """Remove a run's rows from every table, all or none.
+
+    Example: trialhouse runs delete 20261130T095745Z-0c0365 -w demo/warehouse/trialhouse.duckdb
+    """
+    from warehouse.runs import delete_run
+
+    delete_run(warehouse, run_id)
+    click.echo(f"{run_id}: deleted")

@@ -25,7 +25,7 @@ def table_counts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     rows = []
     for name in [*names, *sorted(set(views))]:
         # Names come from our own catalogue, never from user input.
-        n = con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]  # noqa: S608
+        n = con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0]  # noqa: S608
         kind = "table" if name in TABLES else "derived" if name in DERIVED else "view"
         rows.append({"name": name, "kind": kind, "rows": n})
     return pl.DataFrame(rows, schema={"name": pl.String, "kind": pl.String, "rows": pl.Int64})
@@ -47,7 +47,7 @@ def trials(
         ORDER BY run_id, trial_id
         """,
         {"run_id": run_id, "complete_only": complete_only},
-    ).pl()
+    ).pl()  # type: ignore[attr-defined]  # duckdb's stubs lack the result's .pl()
 
 
 def table(con: duckdb.DuckDBPyConnection, name: str, run_id: str | None = None) -> pl.DataFrame:
@@ -59,7 +59,7 @@ def table(con: duckdb.DuckDBPyConnection, name: str, run_id: str | None = None) 
     return con.execute(
         f'SELECT * FROM "{name}" WHERE ($run_id IS NULL OR run_id = $run_id)',  # noqa: S608
         {"run_id": run_id},
-    ).pl()
+    ).pl()  # type: ignore[attr-defined]  # duckdb's stubs lack the result's .pl()
 
 
 def quarantine(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> pl.DataFrame:
@@ -72,4 +72,4 @@ def quarantine(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> pl.
         ORDER BY run_id, source_file, line
         """,
         {"run_id": run_id},
-    ).pl()
+    ).pl()  # type: ignore[attr-defined]  # duckdb's stubs lack the result's .pl()

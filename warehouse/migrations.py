@@ -29,7 +29,7 @@ def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Names of applied migrations, in the order they were applied."""
     exists = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = '_migrations' AND NOT temporary"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     if not exists:
         return []
     return [r[0] for r in con.execute("SELECT name FROM _migrations ORDER BY applied_at, name").fetchall()]

@@ -6,13 +6,14 @@
 Why: the task-level questions (common tasks, task means, pass^k) group every trial
 into (configuration, case) cells, and a whole-run summary needs medians over every
 trial; at millions of trials that work dominates a query, and it only changes when a
-run's trials do. So ``replace_run`` rebuilds the run's rollups right after its trials,
-from the same Parquet files.
+run's trials do. So ``replace_run`` rebuilds the run's rollups with its trials, from the
+same Parquet files.
 
-Never stale: a run's rollup partitions are deleted *before* its trials are replaced, so
-a crash in between leaves them missing, not wrong. Each rollup view reads the stored
-partitions and computes the rows of any run whose partition is missing from its trials
-(correct, only slower); the next write rebuilds the missing ones.
+Never stale: a run's rollups are built from its new trials before anything is replaced and
+swapped in together with them (``warehouse.db.replace_run``: all or nothing). Should one be
+missing all the same (a warehouse from before rollups, a file removed by hand), each rollup
+view reads the stored partitions and computes the rows of any run whose partition is
+missing from its trials (correct, only slower); the next write rebuilds the missing ones.
 """
 
 from __future__ import annotations
@@ -51,28 +52,44 @@ def drop(root: Path, partition: str) -> None:
 
 
 def build(root: Path, partition: str) -> None:
-    """(Re)build one run's rollups from its trials files; no trials, no rollups."""
+    """(Re)build one run's rollups from its stored trials files; no trials, no rollups."""
+    drop(root, partition)
+    for name, tmp in prepare(root, sorted((root / "trials" / partition).glob("*.parquet"))).items():
+        tmp.rename(root / name / partition)
+
+
+def prepare(root: Path, trials_files: list[Path]) -> dict[str, Path]:
+    """Each rollup of the run whose trials are ``trials_files``, written to a hidden directory
+    beside its partitions (``.tmp-*``, swept if left behind); the caller renames them in place.
+    No trials files, no rollups (an empty dict)."""
     import pyarrow.parquet as pq
 
-    files = sorted(str(f) for f in (root / "trials" / partition).glob("*.parquet"))
-    drop(root, partition)
-    if not files:
-        return
+    if not trials_files:
+        return {}
     con = duckdb.connect()
     try:
-        tables = {name: con.sql(_select(name, f"read_parquet(?, {_HIVE})"), params=[files]
-                                ).to_arrow_table() for name in NAMES}
+        # Not hive-partitioned: the files may not sit in their partition yet; run_id is the partition anyway.
+        source = "(SELECT *, CAST(NULL AS VARCHAR) AS run_id FROM read_parquet(?))"
+        tables = {name: con.sql(_select(name, source), params=[[str(f) for f in trials_files]]).to_arrow_table()
+                  for name in NAMES}
     finally:
         con.close()
-    for name, table in tables.items():
-        schema = arrow_schema(name)
-        schema = schema.remove(schema.get_field_index("run_id"))  # the partition
-        table = table.select(schema.names).cast(schema)
-        tmp = root / name / f".tmp-{uuid.uuid4().hex}"
-        tmp.mkdir(parents=True)
-        pq.write_table(table, tmp / "part-0.parquet", compression="zstd",
-                       row_group_size=ROW_GROUP_ROWS // 2)  # task_rollup: ~1/5 of the trials
-        tmp.rename(root / name / partition)
+    out: dict[str, Path] = {}
+    try:
+        for name, table in tables.items():
+            schema = arrow_schema(name)
+            schema = schema.remove(schema.get_field_index("run_id"))  # the partition
+            table = table.select(schema.names).cast(schema)
+            tmp = root / name / f".tmp-{uuid.uuid4().hex}"
+            tmp.mkdir(parents=True)
+            out[name] = tmp
+            pq.write_table(table, tmp / "part-0.parquet", compression="zstd",
+                           row_group_size=ROW_GROUP_ROWS // 2)  # task_rollup: ~1/5 of the trials
+    except BaseException:
+        for tmp in out.values():
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
 
 
 def missing(root: Path) -> list[str]:

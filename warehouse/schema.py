@@ -66,6 +66,14 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("prices_as_of", "string"),  # date of the price table used, when any
         Column("run_cost_usd", "float64"),  # run-level spend reported by a foreign tool; never spread over trials
         Column("details_json", "string"),  # input hashes, variants, anything else as JSON
+        Column("integrity", "string"),  # hash chain: intact | unchained (older runs) | tampered or damaged: …
+        Column("isolation_backend", "string"),  # bubblewrap | none | null (foreign, or before isolation)
+        Column("isolated", "bool"),  # false: agents and graders were not isolated (reports say so)
+        Column("network", "bool"),
+        Column("control_repeats", "int32"),
+        Column("controls_from", "string"),  # run id of the validation-only run whose controls were reused
+        Column("grading_semantics", "int32"),  # runner.fingerprint.GRADING_SEMANTICS of the run
+        Column("trials_skipped", "int64"),  # trials of unscored cases, not run
     ),
     "configs": _spec(
         "One row per configuration seen in a run: the unit of comparison (never the model alone).",
@@ -96,6 +104,36 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("initial_commit", "string"),
         Column("labels_json", "string"),
         Column("validated", "bool"),  # controls passed (null when not validated)
+        Column("fingerprint", "string"),  # evaluator fingerprint: (case_id, fingerprint) is the task version
+        Column("scored", "bool"),  # false: failed or flaky controls, left out of analyses by default
+        Column("unscored_reason", "string"),
+    ),
+    "run_status": _spec(
+        "One row per run an operator invalidated (`trialhouse runs invalidate`): kept, but left "
+        "out of every other table's view (see `excluded_runs`). Never written by ingest.",
+        Column("status", "string", False),  # invalidated
+        Column("reason", "string", False),
+        Column("set_at", "timestamp", False),
+    ),
+    "criteria": _spec(
+        "One row per criterion of a case in a run: its layer, kind and severity.",
+        Column("case_id", "string", False),
+        Column("criterion_id", "string", False),
+        Column("layer", "string", False),  # target | regression | repository
+        Column("kind", "string", False),  # command | judge
+        Column("severity", "string"),  # blocker | major | minor (null: runs before severities)
+        Column("description", "string"),
+        Column("case_fingerprint", "string"),
+    ),
+    "skipped_trials": _spec(
+        "One row per trial not run because its case was not scored (failed or flaky controls).",
+        Column("trial_id", "string", False),
+        Column("case_id", "string", False),
+        Column("variant", "string"),
+        Column("config_id", "string"),
+        Column("repetition", "int32"),
+        Column("reason", "string"),
+        Column("case_fingerprint", "string"),
     ),
     "trials": _spec(
         "One row per trial: a (case, configuration, repetition) with its outcome, cost, tokens and timing.",
@@ -132,6 +170,10 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("simulated", "bool", False),
         Column("failure_mode", "string"),  # source-provided failure label, if any
         Column("labels_json", "string"),  # trial-level labels (limit_hit, retries, error message, …)
+        Column("case_fingerprint", "string"),  # the task version graded (our runs; foreign: what the source offers)
+        Column("scored", "bool"),  # false: run with --score-unvalidated on a case that failed its controls
+        Column("redactions", "int64"),  # secrets and credential shapes redacted from this trial's evidence
+        Column("secrets_leaked", "int64"),  # of those, the run's own secret values the agent wrote out
     ),
     "attempts": _spec(
         "One row per attempt inside a trial (foreign formats: attempt 1 only).",

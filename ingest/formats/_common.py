@@ -8,13 +8,13 @@ null, labels as JSON — live in one place.
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ingest.batch import QuarantineRow, SourceBatch
-from ingest.identity import config_id_for, file_sha256, variant_label
+from ingest.identity import config_id_for, run_key, variant_label
+from runner.events import as_amount, as_count, file_sha256
 
 
 def labels_json(labels: dict[str, Any]) -> str | None:
@@ -46,18 +46,14 @@ def seconds_between(a: datetime | None, b: datetime | None) -> float | None:
 
 
 def nonneg_int(value: Any) -> int | None:
-    """An int ≥ 0, or None for anything else (unknown, not zero)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    if isinstance(value, float) and (not math.isfinite(value) or value != int(value)):
-        return None
-    return int(value) if value >= 0 else None
+    """A reported count: an int ≥ 0 within int64, or None for anything else (unknown, not zero).
+    The same rule as the runner's for agent-reported numbers (``runner.events.as_count``)."""
+    return as_count(value)
 
 
 def finite_cost(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    """A reported amount: finite and ≥ 0, or None (``runner.events.as_amount``)."""
+    return as_amount(value)
 
 
 class BatchBuilder:
@@ -65,7 +61,7 @@ class BatchBuilder:
 
     def __init__(self, run_id: str, source_format: str, source_files: list[Path]) -> None:
         self.batch = SourceBatch(
-            run_id=run_id, source_format=source_format, source_files=list(source_files)
+            run_id=run_key(run_id), source_format=source_format, source_files=list(source_files)
         )
         self.rows: dict[str, list[dict]] = {
             t: [] for t in ("runs", "configs", "cases", "trials", "attempts")
@@ -82,7 +78,7 @@ class BatchBuilder:
         details = fields.pop("details", {}) or {}
         details.setdefault(
             "source_files",
-            [{"path": str(p), "sha256": file_sha256(p)} for p in self.batch.source_files if p.is_file()],
+            [{"path": str(p), "sha256": file_sha256(p)[0]} for p in self.batch.source_files if p.is_file()],
         )
         row = {
             "run_id": self.run_id,

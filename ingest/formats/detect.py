@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 _SNIFF_BYTES = 64 * 1024
 _MAX_PARSE_BYTES = 256 * 1024 * 1024
@@ -23,7 +23,7 @@ def read_json(path: Path) -> Any | None:
             return None
         with open(path, "rb") as f:
             return json.loads(f.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deeply to parse
         return None
 
 
@@ -47,7 +47,7 @@ def is_inspect_eval_zip(path: Path) -> bool:
     return "header.json" in names or "_journal/start.json" in names
 
 
-def is_inspect_json(obj: Any) -> bool:
+def is_inspect_json(obj: Any) -> TypeGuard[dict[str, Any]]:
     return (
         isinstance(obj, dict)
         and "version" in obj
@@ -66,29 +66,29 @@ def _inspect_json_prefix(head: bytes) -> bool:
     )
 
 
-def is_harbor_job_result(obj: Any) -> bool:
+def is_harbor_job_result(obj: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and "n_total_trials" in obj and isinstance(obj.get("stats"), dict)
 
 
-def is_harbor_trial_result(obj: Any) -> bool:
+def is_harbor_trial_result(obj: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and {"trial_name", "agent_info"} <= obj.keys() and (
         "verifier_result" in obj or "reward_valid" in obj
     )
 
 
-def is_tb_run_results(obj: Any) -> bool:
+def is_tb_run_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and isinstance(obj.get("results"), list) and (
         "n_resolved" in obj or "accuracy" in obj or not obj["results"] or is_tb_trial_results(obj["results"][0])
     )
 
 
-def is_tb_trial_results(obj: Any) -> bool:
+def is_tb_trial_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and {"trial_name", "is_resolved"} <= obj.keys() and (
         "failure_mode" in obj or "parser_results" in obj
     )
 
 
-def is_swebench_instance_report(obj: Any) -> bool:
+def is_swebench_instance_report(obj: Any) -> TypeGuard[dict[str, Any]]:
     if not isinstance(obj, dict) or not obj:
         return False
     return all(
@@ -97,13 +97,13 @@ def is_swebench_instance_report(obj: Any) -> bool:
     )
 
 
-def is_swebench_run_report(obj: Any) -> bool:
+def is_swebench_run_report(obj: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and {"resolved_ids", "unresolved_ids", "error_ids"} <= obj.keys() and (
         "total_instances" in obj or "submitted_ids" in obj
     )
 
 
-def is_swebench_results(obj: Any) -> bool:
+def is_swebench_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     """``results/results.json`` of an experiments submission."""
     return isinstance(obj, dict) and isinstance(obj.get("resolved"), list) and (
         "no_generation" in obj or "no_logs" in obj
@@ -115,7 +115,7 @@ def _is_runs_jsonl(path: Path) -> bool:
         if line.strip():
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return False
             return isinstance(obj, dict) and {"model", "harness", "task_id", "trial", "status"} <= obj.keys()
     return False

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.batch import SourceBatch
+from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats._common import (
     BatchBuilder,
@@ -76,7 +77,7 @@ def outcome_for(result: dict, reward: float | None) -> tuple[str, str | None, di
     labels: dict[str, Any] = {}
     exc = result.get("exception_info") or None
     etype = exc.get("exception_type") if isinstance(exc, dict) else None
-    policy = {}
+    policy: dict[str, Any] = {}
     if isinstance(exc, dict):
         policy = exc.get("policy_override") or exc.get("policy") or {}
         labels["exception"] = etype
@@ -176,6 +177,8 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
             labels["rewards"] = rewards
         ar = r.get("agent_result") or {}
         n_in, n_cache, n_out = (nonneg_int(ar.get(k)) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens"))
+        uncached: int | None
+        cache_read: int | None
         if n_in is not None and n_cache is not None and n_cache <= n_in:
             uncached, cache_read = n_in - n_cache, n_cache
         else:
@@ -186,15 +189,13 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
         finished, naive2 = parse_ts(r.get("finished_at"))
         if naive1 or naive2:
             labels["naive_timestamp"] = True
-        reported = finite_cost(ar.get("cost_usd"))
-        cost = source = None
-        if reported is not None and (reported > 0 or not (n_in or n_out)):
-            cost, source = reported, "reported"
-        elif reported == 0:
-            labels["cost_unpriced"] = True  # 0 next to tokens means "not priced"
-        if cost is None and prices is not None and "input_includes_unknown_cache" not in labels:
-            cost = prices.cost(model, uncached, n_out, cache_read, on=started)
-            source = "priced" if cost is not None else None
+        # Harbor writes cost_usd 0 for models litellm cannot price: a 0 next to tokens is unknown.
+        # Without the cache split the uncached input is unknown, so such a trial is not priced.
+        cost, source = resolve_cost(
+            prices, model, reported=ar.get("cost_usd"),
+            input_tokens=None if "input_includes_unknown_cache" in labels else uncached,
+            output_tokens=n_out, cache_read_tokens=cache_read, activity=n_in, on=started,
+            zero_is_unpriced=True)
         if cost is None:
             labels["cost_unpriced"] = True
         labels["harbor_version"] = harbor_version

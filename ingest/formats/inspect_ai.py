@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.batch import SourceBatch
+from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats._common import BatchBuilder, finite_cost, nonneg_int, parse_ts
 from ingest.formats.detect import is_inspect_eval_zip, is_inspect_json
@@ -298,12 +299,10 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
             cwrite = nonneg_int(usage.get("input_tokens_cache_write"))
             if usage.get("reasoning_tokens") is not None:
                 labels["reasoning_tokens"] = usage["reasoning_tokens"]
-            reported = finite_cost(usage.get("total_cost"))
-            if reported is not None and (reported > 0 or not (inp or out)):
-                cost, source = reported, "reported"
-            elif prices is not None and not cwrite:
-                cost = prices.cost(model, inp, out, cread, on=started)
-                source = "priced" if cost is not None else None
+            # Inspect writes total_cost 0 when it has no price for the model: a 0 next to tokens is unknown.
+            cost, source = resolve_cost(
+                prices, model, reported=usage.get("total_cost"), input_tokens=inp, output_tokens=out,
+                cache_read_tokens=cread, cache_write_tokens=cwrite, on=started, zero_is_unpriced=True)
         if cost is None:
             labels["cost_unpriced"] = True
         labels["harness_source"] = harness_source
@@ -339,7 +338,7 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
         b.note(
             f"{path.name}: log status {status!r}; imported {len(b.rows['trials'])} trial(s)"
             + (f" of {planned * epochs} planned" if isinstance(planned, int) else "")
-            + ("; error: " + _text(header.get("error"))[:200] if header.get("error") else "")
+            + ("; error: " + (_text(header.get("error")) or "")[:200] if header.get("error") else "")
         )
     b.run(
         path,

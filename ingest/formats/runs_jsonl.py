@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats._common import BatchBuilder, parse_ts
 from ingest.identity import path_key
@@ -76,8 +77,9 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
             n_lines += 1
             try:
                 obj = json.loads(text)
-            except ValueError as e:
-                b.quarantine(path, lineno, f"line {lineno}: invalid JSON ({e.msg})", text[:10_000])
+            except (ValueError, RecursionError) as e:
+                why = e.msg if isinstance(e, json.JSONDecodeError) else "not valid JSON, or nested too deeply"
+                b.quarantine(path, lineno, f"line {lineno}: invalid JSON ({why})", text[:10_000])
                 continue
             if not isinstance(obj, dict):
                 b.quarantine(path, lineno, f"line {lineno}: not a JSON object", text[:10_000])
@@ -103,21 +105,15 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
             cid, _ = b.config(r.model, r.harness, r.harness_version, settings)
             b.case(task, repository=r.repo, benchmark=r.benchmark)
             started, naive = parse_ts(r.started_at)
-            cost, source = None, None
             labels: dict = {"line": lineno}
-            if r.cost_usd is not None:
-                cost, source = r.cost_usd, "reported"
-            elif prices is not None:
-                cost = prices.cost(r.model, r.input_tokens, r.output_tokens, on=started)
-                if cost is not None:
-                    source = "priced"
-                    priced += 1
-                else:
-                    unpriced += 1
-                    labels["cost_unpriced"] = True
-            else:
-                labels["cost_unpriced"] = True
+            # A reported 0 is a real 0 here: runs-jsonl writers report a cost only when they computed one.
+            cost, source = resolve_cost(prices, r.model, reported=r.cost_usd, input_tokens=r.input_tokens,
+                                        output_tokens=r.output_tokens, activity=r.steps, on=started)
+            if source == "priced":
+                priced += 1
+            elif cost is None:
                 unpriced += 1
+                labels["cost_unpriced"] = True
             if naive:
                 labels["naive_timestamp"] = True
             extras = {k: v for k, v in (r.model_extra or {}).items()}

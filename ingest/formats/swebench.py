@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from ingest.batch import SourceBatch
+from ingest.cost import resolve_cost
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, finite_cost, nonneg_int
+from ingest.formats._common import BatchBuilder, nonneg_int
 from ingest.formats.detect import (
     is_swebench_instance_report,
     is_swebench_results,
@@ -240,13 +241,11 @@ def _load_submission(folder: Path) -> SourceBatch:
         else:
             outcome, reason = "target_failed", None
         d = details.get(iid) or {}
-        cost = finite_cost(d.get("cost"))
         calls = nonneg_int(d.get("api_calls"))
-        if cost == 0 and calls:
-            cost = None
-            labels["cost_unpriced"] = True
+        # No tokens to price; a cost 0 next to API calls means the submission did not price it.
+        cost, source = resolve_cost(None, None, reported=d.get("cost"), activity=calls, zero_is_unpriced=True)
         _trial(b, cid, folder.name, "submission", iid, outcome, reason, labels, benchmark,
-               cost_usd=cost, cost_source="reported" if cost is not None else None, steps=calls)
+               cost_usd=cost, cost_source=source, steps=calls)
     b.run(folder, details={"name": name, "models": models, "tags": tags, "site": info.get("site")})
     return b.finish()
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.batch import SourceBatch
+from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats._common import BatchBuilder, nonneg_int, parse_ts, seconds_between
 from ingest.formats.detect import is_tb_run_results, is_tb_trial_results, read_json
@@ -98,13 +99,13 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
                       {"agent_kwargs": kwargs} if kwargs else None)
     dataset = meta.get("dataset_name")
     seen: set[str] = set()
-    for f, r in _trials(path if path.is_file() else root, b):
+    for src, r in _trials(path if path.is_file() else root, b):
         if not isinstance(r, dict) or not r.get("task_id") or not r.get("trial_name"):
-            b.quarantine(f, None, f"{f}: trial without task_id/trial_name", str(r)[:2000])
+            b.quarantine(src, None, f"{src}: trial without task_id/trial_name", str(r)[:2000])
             continue
         key = str(r.get("id") or r["trial_name"])
         if key in seen:
-            b.quarantine(f, None, f"{f}: duplicate trial {key}", None)
+            b.quarantine(src, None, f"{src}: duplicate trial {key}", None)
             continue
         seen.add(key)
         m = _REP.search(r["trial_name"])
@@ -125,7 +126,7 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
         inp, out = nonneg_int(r.get("total_input_tokens")), nonneg_int(r.get("total_output_tokens"))
         if not inp and not out:
             inp = out = None  # 0/0 = the agent did not report
-        cost = prices.cost(model, inp, out, on=t0) if prices else None
+        cost, source = resolve_cost(prices, model, input_tokens=inp, output_tokens=out, on=t0)  # tb reports no cost
         if cost is None:
             labels["cost_unpriced"] = True
         b.trial(
@@ -133,7 +134,7 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
             source_key=key, started_at=t0, finished_at=t1, duration_s=seconds_between(t0, t1),
             setup_s=seconds_between(t0, a0), agent_s=seconds_between(a0, a1),
             verification_s=seconds_between(s0, s1), input_tokens=inp, output_tokens=out,
-            cost_usd=cost, cost_source="priced" if cost is not None else None,
+            cost_usd=cost, cost_source=source,
             failure_mode=r.get("failure_mode"), labels=labels,
         )
     s, _ = parse_ts(meta.get("start_time"))

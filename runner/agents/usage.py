@@ -3,7 +3,10 @@
 One entry point, :func:`parse_agent_output`, dispatches on the variant's
 ``usage_format`` and merges the result with the agent-events file, so a harness
 that prints structured output *and* appends agent events loses neither. Bad agent
-output never raises: unparseable lines are counted, unreported fields stay None.
+output never raises: unparseable lines are counted, unreported fields stay None, and a
+number the event contract cannot hold (``output_tokens: 1e308``, a sum past 2^63) becomes
+None with a note (``runner.events.reported_usage``), so an agent can never make its own
+run un-ingestable.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from runner.errors import RunnerError
-from runner.events import Usage
+from runner.events import Usage, as_amount, as_count, reported_usage
 
 USAGE_FORMATS: tuple[str, ...] = (
     "none",
@@ -51,6 +54,8 @@ class AgentReport:
     """Short error text worth showing next to the outcome."""
     malformed_lines: int = 0
     """Lines of stdout / the events file that were not usable JSON objects."""
+    notes: tuple[str, ...] = ()
+    """Reported values dropped as out of range (kept as unknown), one note each."""
 
 
 def parse_agent_output(usage_format: str, stdout_path: Path, events_path: Path | None,
@@ -102,32 +107,24 @@ def merge_reports(primary: AgentReport, secondary: AgentReport) -> AgentReport:
     source = primary.usage.source
     if used_secondary:
         source = "+".join(s for s in (primary.usage.source, secondary.usage.source) if s)
+    usage, notes = reported_usage(source, **values)
     return replace(
         primary,
-        usage=Usage(**values, source=source),  # type: ignore[arg-type]
+        usage=usage,
         malformed_lines=primary.malformed_lines + secondary.malformed_lines,
+        notes=(*primary.notes, *secondary.notes, *notes),
     )
 
 
 def count(value: object) -> int | None:
-    """A non-negative integer count, or None for anything else (bools, negatives, text)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) and value >= 0:
-        return value
-    if isinstance(value, float) and value >= 0 and value.is_integer():
-        return int(value)
-    return None
+    """A non-negative integer count within 64 bits, or None for anything else (bools, negatives,
+    text, 1e308): the contract's rule, ``runner.events.as_count``."""
+    return as_count(value)
 
 
 def amount(value: object) -> float | None:
-    """A finite non-negative number, or None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        return None
-    return value
+    """A finite non-negative number, or None (``runner.events.as_amount``)."""
+    return as_amount(value)
 
 
 def add(total: int | float | None, value: int | float | None) -> int | float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines
-from runner.events import Usage
+from runner.events import reported_usage
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -15,12 +15,15 @@ def parse_agent_events(path: Path) -> AgentReport:
 
     A usage field stays None unless some line reported it; steps is None when there
     is no ``step`` line. Lines that are not JSON objects with a string ``type``, and
-    usage values that are not non-negative numbers, are counted as malformed.
+    usage values that are not non-negative numbers within 64 bits, are counted as malformed;
+    each refused value is ignored with a note, and a total the contract cannot hold becomes
+    None with a note (``runner.events.reported_usage``).
     """
     totals: dict[str, int | float | None] = dict.fromkeys((*_TOKEN_FIELDS, "cost_usd"))
     steps = 0
     first_edit: float | None = None
     malformed = 0
+    notes: list[str] = []
     seen = False
     for obj in iter_json_lines(Path(path)):
         seen = True
@@ -30,15 +33,14 @@ def parse_agent_events(path: Path) -> AgentReport:
         kind = obj["type"]
         if kind == "usage":
             bad = False
-            for name in _TOKEN_FIELDS:
+            for name in (*_TOKEN_FIELDS, "cost_usd"):
                 if name in obj and obj[name] is not None:
-                    value = count(obj[name])
-                    bad |= value is None
+                    value = count(obj[name]) if name != "cost_usd" else amount(obj[name])
+                    if value is None:
+                        bad = True
+                        notes.append(f"agent events: usage {name} {str(obj[name])[:40]} is not a usable "
+                                     f"{'amount' if name == 'cost_usd' else 'count'}; ignored")
                     totals[name] = add(totals[name], value)
-            if "cost_usd" in obj and obj["cost_usd"] is not None:
-                value = amount(obj["cost_usd"])
-                bad |= value is None
-                totals["cost_usd"] = add(totals["cost_usd"], value)
             malformed += bad
         elif kind == "step":
             steps += 1
@@ -46,10 +48,6 @@ def parse_agent_events(path: Path) -> AgentReport:
             first_edit = amount(obj.get("elapsed_s"))
     if not seen:
         return AgentReport()
-    usage = Usage(
-        **totals,  # type: ignore[arg-type]
-        steps=steps or None,
-        time_to_first_edit_s=first_edit,
-        source="agent-events",
-    )
-    return AgentReport(usage=usage, malformed_lines=malformed)
+    usage, dropped = reported_usage("agent-events", **totals, steps=steps or None, time_to_first_edit_s=first_edit)
+    notes += dropped
+    return AgentReport(usage=usage, malformed_lines=malformed, notes=tuple(notes))

@@ -140,12 +140,18 @@ def make_inputs(dst: Path, extra: list[Path]) -> None:
 
 def build(inputs: Path, out: Path) -> None:
     sys.path.insert(0, os.getcwd())
+    import importlib
+
     from ingest import api
     from ingest.errors import IngestError
 
+    try:  # where the split threshold lives: ingest.load since the api/load split, ingest.api before
+        knob = importlib.import_module("ingest.load")
+    except ImportError:
+        knob = api
     print(f"building with {api.__file__}")
     shutil.rmtree(out, ignore_errors=True)
-    small = api.PARALLEL_MIN_BYTES
+    small = knob.PARALLEL_MIN_BYTES
     for d in sorted(inputs.iterdir()):
         for mode in ("one", "split"):
             size = (d / "events.jsonl").stat().st_size
@@ -153,7 +159,7 @@ def build(inputs: Path, out: Path) -> None:
                 continue  # the big files already take the split path
             if mode == "one" and size >= small:
                 mode = "auto"
-            api.PARALLEL_MIN_BYTES = 0 if mode == "split" else small
+            knob.PARALLEL_MIN_BYTES = 0 if mode == "split" else small
             for prices in (None, PRICES) if d.name.startswith("awkward") else (None,):
                 wh = out / f"{d.name}-{mode}{'-priced' if prices else ''}" / "w.duckdb"
                 try:
@@ -161,7 +167,7 @@ def build(inputs: Path, out: Path) -> None:
                     print(f"{wh.parent.name}: {r.rows} quarantined={r.quarantined}")
                 except IngestError as exc:
                     print(f"{wh.parent.name}: {type(exc).__name__}: {exc}")
-    api.PARALLEL_MIN_BYTES = small
+    knob.PARALLEL_MIN_BYTES = small
 
 
 def _arrow(con, sql: str):

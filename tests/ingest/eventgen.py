@@ -92,6 +92,20 @@ def run_events(run_id: str = "run-1", *, finished: bool = True, variants=("base"
     return out
 
 
+def json_paths(node, prefix: tuple = ()) -> list[tuple]:
+    """Every key/index path inside a decoded JSON value (for mutating one value of a line)."""
+    out = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.append((*prefix, k))
+            out += json_paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out.append((*prefix, i))
+            out += json_paths(v, (*prefix, i))
+    return out
+
+
 def write_jsonl(path: Path, events: list, *, extra_lines: list[bytes] = (), torn: bytes = b"") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as f:

@@ -24,7 +24,7 @@ def small_blocks(monkeypatch):
     """Blocks of 700 bytes and a 3000-byte line limit: every boundary case in a tiny file."""
     monkeypatch.setattr(rd, "_BLOCK", 700)
     monkeypatch.setattr(rd, "MAX_LINE_BYTES", 3000)
-    monkeypatch.setattr(rd, "_CHUNK", 256)
+    monkeypatch.setattr(rd, "CHUNK", 256)
     monkeypatch.setattr(rd._blocks, "__defaults__", (700,))
 
 

@@ -13,13 +13,13 @@ import json
 import math
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ingest import fastdecode
 from ingest.read import exact_micros
@@ -135,6 +135,58 @@ def test_lines_left_to_pydantic(line):
     assert fastdecode.decode_block([line])[1] == {0}
 
 
+def _with(i: int, **changes) -> bytes:
+    d = json.loads(LINES[i])
+    d.update(changes)
+    return json.dumps(d).encode()
+
+
+_RS = next(i for i, e in enumerate(EVENTS) if e.event == "run_started")
+_TS = next(i for i, e in enumerate(EVENTS) if e.event == "trial_started")
+_SF = next(i for i, e in enumerate(EVENTS) if e.event == "stage_finished")
+_MC = next(i for i, e in enumerate(EVENTS) if e.event == "model_call")
+
+
+def _settings(value) -> bytes:
+    d = json.loads(LINES[_RS])
+    d["variants"][0]["settings"] = {"x": value}
+    return json.dumps(d).encode()
+
+
+def _nest(depth: int):
+    v: Any = 1
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+@pytest.mark.parametrize("line", [
+    _with(_TS, run_id="a=b"), _with(_TS, run_id="a\n"), _with(_TS, run_id="x" * 129), _with(_TS, run_id=""),
+    _with(_TS, run_id=".hidden"), _with(_TS, trial_id="t/1"), _with(_TS, trial_id="t" * 256),
+    _with(_TS, case_id="c'1"), _with(_TS, variant="v*?"), _with(_TS, config_id="c" * 129),
+    _with(_TS, seq=2**63), _with(_TS, repetition=2**31), _with(_TS, seed=-(2**63) - 1),
+    _with(_SF, exit_code=2**31), _with(_SF, usage={"input_tokens": 2**63}),
+    _settings(2**63), _settings(_nest(29)), _settings("\ud800"),
+    _with(_MC, provider_usage={"x": _nest(29)}), _with(_MC, provider_usage={"x": 2**63}),
+    LINES[_SF].replace(b'"duration_s":12.5', b'"duration_s":1e999'),
+])
+def test_the_value_rules_are_compiled(line):
+    """Ids outside the safe alphabet or length, ints outside their column type, settings too deep,
+    huge or not Unicode, non-finite floats: refused by the compiled decoder and by pydantic alike."""
+    assert fastdecode.decode_block([line])[1] == {0}
+    with pytest.raises(ValidationError):
+        ev.EVENT_ADAPTER.validate_json(line)
+
+
+@pytest.mark.parametrize("line", [
+    _with(_TS, run_id="r" * 128, trial_id="t" * 255, case_id="c" * 128), _with(_TS, seq=2**63 - 1),
+    _with(_TS, seed=-(2**63)), _with(_SF, exit_code=-(2**31)), _settings(_nest(28)), _settings(2**63 - 1),
+    _settings("\ud83d\ude00"), _with(_MC, provider_usage=None), _with(_MC, provider_usage={"x": _nest(28)}),
+])
+def test_values_at_the_limits_are_accepted_by_both(line):
+    assert _check(line)
+
+
 def test_deeply_nested_and_binary_lines_are_refused_not_raised():
     deep = LINES[0][:-1] + b',"x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     events, bad, micros = fastdecode.decode_block([deep, b"\xff\xfe", LINES[1]])
@@ -143,9 +195,13 @@ def test_deeply_nested_and_binary_lines_are_refused_not_raised():
 
 def test_the_generator_refuses_what_it_cannot_compile():
     """A contract change the compiler does not understand fails at import, not silently."""
-    class Pattern(BaseModel):
+    class Pattern(BaseModel):  # only the contract's id pattern has a known translation
         model_config = ConfigDict(extra="forbid")
         x: str = Field(pattern="^a")
+
+    class Validated(BaseModel):  # only the contract's own pure checks are compiled
+        model_config = ConfigDict(extra="forbid")
+        x: Annotated[int, AfterValidator(lambda v: v)]
 
     class Sets(BaseModel):
         model_config = ConfigDict(extra="forbid")
@@ -176,7 +232,7 @@ def test_the_generator_refuses_what_it_cannot_compile():
         model_config = ConfigDict(extra="forbid")
         at: datetime
 
-    for model in (Pattern, Sets, Lax, Aliased, Checked, Stripped, OtherTime):
+    for model in (Pattern, Validated, Sets, Lax, Aliased, Checked, Stripped, OtherTime):
         with pytest.raises(fastdecode.UnsupportedField):
             fastdecode._Compiler().struct(model)
 
@@ -189,7 +245,7 @@ TS_FORMS = ["2026-03-02T09:00:01Z", "2026-03-02T09:00:01.5+00:00", "2026-03-02T0
             "2026-03-02T09:00:01.1234567Z", "2026-03-02t09:00:01z", "2026-03-02 09:00:01Z", "2026-03-02T09:00:01",
             "2026-03-02T09:00:01+02:00", "2026-02-29T00:00:00Z", "2024-02-29T00:00:00Z", "2026-03-02",
             "0999-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z", "2026-03-02T23:59:60Z", "1772442001"]
-WORDS = ["build", "qa", "review", "passed", "failed", "inconclusive", "target", "regression", "command", "judge",
+WORDS = ["a=b", "r" * 129, "x\n", ".h", "ok-id", "build", "qa", "review", "passed", "failed", "inconclusive", "target", "regression", "command", "judge",
          "accepted", "infra_error", "cost", "time", "exceeded", "unknown", "within", "negative", "completed",
          "test_deleted", "true", "null", ""]
 
@@ -204,25 +260,12 @@ json_values = st.recursive(
 value_texts = st.one_of(json_values.map(lambda v: json.dumps(v)), st.sampled_from(RAW_NUMBERS))
 
 
-def _paths(node: Any, prefix: tuple = ()) -> list[tuple]:
-    out = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            out.append((*prefix, k))
-            out += _paths(v, (*prefix, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            out.append((*prefix, i))
-            out += _paths(v, (*prefix, i))
-    return out
-
-
 _HOLE = "\u2063hole\u2063"
 
 
 def _mutate(line: bytes, data) -> bytes:
     d = json.loads(line)
-    paths = _paths(d)
+    paths = gen.json_paths(d)
     path = data.draw(st.sampled_from(paths))
     op = data.draw(st.sampled_from(["replace", "replace", "replace", "delete", "add", "repeat"]))
     parent = d
@@ -262,3 +305,33 @@ def test_key_order_spacing_escapes_and_timestamp_forms(line, ts, ascii_, seed):
     seed.shuffle(items)
     text = json.dumps(dict(items), ensure_ascii=ascii_, separators=seed.choice([(",", ":"), (" , ", " : ")]))
     _check(text.encode())
+
+
+def _leaves(tp) -> list:
+    """The scalar types inside an annotation, with their Annotated metadata."""
+    import types as _types
+    import typing
+
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        inner, *meta = typing.get_args(tp)
+        return [(inner, [m for x in meta for m in (x.metadata if hasattr(x, "metadata") else [x])])]
+    if origin in (list, dict, typing.Union, _types.UnionType):
+        return [leaf for a in typing.get_args(tp) for leaf in _leaves(a)]
+    return [(tp, [])]
+
+
+def test_every_contract_number_obeys_the_value_rules():
+    """A new event field must use the contract's bounded types: an int without an upper bound could
+    not be stored in its column; every model refuses inf/NaN (runner.events, "value rules")."""
+    import annotated_types
+
+    unbounded = []
+    for model in fastdecode._COMPILER.structs:
+        assert model.model_config.get("allow_inf_nan") is False, f"{model.__name__}: floats must be finite"
+        for name, info in model.model_fields.items():
+            leaves = [(info.annotation, list(info.metadata))] if info.annotation is int else _leaves(info.annotation)
+            for tp, meta in leaves:
+                if tp is int and not any(isinstance(m, annotated_types.Le) for m in meta):
+                    unbounded.append(f"{model.__name__}.{name}")
+    assert not unbounded, f"use runner.events.Int32/Count64/… for {unbounded}"

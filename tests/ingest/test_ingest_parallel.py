@@ -10,7 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import warehouse
-from ingest import api, parallel
+from ingest import load, parallel
 from ingest.api import ingest_paths
 from ingest.parallel import ingest_run_split, split_point
 from runner import events as ev
@@ -36,7 +36,7 @@ def _both(tmp_path: Path, path: Path, monkeypatch, **kw) -> tuple[dict, dict]:
     """(one-process frames, split frames) of the same file."""
     one, two = tmp_path / "one" / "w.duckdb", tmp_path / "two" / "w.duckdb"
     ingest_paths([path], one, allow_quarantine=True, **kw)
-    monkeypatch.setattr(api, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(load, "PARALLEL_MIN_BYTES", 0)
     ingest_paths([path], two, allow_quarantine=True, **kw)
     return _frames(one), _frames(two)
 
@@ -71,7 +71,7 @@ def test_split_equals_one_process_and_really_splits(tmp_path, gen, monkeypatch):
     assert res is not None and res.rows["events"] == len(evs)
     parts = list((db.parquet_root(wh) / "events").glob("run_id=run-p/*.parquet"))
     assert len(parts) == 2
-    assert files[0]["sha256"] == api.file_sha256(p)[0]
+    assert files[0]["sha256"] == ev.file_sha256(p)[0]
 
 
 def test_trial_straddling_the_split_is_merged(tmp_path, gen, monkeypatch):

@@ -169,6 +169,7 @@ def test_planted_secrets_appear_nowhere_in_the_run_directory(kit, corpus_root, t
     events = read_events(tmp_path / "o" / "events.jsonl")
     (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
     assert fin.redactions > 0 and fin.attempts == 2
+    assert fin.secrets_leaked >= 2 * 3 * 2  # both env values, every stage, stdout and stderr
     prompt2 = (tmp_path / "o" / "trials" / fin.trial_id / "prompts" / "a2-build.md").read_text()
     assert "leaked [REDACTED]" in prompt2  # the findings fed back, redacted
 

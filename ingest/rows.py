@@ -1,0 +1,129 @@
+"""The value rules for the rows an importer built, before they are written.
+
+Our events meet the rules in the event contract (``runner.events``); a foreign importer
+builds rows from another tool's JSON, so ``checked`` holds every row of its batch to the
+same rules against the table contract (``warehouse.schema``): integers within the
+column's type, floats finite, strings valid Unicode, required columns present. A row that
+breaks one is quarantined with the reason (a trial's attempts, stages, … go with it, under
+the trial's reason); the rest is written. Nothing here can raise on a value: a value is
+only ever judged.
+
+Identifiers: the run id (a partition) is a safe id (``ingest.identity.run_key``); the ids of
+another tool's trials, tasks and configurations stay as that tool wrote them (they must
+match its own reports: ``django__django-11099``, ``arith/3``, ``gpt-4o / harness@1.2``), so
+they are held to a text rule instead: valid Unicode, no control characters, at most
+``FOREIGN_ID_MAX`` characters (docs/design.md, "One rule for every value").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from datetime import datetime
+
+from ingest.batch import QuarantineRow, SourceBatch
+from ingest.errors import IngestError
+from runner.events import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Redactor, id_problem
+from warehouse.schema import columns
+
+FOREIGN_ID_MAX = 512
+_ID_COLUMNS = frozenset({"trial_id", "case_id", "config_id", "variant"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_RANGES = {"int32": (INT32_MIN, INT32_MAX), "int64": (INT64_MIN, INT64_MAX)}
+_TRIAL_TABLES = ("attempts", "stages", "gradings", "judgments", "flags")
+
+
+def value_problem(kind: str, value: object, *, nullable: bool = True, identifier: bool = False) -> str | None:
+    """Why ``value`` cannot be stored in a column of type ``kind`` (None when it can)."""
+    if value is None:
+        return None if nullable else "is required (null)"
+    if kind == "string":
+        if not isinstance(value, str):
+            return f"must be text, not {type(value).__name__}"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "is not valid Unicode (a lone surrogate)"
+        if identifier and (not value or len(value) > FOREIGN_ID_MAX or _CONTROL.search(value)):
+            return f"must be 1 to {FOREIGN_ID_MAX} characters without control characters"
+        return None
+    if kind in _RANGES:
+        lo, hi = _RANGES[kind]
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer, not {type(value).__name__}"
+        return None if lo <= value <= hi else f"integer {value} is out of range for {kind}"
+    if kind == "float64":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be a number, not {type(value).__name__}"
+        try:
+            ok = math.isfinite(float(value))
+        except OverflowError:
+            ok = False
+        return None if ok else "must be a finite number"
+    if kind == "bool":
+        return None if isinstance(value, bool) else f"must be true or false, not {type(value).__name__}"
+    if kind == "timestamp":
+        return None if isinstance(value, datetime) else f"must be a timestamp, not {type(value).__name__}"
+    return f"unknown column type {kind}"
+
+
+def row_problem(table: str, row: dict) -> str | None:
+    """The first value of ``row`` that breaks the rules, as ``column: why`` (None when none does)."""
+    for col in columns(table):
+        if col.name in ("run_id", "ingest_batch_id"):
+            continue  # stamped by the writer
+        why = value_problem(col.type, row.get(col.name), nullable=col.nullable, identifier=col.name in _ID_COLUMNS)
+        if why:
+            return f"{col.name} {why}"
+    return None
+
+
+def _raw(row: dict) -> str:
+    return repr(row).encode("utf-8", "backslashreplace").decode("utf-8")[:4096]
+
+
+_REDACTOR = Redactor()
+"""Credential shapes only: another tool's results come with no list of secret values."""
+_KEEP = _ID_COLUMNS | {"model", "harness", "harness_version", "source_key", "source_path", "outcome",
+                       "source_format", "cost_source", "layer", "verdict", "stage", "kind"}
+
+
+def _redacted(table: str, row: dict) -> int:
+    """Redact credential shapes in ``row``'s free-text columns, in place; the count."""
+    total = 0
+    for col in columns(table):
+        value = row.get(col.name)
+        if col.type == "string" and isinstance(value, str) and col.name not in _KEEP:
+            clean, n = _REDACTOR.text(value)
+            if n:
+                row[col.name] = clean
+                total += n
+    return total
+
+
+def checked(batch: SourceBatch) -> SourceBatch:
+    """``batch`` with every row that breaks the value rules moved to its quarantine, and
+    credential shapes redacted from the free text it stores (reasons, labels, messages)."""
+    if why := id_problem(batch.run_id):
+        raise IngestError(f"{batch.source_format} importer made run id {batch.run_id!r}, which {why}; "
+                          "this is a bug in the importer (run ids go through ingest.identity.run_key)")
+    source = str(batch.source_files[0]) if batch.source_files else batch.source_format
+    quarantine = list(batch.quarantine)
+    rows: dict[str, list[dict]] = {}
+    dropped_trials: set[str] = set()
+    for table in ("trials", *(t for t in batch.rows if t != "trials")):
+        kept = []
+        for row in batch.rows.get(table, []):
+            if table in _TRIAL_TABLES and row.get("trial_id") in dropped_trials:
+                continue  # goes with its trial, whose quarantine row holds the reason
+            why = row_problem(table, row)
+            if why is None:
+                _redacted(table, row)
+                kept.append(row)
+                continue
+            if table == "trials" and isinstance(row.get("trial_id"), str):
+                dropped_trials.add(row["trial_id"])
+            quarantine.append(QuarantineRow(source, None, f"{table} row: {why}", _raw(row)))
+        rows[table] = kept
+    return replace(batch, rows=rows, quarantine=quarantine)
