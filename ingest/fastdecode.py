@@ -124,6 +124,32 @@ _PLAIN_CONFIG = {"extra", "frozen", "title", "allow_inf_nan"}
 ``allow_inf_nan=False`` bounds every float."""
 
 
+def _optional_checked(tp: Any) -> tuple[Any, Any]:
+    """``Annotated[X, AfterValidator(check)] | None`` as ``(X | None, check skipping None)``.
+
+    A checked value that may be absent (``Settings | None``): the check runs on the value when
+    there is one, as pydantic does; any other validator inside a union stays refused.
+    """
+    if typing.get_origin(tp) not in (Union, types.UnionType):
+        return tp, None
+    args = typing.get_args(tp)
+    if len(args) != 2 or type(None) not in args:
+        return tp, None
+    (inner,) = [a for a in args if a is not type(None)]
+    if typing.get_origin(inner) is not Annotated:
+        return tp, None
+    base, *extra = typing.get_args(inner)
+    got = _bounds(list(extra), base is float)
+    check = got.pop("check", None)
+    if check is None or got:
+        return tp, None
+
+    def unless_none(value: Any, check: Any = check) -> Any:
+        return value if value is None else check(value)
+
+    return base | None, unless_none
+
+
 class _Compiler:
     """Builds (and caches) one struct per model; raises ``UnsupportedField`` rather than guess."""
 
@@ -226,7 +252,10 @@ class _Compiler:
                 renames[text] = name  # read from (and written as) the model's key
                 ns_extra[name] = _ts_property(text)
                 continue
-            tp = self.type_of(info.annotation, where, meta, finite)
+            annotation, optional_check = _optional_checked(info.annotation)
+            if optional_check is not None:
+                checks.append((name, optional_check))
+            tp = self.type_of(annotation, where, meta, finite)
             nested = _nested_model(info.annotation)
             if nested is not None and self.struct(nested) in self.checks:
                 checks.append((name, self.struct(nested)))

@@ -246,8 +246,12 @@ class TrialGit:
 
     def changed_paths(self, old: str, new: str) -> int:
         """How many paths differ between two trees."""
+        return len(self.changed_names(old, new))
+
+    def changed_names(self, old: str, new: str) -> list[str]:
+        """The paths that differ between two trees (sorted, as git names them)."""
         out = self._git("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new).stdout
-        return len([p for p in out.split(b"\0") if p])
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
     def commit(self, tree: str, parent: str | None, message: str) -> str:
         args = ["commit-tree", tree, "-m", message]

@@ -195,6 +195,12 @@ Layer = Literal["target", "regression", "repository"]
 Verdict = Literal["passed", "failed", "inconclusive"]
 Stage = Literal["build", "qa", "review"]
 CostSource = Literal["reported", "priced"]
+CostBasis = Literal["reported", "reported_unknown_basis", "computed"]
+"""What a cost claim rests on. ``reported``: the harness priced tokens with prices it
+knows (Claude Code ``costBasis: "list"``, litellm's table for mini). ``reported_unknown_basis``:
+the harness printed a cost without knowing the model's price (Claude Code invents one for
+model names it does not know; mini prints 0.0): kept as a claim, never a trial's cost.
+``computed``: tokens × a dated price file, by trialhouse."""
 
 
 def utc_now() -> datetime:
@@ -274,6 +280,25 @@ class IsolationInfo(BaseModel):
     """Whether sandboxed agents (and graders) could reach the network."""
 
 
+class GatewayInfo(BaseModel):
+    """The run's model gateway (docs/gateway.md): what answered the agents' model calls."""
+
+    model_config = _CONFIG
+
+    mode: Literal["forward", "record", "replay", "scripted"]
+    upstreams: dict[str, str] = Field(default_factory=dict)
+    """Provider → base URL (forward/record)."""
+    key_env: dict[str, str] = Field(default_factory=dict)
+    """Provider → the variable the gateway read its key from (the name only, never the value)."""
+    script_sha256: dict[str, str] = Field(default_factory=dict)
+    """scripted: variant (``*`` for the default) → sha256 of its script."""
+    recording_dir: str | None = None
+    """record: where the run's recordings are (relative to the run directory);
+    replay: the snapshotted input directory replayed."""
+    variants: list[Id] = Field(default_factory=list)
+    """The variants whose agents went through the gateway."""
+
+
 class CaseInfo(BaseModel):
     model_config = _CONFIG
 
@@ -320,6 +345,8 @@ class RunStarted(_Event):
     """True when any variant is simulated."""
     isolation: IsolationInfo | None = None
     """The isolation backend used; None in runs written before isolation existed."""
+    gateway: GatewayInfo | None = None
+    """The run's model gateway; None when no variant used one."""
     control_repeats: Positive32 | None = None
     controls_from: Id | None = None
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
@@ -446,7 +473,12 @@ class Usage(BaseModel):
     cache_read_tokens: Count64 | None = None
     cache_write_tokens: Count64 | None = None
     cost_usd: float | None = Field(default=None, ge=0)
-    """Cost the agent reported itself; None when it reported nothing."""
+    """Cost the agent reported itself; None when it reported nothing, or when the price
+    behind its claim is unknown (see ``cost_basis`` and ``StageFinished.claimed_cost_usd``)."""
+    cost_basis: CostBasis | None = None
+    """Basis of ``cost_usd``: ``reported`` (the agent priced tokens it knows the price of),
+    ``computed`` (tokens × a dated price file). Never ``reported_unknown_basis``: such a
+    claim is not a cost (it stays in ``StageFinished.claimed_cost_usd``). None with no cost."""
     steps: Count64 | None = None
     """Turns / tool-using steps."""
     time_to_first_edit_s: float | None = Field(default=None, ge=0)
@@ -479,6 +511,36 @@ def reported_usage(source: str | None = None, **values: object) -> tuple[Usage, 
     return Usage(**kept, source=source), notes
 
 
+class PermissionDenial(BaseModel):
+    """A tool call a harness's permission mode refused."""
+
+    model_config = _CONFIG
+
+    tool_name: str
+    tool_use_id: str | None = None
+
+
+class GatewayUsage(BaseModel):
+    """A stage's (or trial's) model calls as the gateway measured them: the provider's own
+    counts, independent of what the agent says. A token field is None when any call that
+    answered left it unreported."""
+
+    model_config = _CONFIG
+
+    calls: Count64 = 0
+    """Every call through the route, side requests and failures included."""
+    failed_calls: Count64 = 0
+    """Calls answered with an error status, or never answered."""
+    retries: Count64 = 0
+    input_tokens: Count64 | None = None
+    """Uncached input tokens, summed over the calls that answered 200."""
+    output_tokens: Count64 | None = None
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
+    model_s: float = Field(default=0.0, ge=0)
+    """Sum of the calls' latencies: time spent waiting on the model."""
+
+
 class StageFinished(_Event):
     event: Literal["stage_finished"] = "stage_finished"
     attempt: Positive32
@@ -496,6 +558,30 @@ class StageFinished(_Event):
     stderr_path: str | None = None
     stdout_truncated: bool = False
     redactions: Count64 = 0
+    harness_version: str | None = None
+    """The version the harness printed in its own output (Claude's init line, the Codex
+    rollout, mini's trajectory; else its ``--version``); None for other agents."""
+    session_id: str | None = None
+    """Claude ``session_id``, Codex ``thread_id`` (what the harness's own logs are named by)."""
+    claimed_cost_usd: float | None = Field(default=None, ge=0)
+    """The harness's cost claim whatever its basis (``usage.cost_usd`` holds it only when
+    the basis is ``reported``)."""
+    cost_basis: CostBasis | None = None
+    """Basis of ``claimed_cost_usd``."""
+    permission_denials: list[PermissionDenial] = Field(default_factory=list)
+    """Tool calls the harness's permission mode refused (the stage may still succeed)."""
+    context_exhausted: bool = False
+    """The model's context window ran out (the agent's failure, never infrastructure)."""
+    stderr_excerpt: str | None = None
+    """The redacted tail of the harness's stderr (at most 2000 characters)."""
+    tokens_from: str | None = None
+    """Where the harness's token counts came from: ``result``, ``stream``, ``rollout``, ``trajectory``."""
+    harness_notes: list[str] = Field(default_factory=list)
+    """Format notes: fields missing from this version's output, fallbacks taken."""
+    gateway_usage: GatewayUsage | None = None
+    """What the model gateway measured on the wire for this stage (None: no gateway)."""
+    trajectory_steps: Count64 | None = None
+    """``step`` events recorded for this stage (``usage.steps`` is the agent's own count)."""
 
 
 class Checkpoint(_Event):
@@ -579,6 +665,150 @@ class Flag(_Event):
     detail: str = ""
 
 
+# ---------------------------------------------------------------- model calls and steps
+
+Provider = Literal["anthropic", "openai"]
+Api = Literal["messages", "responses", "chat_completions"]
+"""Anthropic Messages, OpenAI Responses, OpenAI Chat Completions."""
+GatewayMode = Literal["forward", "record", "replay", "scripted"]
+GatewayError = Literal[
+    "replay_mismatch",
+    "script_mismatch",
+    "upstream_unreachable",
+    "upstream_timeout",
+    "bad_request",
+]
+"""A failure of the gateway's side of a call, not of the model or the agent. A trial with
+any of these is ``infra_error`` (a replay that does not match its recording proves nothing
+about the agent)."""
+
+
+class ModelCallFields(BaseModel):
+    """One HTTP call an agent made to a model, as the model gateway saw it on the wire.
+
+    Shared by the gateway's own record (``runner.gateway.records.CallRecord``) and the
+    ``model_call`` event. Token fields follow ``Usage``: the input buckets are disjoint,
+    ``input_tokens`` is the *uncached* input. The numbers are the provider's own, converted
+    only in that one way (OpenAI reports cached tokens as part of ``input_tokens``; Anthropic
+    reports them apart). A field the provider did not report is None, never 0.
+    """
+
+    model_config = _CONFIG
+
+    stage: str | None = None
+    """The stage the gateway route was opened for (build / qa / review), when it was."""
+    attempt: Positive32 | None = None
+    call_index: Count64
+    """Order of arrival at the gateway within the route, from 0."""
+    mode: GatewayMode
+    provider: Provider
+    api: Api
+    model: str | None = None
+    """The model the agent asked for (request body)."""
+    service_tier: str | None = None
+    """The service tier the request asked for: how a harness setting such as Codex's
+    ``service_tier = "fast"`` really reached the provider (or did not)."""
+    response_model: str | None = None
+    """The model the provider said answered, when it said (routing and aliases differ)."""
+    request_id: str | None = None
+    """Provider request id (``request-id`` / ``x-request-id`` header), else the response's id."""
+    response_id: str | None = None
+    """The response's own id (``msg_…``, ``resp_…``, ``chatcmpl-…``): what harness logs
+    quote, so it joins a harness's turns to these records."""
+    status: Int32 | None = None
+    """HTTP status returned to the agent; None when the gateway never answered."""
+    streamed: bool = False
+    """The agent asked for a server-sent-event stream."""
+    position: Count64 | None = None
+    """Conversation position: tool results already present in the request. Retries and
+    side requests at one point of the conversation share a position."""
+    side_request: bool = False
+    """A request that offers no tools (titles, summaries, quota probes): not a step."""
+    retries: Count64 = 0
+    """Earlier calls of this route at the same position with the same tool results: the
+    agent's own retries (the gateway never retries on its own)."""
+    stop_reason: str | None = None
+    """``end_turn`` / ``tool_use`` / ``completed`` / ``tool_calls`` / ``stop`` … as reported."""
+    tool_calls: list[str] = Field(default_factory=list)
+    """Names of the tools the response asked the agent to run, in order."""
+    input_tokens: Count64 | None = None
+    """Uncached input tokens as reported (OpenAI: ``input_tokens − cached_tokens``)."""
+    output_tokens: Count64 | None = None
+    """Final output tokens (Anthropic: ``message_delta.usage``, not ``message_start``'s 1)."""
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
+    """Anthropic ``cache_creation_input_tokens``; OpenAI reports none (null)."""
+    reasoning_tokens: Count64 | None = None
+    """OpenAI ``output_tokens_details.reasoning_tokens`` (a part of ``output_tokens``)."""
+    provider_usage: Settings | None = None
+    """The usage object exactly as the provider sent it (for audits of the conversion)."""
+    latency_s: float = Field(ge=0)
+    """Request arrival to the last byte sent back to the agent."""
+    ttft_s: float | None = Field(default=None, ge=0)
+    """Request arrival to the first event carrying model output (streams only)."""
+    error_type: str | None = None
+    """Provider error type or code (``rate_limit_error``, ``overloaded_error`` …)."""
+    error: str | None = None
+    """Short error message (redacted, at most 500 characters)."""
+    gateway_error: GatewayError | None = None
+    """Set when the gateway itself failed the call; see :data:`GatewayError`."""
+    usage_note: str | None = None
+    """Why tokens are unknown when they are (e.g. ``response carried no usage``)."""
+    request_sha256: str
+    """sha256 of the request body as received (before redaction)."""
+
+
+class ModelCall(_Event, ModelCallFields):
+    """One model call of a stage through the run's model gateway (``docs/gateway.md``)."""
+
+    event: Literal["model_call"] = "model_call"
+    started_at_unix: float = Field(ge=0)
+    """When the request arrived at the gateway: seconds since the Unix epoch (UTC)."""
+
+
+StepKind = Literal["model", "tool"]
+Action = Literal["read", "edit", "run", "search", "other"]
+"""What a tool call did to the workspace: ``read`` files, ``edit`` files, ``run`` a command
+(tests, builds, scripts), ``search`` (grep, glob, web), or ``other``."""
+
+
+class TrajectoryStep(_Event):
+    """One model turn or one tool call of a stage's trajectory (docs/trajectories.md).
+
+    Times are seconds since the Unix epoch (UTC), as precise as the source (harness logs
+    carry milliseconds); None where the source has none. Unknown stays None."""
+
+    event: Literal["step"] = "step"
+    attempt: Positive32
+    stage: Stage
+    index: Count64
+    """Order within the stage, from 0 (model turns and tool calls interleaved)."""
+    kind: StepKind
+    source: str
+    """``claude-stream-json``, ``codex-rollout``, ``codex-json``, ``mini-trajectory``,
+    ``agent-events``, ``gateway``."""
+    tool: str | None = None
+    """Tool name as the harness calls it (``Edit``, ``exec_command``, ``bash`` …)."""
+    action: Action | None = None
+    paths: list[str] = Field(default_factory=list)
+    """Files read or changed, relative to the workspace when inside it."""
+    command: str | None = None
+    """The shell command of a command-based step (at most 2000 characters)."""
+    exit_code: Int32 | None = None
+    ok: bool | None = None
+    """Tool: it succeeded (not refused, not failed). Model: the call answered."""
+    started_at_unix: float | None = Field(default=None, ge=0)
+    ended_at_unix: float | None = Field(default=None, ge=0)
+    input_tokens: Count64 | None = None
+    output_tokens: Count64 | None = None
+    cache_read_tokens: Count64 | None = None
+    cache_write_tokens: Count64 | None = None
+    call_id: str | None = None
+    """Tool call id; for a model turn the response id (joins the ``model_call`` event)."""
+    tokens_from: Literal["harness", "gateway"] | None = None
+    """Model turns: whose count the token fields are (the gateway's when it saw the call)."""
+
+
 class AttemptFinished(_Event):
     event: Literal["attempt_finished"] = "attempt_finished"
     attempt: Positive32
@@ -622,6 +852,11 @@ class TrialFinished(_Event):
     secrets_leaked: Count64 = 0
     """Of those, occurrences of the run's own secret values (``pass_env``/``secret_env``) the
     agent wrote into its output: a leak, which makes its configuration ineligible."""
+    gateway_usage: GatewayUsage | None = None
+    """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
+    patch_paths: list[str] | None = None
+    """Paths ``changes.patch`` touches (prepared tree → final tree; the first 1000), which
+    trajectory metrics relate the files an agent read to. None: not recorded."""
 
 
 Event = Annotated[
@@ -643,6 +878,8 @@ Event = Annotated[
     | Budget
     | Flag
     | AttemptFinished
+    | ModelCall
+    | TrajectoryStep
     | TrialFinished,
     Field(discriminator="event"),
 ]

@@ -202,14 +202,23 @@ class Case(_Strict):
         return self
 
 
+HARNESS_KINDS = ("claude-code", "codex", "mini-swe-agent")
+"""Agent kinds that are real agent CLIs, run headless through ``runner.agents.harness``."""
+
+_HARNESS_FIELDS = ("binary", "max_turns", "max_budget_usd", "permission_mode", "allowed_tools",
+                   "disallowed_tools", "output_format", "codex_sandbox", "max_retries", "mini_config",
+                   "config", "extra_args")
+
+
 class Agent(_Strict):
     """How a variant's agent is invoked.
 
     ``null``/``reference``/``replay``/``simulated`` are built in; ``command`` runs any
-    program as a subprocess (argv, no shell).
+    program as a subprocess (argv, no shell); ``claude-code``, ``codex`` and
+    ``mini-swe-agent`` run that CLI headless with the settings below (docs/agents.md).
     """
 
-    kind: Literal["null", "reference", "replay", "simulated", "command"]
+    kind: Literal["null", "reference", "replay", "simulated", "command", "claude-code", "codex", "mini-swe-agent"]
     argv: list[NonEmptyStr] | None = None
     """For ``command``: argv with placeholders {workspace} {prompt_file} {model} {stage} …"""
     usage_format: Literal[
@@ -228,6 +237,39 @@ class Agent(_Strict):
     candidate changes, label ∈ correct | wrong | regression."""
     price_per_mtok: float | None = Field(default=None, ge=0)
     """For ``simulated``: synthetic price used to report cost (None → cost unreported)."""
+    gateway: bool | None = None
+    """Send the agent's model calls through the run's model gateway (the manifest's
+    ``gateway`` section). Default: yes for the harness kinds when there is a gateway; a
+    ``command`` agent opts in and reads ``TRIALHOUSE_MODEL_BASE_URL``/``{model_base_url}``."""
+    # -- harness kinds (claude-code, codex, mini-swe-agent): runner.agents.harness.HarnessSettings
+    binary: NonEmptyStr | None = None
+    """The CLI to run: a name found on the agent's PATH (default ``claude``/``codex``/``mini``),
+    an absolute path, or a path relative to the manifest."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """Claude ``--max-turns``; mini ``agent.step_limit`` (Codex has none)."""
+    max_budget_usd: float | None = Field(default=None, gt=0)
+    """Claude ``--max-budget-usd``; mini ``--cost-limit``."""
+    permission_mode: Literal["default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"] | None = None
+    """Claude ``--permission-mode`` (default ``acceptEdits``)."""
+    allowed_tools: list[NonEmptyStr] = Field(default_factory=list)
+    """Claude ``--allowedTools``."""
+    disallowed_tools: list[NonEmptyStr] = Field(default_factory=list)
+    output_format: Literal["json", "stream-json"] | None = None
+    """Claude output (default ``stream-json``, which keeps per-step evidence)."""
+    codex_sandbox: Literal["read-only", "workspace-write", "danger-full-access"] | None = None
+    """Codex ``-s`` (default ``workspace-write``)."""
+    max_retries: int | None = Field(default=None, ge=0)
+    """Retries of a failed model call inside the harness (default 2)."""
+    mini_config: NonEmptyStr | None = None
+    """mini-swe-agent base config (default ``mini.yaml``)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    """Codex ``-c key=value`` (TOML values) / mini ``-c key=value`` overrides."""
+    extra_args: list[NonEmptyStr] = Field(default_factory=list)
+    """Appended to the harness's argv before the prompt."""
+
+    @property
+    def is_harness(self) -> bool:
+        return self.kind in HARNESS_KINDS
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Agent:
@@ -237,6 +279,14 @@ class Agent(_Strict):
             raise ValueError("replay agents need patches_dir")
         if self.kind == "simulated" and (self.skill is None or not self.candidates_dir):
             raise ValueError("simulated agents need skill (0..1) and candidates_dir")
+        if not self.is_harness:
+            used = [f for f in _HARNESS_FIELDS if f in self.model_fields_set]
+            if used:
+                raise ValueError(f"{', '.join(used)}: only for the harness kinds ({', '.join(HARNESS_KINDS)})")
+        elif self.argv is not None:
+            raise ValueError(f"argv: a {self.kind} agent's argv is built by trialhouse; use extra_args")
+        if self.gateway and self.kind not in ("command", *HARNESS_KINDS):
+            raise ValueError(f"gateway: {self.kind} agents call no model")
         return self
 
 
@@ -251,6 +301,55 @@ class Variant(_Strict):
     agent: Agent
     stage_instructions: dict[StageName, list[PathStr]] = Field(default_factory=dict)
     """Stage → markdown paths (relative to the manifest) snapshotted into the stage prompt."""
+
+
+class Upstream(_Strict):
+    """Where the gateway forwards one provider's calls, and which variable holds its key."""
+
+    base_url: NonEmptyStr
+    """e.g. ``https://api.anthropic.com`` (the agent's ``/v1/…`` path is appended)."""
+    api_key_env: NonEmptyStr | None = None
+    """Variable of the runner's environment holding the provider key. The gateway sends
+    it instead of the agent's dummy key; the value never enters a sandbox and is redacted
+    from everything stored. None: no key is added (a local server without auth)."""
+
+
+class GatewaySettings(_Strict):
+    """The run's model gateway (docs/gateway.md): one loopback proxy for all trials."""
+
+    mode: Literal["forward", "record", "replay", "scripted"]
+    upstreams: dict[Literal["anthropic", "openai"], Upstream] = Field(default_factory=dict)
+    """forward/record: per provider; a provider not named goes to its public API with
+    ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``."""
+    script: NonEmptyStr | None = None
+    """scripted: a YAML or JSON script (``runner.gateway.script.Script``), relative to the
+    manifest; snapshotted like every input. ``{workspace}`` in it is the trial's workspace."""
+    scripts: dict[Id, NonEmptyStr] = Field(default_factory=dict)
+    """scripted: variant id → its own script (default: ``script``)."""
+    recording_dir: NonEmptyStr | None = None
+    """replay: a directory of recordings (a record run's ``gateway/recordings``, copied
+    under the manifest directory), snapshotted. record mode writes into the run directory."""
+    replay_from: dict[Id, Id] = Field(default_factory=dict)
+    """replay: variant id → the variant whose recordings it replays (default: its own)."""
+    secret_env: list[NonEmptyStr] = Field(default_factory=list)
+    """More variables whose values are redacted from recordings and events."""
+    idle_timeout_s: float = Field(default=300, gt=0)
+    """forward/record: an upstream silent this long is ``upstream_timeout`` (infra_error)."""
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> GatewaySettings:
+        if self.mode == "scripted" and not (self.script or self.scripts):
+            raise ValueError("scripted mode needs script (or scripts per variant)")
+        if self.mode != "scripted" and (self.script or self.scripts):
+            raise ValueError(f"script/scripts: only for scripted mode, not {self.mode}")
+        if self.mode == "replay" and not self.recording_dir:
+            raise ValueError("replay mode needs recording_dir (the recordings to answer from)")
+        if self.mode != "replay" and (self.recording_dir or self.replay_from):
+            raise ValueError(f"recording_dir/replay_from: only for replay mode, not {self.mode}"
+                             " (record mode writes into the run directory)")
+        if self.mode not in ("forward", "record") and self.upstreams:
+            raise ValueError(f"upstreams: only for forward and record modes, not {self.mode}")
+        return self
 
 
 class Isolation(_Strict):
@@ -292,6 +391,13 @@ class Manifest(_Strict):
     checkpoint_exclude: list[NonEmptyStr] | None = None
     """gitignore patterns never captured (private files, runtime state); None → the
     documented default list (runner.capture.DEFAULT_EXCLUDES)."""
+    gateway: GatewaySettings | None = None
+    """The model gateway the runner starts for the run (docs/gateway.md)."""
+
+    def uses_gateway(self, variant: Variant) -> bool:
+        """Whether ``variant``'s agent sends its model calls through the run's gateway."""
+        flag = variant.agent.gateway
+        return self.gateway is not None and (flag if flag is not None else variant.agent.is_harness)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Manifest:
@@ -301,17 +407,42 @@ class Manifest(_Strict):
                 raise ValueError(f"duplicate {what} ids: {', '.join(dupes)}")
         if len(set(self.stages)) != len(self.stages):
             raise ValueError("stages must not repeat")
+        for v in self.variants:
+            if v.agent.gateway and self.gateway is None:
+                raise ValueError(f"variant {v.id}: agent.gateway is set but the manifest has no gateway section")
+            if v.agent.is_harness and not v.model:
+                raise ValueError(f"variant {v.id}: a {v.agent.kind} agent needs the variant's model")
+        gw = self.gateway
+        if gw is not None:
+            ids = {v.id for v in self.variants}
+            for what, names in (("scripts", gw.scripts), ("replay_from", gw.replay_from)):
+                unknown = sorted(set(names) - ids)
+                if unknown:
+                    raise ValueError(f"gateway.{what}: unknown variant(s) {', '.join(unknown)}")
+            if not self.isolation.network and any(self.uses_gateway(v) for v in self.variants):
+                raise ValueError(
+                    "gateway: agents reach the gateway over the host's loopback, which a sandbox "
+                    "with isolation.network false cannot see; turn the network on, or remove the gateway")
         return self
 
 
-def config_id(variant: Variant, instruction_texts: dict[str, str]) -> str:
+def config_id(variant: Variant, instruction_texts: dict[str, str], extra: dict[str, Any] | None = None) -> str:
     """Stable hash of everything about a variant that can change behaviour.
 
     ``instruction_texts`` maps each snapshotted instruction path to its full text, so
-    editing an instruction file yields a new configuration.
+    editing an instruction file yields a new configuration. ``extra``: what the run
+    derives that changes behaviour too (a harness's effective settings, the gateway
+    script or recording answering it; ``runner.run.variant_record``); absent for the
+    other kinds, so their ids are what they always were.
     """
     payload = variant.model_dump(mode="json", exclude={"id"})
+    agent = payload["agent"]
+    for name in ("gateway", *_HARNESS_FIELDS):  # fields added later: at their defaults they change nothing
+        if agent.get(name) == Agent.model_fields[name].get_default(call_default_factory=True):
+            del agent[name]
     payload["instruction_texts"] = dict(sorted(instruction_texts.items()))
+    if extra:
+        payload["derived"] = extra
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

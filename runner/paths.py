@@ -17,6 +17,9 @@ from typing import Any
 
 MAX_INPUT_BYTES = 1024 * 1024
 """Size bound of one operator input file."""
+MAX_RECORDING_BYTES = 64 * 1024 * 1024
+"""Size bound of one gateway recording file (``gateway.recording_dir``): a recording holds
+every request of a session, and agents resend the whole conversation each turn."""
 
 INPUT_PLACEHOLDER = "{inputs}"
 
@@ -46,7 +49,7 @@ def canonical_problem(rel: str) -> str | None:
     return None
 
 
-def check_input(base: Path, rel: str, *, kind: str = "file") -> str | None:
+def check_input(base: Path, rel: str, *, kind: str = "file", limit: int = MAX_INPUT_BYTES) -> str | None:
     """Why ``base/rel`` is not a usable input of ``kind`` (file|dir); None when it is."""
     problem = canonical_problem(rel)
     if problem:
@@ -65,13 +68,13 @@ def check_input(base: Path, rel: str, *, kind: str = "file") -> str | None:
         for child in sorted(resolved.rglob("*")):
             if child.is_symlink() and not child.resolve().is_relative_to(root):
                 return f"contains a symlink leaving the manifest directory: {child}"
-            if child.is_file() and child.stat().st_size > MAX_INPUT_BYTES:
-                return f"contains a file over {MAX_INPUT_BYTES} bytes: {child}"
+            if child.is_file() and child.stat().st_size > limit:
+                return f"contains a file over {limit} bytes: {child}"
         return None
     if not resolved.is_file():
         return f"must be a regular file: {path}"
-    if resolved.stat().st_size > MAX_INPUT_BYTES:
-        return f"is larger than the {MAX_INPUT_BYTES}-byte input bound"
+    if resolved.stat().st_size > limit:
+        return f"is larger than the {limit}-byte input bound"
     return None
 
 
@@ -94,15 +97,16 @@ class InputRef:
     location: str
     rel: str
     kind: str = "file"
+    limit: int = MAX_INPUT_BYTES
 
 
 def input_refs(raw: dict[str, Any]) -> list[InputRef]:
     """Every operator input named by a manifest (works on the raw dict, leniently)."""
     refs: list[InputRef] = []
 
-    def add(loc: str, value: Any, kind: str = "file") -> None:
+    def add(loc: str, value: Any, kind: str = "file", limit: int = MAX_INPUT_BYTES) -> None:
         if isinstance(value, str):
-            refs.append(InputRef(loc, value, kind))
+            refs.append(InputRef(loc, value, kind, limit))
 
     for ci, case in enumerate(_list(raw.get("cases"))):
         if not isinstance(case, dict):
@@ -136,6 +140,14 @@ def input_refs(raw: dict[str, Any]) -> list[InputRef]:
         if isinstance(agent, dict):
             add(f"variants[{vi}].agent.patches_dir", agent.get("patches_dir"), "dir")
             add(f"variants[{vi}].agent.candidates_dir", agent.get("candidates_dir"), "dir")
+    gateway = raw.get("gateway")
+    if isinstance(gateway, dict):
+        add("gateway.script", gateway.get("script"))
+        scripts = gateway.get("scripts")
+        if isinstance(scripts, dict):
+            for name, path in scripts.items():
+                add(f"gateway.scripts.{name}", path)
+        add("gateway.recording_dir", gateway.get("recording_dir"), "dir", MAX_RECORDING_BYTES)
     return refs
 
 

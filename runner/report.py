@@ -54,6 +54,11 @@ def _trial_entry(evs: list[Any], variants: dict[str, ev.VariantInfo], cases: dic
                 "verdict_status": e.verdict_status, "verdict_findings": e.verdict_findings,
                 "stdout_path": e.stdout_path, "stderr_path": e.stderr_path,
                 "stdout_truncated": e.stdout_truncated, "redactions": e.redactions,
+                "harness_version": e.harness_version, "session_id": e.session_id,
+                "claimed_cost_usd": e.claimed_cost_usd, "cost_basis": e.cost_basis,
+                "permission_denials": [d.tool_name for d in e.permission_denials],
+                "context_exhausted": e.context_exhausted, "trajectory_steps": e.trajectory_steps,
+                "gateway_usage": e.gateway_usage.model_dump() if e.gateway_usage else None,
             })
         elif isinstance(e, ev.Checkpoint):
             att(e.attempt)["checkpoints"].append({"stage": e.stage, "sha": e.sha,
@@ -93,6 +98,7 @@ def _trial_entry(evs: list[Any], variants: dict[str, ev.VariantInfo], cases: dic
             "steps": fin.usage.steps,
             "source": fin.usage.source,
         },
+        "gateway_usage": fin.gateway_usage.model_dump() if fin.gateway_usage else None,
         "cost_budget_status": fin.cost_budget_status,
         "layers": fin.layers,
         "flags": [{"kind": e.kind, "path": e.path, "detail": e.detail}
@@ -171,6 +177,7 @@ def build_report(events: list[Any]) -> dict[str, Any]:
         "engine_version": last.engine_version,
         "initial_commit": last.initial_commit,
         "simulated": last.simulated,
+        "gateway": last.gateway.model_dump() if last.gateway else None,
         "controls": {"ok": all(c.get("ok", False) for c in controls.values()) if controls else None,
                      "cases": [controls[k] for k in sorted(controls)]},
         "variants": [{"name": v.variant, **v.model_dump()} for v in last.variants],

@@ -7,6 +7,7 @@ at the end (or on Ctrl-C), so partial and resumed runs report the same way.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -44,7 +45,7 @@ from runner.trial import (
     remove_tree,
     run_trial,
 )
-from runner.validate import load_valid_manifest, repo_path
+from runner.validate import load_valid_manifest, protected_paths, repo_path
 
 
 class RunInterrupted(RunnerError):
@@ -124,6 +125,8 @@ class _Setup:
     redactor: Redactor
     refused: list[tuple[int, str]] = field(default_factory=list)
     """Lines of a resumed events.jsonl its hash chain refused (reported, never data)."""
+    harnesses: dict[str, Any] = field(default_factory=dict)
+    """Variant id → ``ResolvedHarness`` for the harness kinds."""
 
 
 def _case_source(s_manifest: Manifest, base: Path, case: Case) -> tuple[Path, str]:
@@ -148,12 +151,56 @@ def _interrupted_setup(run_dir: Path) -> bool:
 
 
 def run_secrets(manifest: Manifest) -> list[str]:
-    """Values of every variable any variant passes to its agent or marks secret."""
+    """Values of every variable any variant passes to its agent or marks secret, and of
+    the gateway's provider keys and ``secret_env``: redacted from everything stored."""
     names = {n for v in manifest.variants for n in (*v.agent.pass_env, *v.agent.secret_env)}
+    if manifest.gateway is not None:
+        from runner.gateway.run import key_names
+
+        names |= {*key_names(manifest.gateway), *manifest.gateway.secret_env}
     return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
-def _containment(manifest: Manifest, run_dir: Path, redactor: Redactor) -> Containment:
+def resolve_harnesses(manifest: Manifest, base: Path, protected: tuple[Path, ...]) -> dict[str, Any]:
+    """Variant id → ``ResolvedHarness`` for every harness variant; ``RunnerError`` naming the
+    first problem (``trialhouse validate`` lists them all)."""
+    from runner.agents.harness_stage import resolve
+
+    out: dict[str, Any] = {}
+    for i, v in enumerate(manifest.variants):
+        if not v.agent.is_harness:
+            continue
+        found = resolve(v, base, uses_gateway=manifest.uses_gateway(v),
+                        isolated=manifest.isolation.backend == "bubblewrap", protected=protected)
+        if found.problems:
+            where, why = found.problems[0]
+            raise RunnerError(f"variants[{i}].{where}: {why}")
+        out[v.id] = found.harness
+    return out
+
+
+def variant_record(manifest: Manifest, v: Variant, harness: Any, gateway: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(recorded settings, what else feeds ``config_id``) of a variant.
+
+    A harness variant records its effective ``HarnessSettings`` (defaults included, so a
+    changed trialhouse default is a new configuration) under ``settings.harness``. A
+    variant answered by a scripted or replayed gateway records which script or recording
+    (its hash): the "model" is then that file, and a different one is a different
+    configuration. Forward and record modes add nothing: the same real model answers.
+    """
+    settings = dict(v.settings)
+    extra: dict[str, Any] = {}
+    if harness is not None:
+        settings["harness"] = extra["harness"] = harness.settings.settings_record()
+    if gateway is not None and manifest.uses_gateway(v) and manifest.gateway.mode in ("scripted", "replay"):
+        info = gateway.info()
+        source = info.script_sha256.get(v.id) or info.script_sha256.get("*") if manifest.gateway.mode == "scripted" \
+            else gateway.recordings_sha256
+        settings["gateway"] = extra["gateway"] = {"mode": manifest.gateway.mode, "sha256": source}
+    return settings, extra
+
+
+def _containment(manifest: Manifest, run_dir: Path, redactor: Redactor, gateway: Any = None) -> Containment:
     backend = sandbox.backend(manifest.isolation.backend)
     excludes = tuple(manifest.checkpoint_exclude) if manifest.checkpoint_exclude is not None else DEFAULT_EXCLUDES
     return Containment(
@@ -161,7 +208,7 @@ def _containment(manifest: Manifest, run_dir: Path, redactor: Redactor) -> Conta
         network=manifest.isolation.network,
         read_only=tuple(Path(p) for p in manifest.isolation.read_only_paths),
         excludes=excludes, max_workspace_bytes=int(manifest.max_workspace_mb * 2**20),
-        redactor=redactor,
+        redactor=redactor, gateway=gateway,
     )
 
 
@@ -240,15 +287,23 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         os.replace(staging, run_dir / "inputs")
         snapshot.root = run_dir / "inputs"
         next_seq = 0
-    redactor = Redactor(run_secrets(manifest))
-    containment = _containment(manifest, run_dir, redactor)
+    secrets_ = run_secrets(manifest)
+    redactor = Redactor(secrets_)
+    harnesses = resolve_harnesses(manifest, base, protected_paths(manifest, base, run_dir))
+    gateway = None
+    if not validation_only and any(manifest.uses_gateway(v) for v in manifest.variants):
+        from runner.gateway.run import RunGateway
+
+        gateway = RunGateway(manifest, snapshot, run_dir, secrets=secrets_, trial_id=trial_id)
+    containment = _containment(manifest, run_dir, redactor, gateway)
     try:
         for repo, commit in _sources(manifest, base):
             containment.store.pin(repo, commit)
     except GitError as exc:
         raise RunnerError(f"could not copy the pinned commits into the run's store: {exc}") from exc
     texts = {v.id: instruction_texts(v, snapshot) for v in manifest.variants}
-    config_ids = {v.id: config_id(v, texts[v.id]) for v in manifest.variants}
+    records = {v.id: variant_record(manifest, v, harnesses.get(v.id), gateway) for v in manifest.variants}
+    config_ids = {v.id: config_id(v, texts[v.id], records[v.id][1]) for v in manifest.variants}
     fingerprints = {c.id: case_fingerprint(manifest, c, snapshot.hashes, _case_source(manifest, base, c)[1])
                     for c in manifest.cases}
     log = EventLog(events_path, run_id, next_seq, listener=listener, last_line=last_line, lines=lines,
@@ -266,9 +321,11 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         stages=list(manifest.stages),
         variants=[
             ev.VariantInfo(
-                variant=v.id, config_id=config_ids[v.id], model=v.model, harness=v.harness,
-                harness_version=v.harness_version, reasoning_effort=v.reasoning_effort,
-                service_tier=v.service_tier, settings=v.settings, agent_kind=v.agent.kind,
+                variant=v.id, config_id=config_ids[v.id], model=v.model,
+                harness=v.harness or (v.agent.kind if v.agent.is_harness else None),
+                harness_version=v.harness_version or (harnesses[v.id].version if v.id in harnesses else None),
+                reasoning_effort=v.reasoning_effort,
+                service_tier=v.service_tier, settings=records[v.id][0], agent_kind=v.agent.kind,
                 simulated=v.agent.kind == "simulated",
                 stage_instruction_hashes={p: snapshot.hashes[p] for p in texts[v.id]},
             )
@@ -294,11 +351,11 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
                                    version=containment.backend.version,
                                    network=containment.network),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
-        grading_semantics=GRADING_SEMANTICS,
+        grading_semantics=GRADING_SEMANTICS, gateway=gateway.info() if gateway is not None else None,
     )
     (run_dir / SETUP_MARKER).unlink(missing_ok=True)
     return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids,
-                  prior, containment, fingerprints, redactor, refused)
+                  prior, containment, fingerprints, redactor, refused, harnesses)
 
 
 # ---------------------------------------------------------------- controls
@@ -627,6 +684,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 containment=s.containment, case_fingerprint=s.fingerprints[case.id],
                 scored=case.id not in unscored,
                 instruction_texts=s.texts[var.id], baseline=dict(validated[case.id].baseline), stop=stop,
+                harness=s.harnesses.get(var.id), uses_gateway=m.uses_gateway(var),
             ))
 
         def work(spec: TrialSpec) -> Any:
@@ -656,7 +714,8 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 bar.console.print(line, highlight=False, markup=False, soft_wrap=True)
             bar.update(task, advance=1, outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
 
-        with bar:
+        gateway = s.containment.gateway
+        with bar, (gateway if gateway is not None and specs else contextlib.nullcontext()):
             bar.update(task, completed=len(order) - len(specs),
                        outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
             _run_pool(specs, work, jobs, done, stop)

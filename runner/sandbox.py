@@ -280,6 +280,127 @@ def resolve_program(argv0: str, req: Request, backend: Backend) -> str | None:
     return None
 
 
+def canonical_dir(path: str) -> str:
+    """``path`` with its directory resolved (symlinked directories followed), its last
+    component kept: what the sandbox can show at the same path by mounting real directories."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
+def _hops(path: str) -> list[str]:
+    """``path`` and every symlink on the way to its real file (canonical directories)."""
+    out: list[str] = []
+    cur = canonical_dir(path)
+    for _ in range(40):
+        out.append(cur)
+        if not os.path.islink(cur):
+            break
+        cur = canonical_dir(os.path.join(os.path.dirname(cur), os.readlink(cur)))
+    real = os.path.realpath(path)
+    if real not in out:
+        out.append(real)
+    return out
+
+
+def _too_broad(path: Path, protected: tuple[Path, ...]) -> bool:
+    """A directory an automatic mount must never be: the root or a top-level directory,
+    the user's home or one of its ancestors, or anything holding a protected path (the
+    manifest directory with its graders and reference patches, the run directory, the
+    source repositories)."""
+    if len(path.parts) <= 2:
+        return True
+    home = Path(os.path.expanduser("~")).resolve()
+    if path == home or path in home.parents:
+        return True
+    return any(q == path or path in q.parents for q in protected)
+
+
+def install_root(real: Path, protected: tuple[Path, ...] = ()) -> Path:
+    """The directory a program's installation lives in (what it needs besides itself).
+
+    In order: inside a ``node_modules`` tree, the directory holding that tree (npm
+    ``--prefix`` installs keep the package and its dependencies there), else the
+    ``node_modules`` directory itself; inside a Python virtualenv (a ``pyvenv.cfg`` up to
+    three levels above), the virtualenv; ``<prefix>/bin/<program>``, the prefix; else the
+    program's own directory. A candidate that is too broad (``_too_broad``) gives way to
+    the next, narrower one; the program's own directory is the last resort.
+    """
+    parts = real.parts
+    candidates: list[Path] = []
+    if "node_modules" in parts:
+        i = parts.index("node_modules")
+        candidates += [Path(*parts[:i]), Path(*parts[: i + 1])]
+    candidates += [a for a in list(real.parents)[:3] if (a / "pyvenv.cfg").is_file()]
+    if real.parent.name in ("bin", "sbin", "libexec"):
+        candidates.append(real.parent.parent)
+    for candidate in candidates:
+        if not _too_broad(candidate, protected):
+            return candidate
+    return real.parent
+
+
+@dataclass(frozen=True)
+class ProgramMounts:
+    """Where a program resolved to and the host paths it needs visible inside a sandbox."""
+
+    path: str | None
+    mounts: tuple[Path, ...] = ()
+    problem: str | None = None
+
+
+def program_mounts(program: str, path_env: str, protected: tuple[Path, ...] = ()) -> ProgramMounts:
+    """The automatic visibility rule for an agent CLI installed outside the system directories.
+
+    ``program`` is resolved on ``path_env`` (or taken as a path). Made visible read-only:
+    the directory of every symlink on the way to the real file (so ``tools/bin/claude`` →
+    ``…/node_modules/.bin/claude`` → ``…/claude.exe`` resolves inside), the installation
+    the real file belongs to (:func:`install_root`), and the same for the interpreter its
+    ``#!`` line names (``#!/usr/bin/env node`` resolves ``node`` on the PATH). Paths under
+    the system directories are visible anyway and left out. A mount that would expose a
+    protected path is refused with the reason. docs/security.md ("Agent CLIs").
+    """
+    found = program if "/" in program else shutil.which(program, path=path_env)
+    if found is None or not os.path.isfile(found):
+        return ProgramMounts(None, (), f"program not found: {program}")
+    found = canonical_dir(found)  # started by this path: its directories are real ones
+    mounts: list[Path] = []
+    todo, done = [found], set()
+    while todo:
+        current = todo.pop()
+        if current in done:
+            continue
+        done.add(current)
+        hops = _hops(current)
+        for hop in hops[:-1]:
+            mounts.append(Path(hop).parent)
+        real = Path(hops[-1])
+        mounts.append(install_root(real, protected))
+        interp = shebang(str(real))
+        if interp == "/usr/bin/env" or (interp and os.path.basename(interp) == "env"):
+            words = _shebang_words(str(real))[1:]
+            name = next((w for w in words if not w.startswith("-")), None)
+            interp = shutil.which(name, path=path_env) if name else None
+        if interp and os.path.isfile(interp):
+            todo.append(interp)
+    keep = _outermost(list(dict.fromkeys(mounts)))  # system directories are visible anyway
+    for m in keep:
+        if any(q == m or m in q.parents for q in protected):
+            return ProgramMounts(found, tuple(keep), f"{found}: its installation {m} holds {next(q for q in protected if q == m or m in q.parents)}, "
+                                 "which agents must not see; install the CLI elsewhere (e.g. `make tools`)")
+    return ProgramMounts(found, tuple(keep), None)
+
+
+def _shebang_words(program: str) -> list[str]:
+    try:
+        with open(program, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return []
+    if not head.startswith(b"#!"):
+        return []
+    return [os.fsdecode(w) for w in head[2:].split(b"\n", 1)[0].split()]
+
+
 def shebang(program: str) -> str | None:
     """The interpreter named by a script's ``#!`` line (None for binaries)."""
     try:

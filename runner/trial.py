@@ -23,17 +23,32 @@ import shutil
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from runner import events as ev
 from runner import sandbox
+from runner.agents.harness_result import HarnessResult
+from runner.agents.harness_stage import (
+    HARNESS_STDOUT_LIMIT,
+    MAX_STEPS,
+    ResolvedHarness,
+    collect,
+    command_steps,
+    gateway_usage,
+    read_stage,
+    step_fields,
+    sum_gateway,
+)
 from runner.agents.invoke import StageContext, StageDirs, build_request
 from runner.agents.usage import AgentReport, parse_agent_output
 from runner.capture import DEFAULT_EXCLUDES, Capture, PatchInfo, RunStore, TrialGit, tree_size
 from runner.eventlog import Emit
 from runner.evidence import read_capped, write_atomic
+from runner.gateway.records import gateway_failure, to_event_fields
+from runner.gateway.server import GatewayConfigError
 from runner.git import GitError, git
 from runner.grading import GradeResult, GradingContext, argv_paths, grade_tree
 from runner.manifest import Case, Manifest, Variant
@@ -42,8 +57,8 @@ from runner.procs import ProcResult, ordinary_env
 from runner.prompts import build_prompt
 from runner.redact import Redactor
 
-EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", "checkpoints", ".runner",
-                 ".sandbox")
+EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", "checkpoints", "trajectories",
+                 ".runner", ".sandbox")
 """Directories of a trial the runner writes into: created before any agent runs, and
 checked (same inode, still a directory) before every write, so a planted symlink is a
 violation instead of a path the runner writes through."""
@@ -53,6 +68,10 @@ STAGE_OUTPUT_LIMIT = 1024 * 1024
 AGENT_FILE_LIMIT = 4 * 1024 * 1024
 """Bytes of an agent-written events file kept (the rest is dropped with a count)."""
 VERDICT_LIMIT = 256 * 1024
+PATCH_PATHS = 1000
+"""Paths of the final patch recorded in ``trial_finished``."""
+HARNESS_STORED_STDOUT = 8 * 1024 * 1024
+"""Bytes of a harness's stdout kept (head and tail): Claude's stream-json is its trajectory."""
 KEPT_FILE_LIMIT = 16 * 1024 * 1024
 """A changed workspace file larger than this is not kept (it is named in
 ``workspace-removed.txt``); ``changes.patch`` summarises it too."""
@@ -74,6 +93,8 @@ class Containment:
     max_workspace_bytes: int = 4096 * 1024 * 1024
     redactor: Redactor = field(default_factory=Redactor)
     """Applied to every text the trial stores (docs/security.md, "Secrets")."""
+    gateway: Any = None
+    """The run's model gateway (``runner.gateway.run.RunGateway``) when any variant uses one."""
 
 
 @dataclass
@@ -100,6 +121,10 @@ class TrialSpec:
     stop: threading.Event | None = None
     case_fingerprint: str | None = None
     scored: bool = True
+    harness: ResolvedHarness | None = None
+    """For the harness kinds: the resolved CLI (settings, version, mounts)."""
+    uses_gateway: bool = False
+    """The agent's model calls go through the run's gateway (``Containment.gateway``)."""
 
 
 @dataclass
@@ -123,6 +148,9 @@ class Stop:
     grade: bool = True
     """Whether the state reached is still graded (a timed-out stage is; an oversized
     workspace, an integrity violation or an infrastructure failure is not)."""
+    unless_accepted: bool = False
+    """The grade wins when it is ``accepted`` (an agent that stopped at its own turn
+    limit with the task done solved it; otherwise the stop is the outcome)."""
 
 
 @dataclass(frozen=True)
@@ -135,12 +163,16 @@ class StageResult:
     report: AgentReport
     claimed_status: str | None
     findings: list[str]
+    harness: HarnessResult | None = None
+    stop: Stop | None = None
+    """Set when the stage's model traffic cannot be trusted (a gateway failure)."""
 
 
 @dataclass
 class _Stage:
     usage: ev.Usage
     duration_s: float
+    gateway: ev.GatewayUsage | None = None
 
 
 def _check_stop(spec: TrialSpec) -> None:
@@ -157,12 +189,14 @@ def _sum_usage(stages: list[_Stage]) -> ev.Usage:
                  "cost_usd", "steps"):
         vals = [getattr(s.usage, name) for s in stages]
         totals[name] = None if any(v is None for v in vals) else sum(vals)
+    bases = {s.usage.cost_basis for s in stages}
+    basis = bases.pop() if totals["cost_usd"] is not None and len(bases) == 1 else None
     firsts = [s.usage.time_to_first_edit_s for s in stages if s.usage.time_to_first_edit_s is not None]
     totals["time_to_first_edit_s"] = firsts[0] if firsts else None
     sources = sorted({s.usage.source for s in stages if s.usage.source})
     # A sum of in-range stage numbers can still leave the contract's range: unknown then.
     usage, _notes = ev.reported_usage(source="+".join(sources) or None, **totals)
-    return usage
+    return usage.model_copy(update={"cost_basis": basis if usage.cost_usd is not None else None})
 
 
 def _known_cost(stages: list[_Stage]) -> float:
@@ -185,9 +219,22 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
     return (ev.as_text(status, 100) if status is not None else None), findings
 
 
-def _store_redacted(raw: Path, dest: Path, redactor: Redactor) -> tuple[int, int]:
-    """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted; (all, known secrets)."""
-    data, _cut = read_capped(raw, STAGE_OUTPUT_LIMIT + 1)
+def _store_redacted(raw: Path, dest: Path, redactor: Redactor, limit: int = STAGE_OUTPUT_LIMIT) -> tuple[int, int]:
+    """Copy ``raw`` to ``dest`` with secrets and token-like strings redacted; (all, known secrets).
+
+    Up to ``limit`` bytes are kept whole; a larger file (a harness's stream, which the
+    runner reads in full to parse) keeps its head and tail around a marker line."""
+    try:
+        size = os.lstat(raw).st_size
+    except OSError:
+        size = 0
+    if size > limit:
+        whole, _cut = read_capped(raw, size)
+        known = sum((whole or b"").count(s.encode()) for s in redactor.secrets)
+        _truncated, count = redactor.file(raw, limit)  # streamed in place: the runner's own file
+        os.replace(raw, dest)
+        return count, known
+    data, _cut = read_capped(raw, limit + 1)
     clean, count, known = redactor.scan((data or b"").decode("utf-8", errors="replace"))
     write_atomic(dest, clean.encode("utf-8"))
     raw.unlink(missing_ok=True)
@@ -370,17 +417,41 @@ class _Trial:
             labels=spec.case.labels.model_dump(exclude_none=True),
             reasoning_effort=spec.variant.reasoning_effort,
         )
-        req = build_request(spec.variant, spec.case, ctx, spec.snapshot, dirs,
-                            network=self.box.network, read_only=list(self.box.read_only))
+        gw = self.box.gateway if spec.uses_gateway else None
+        base: str | None = None
+        if gw is not None:
+            try:
+                base = gw.open(trial_id=self.tid, case_id=spec.case.id, variant=spec.variant.id,
+                               repetition=spec.repetition, stage=stage, attempt=attempt, workspace=self.ws)
+            except GatewayConfigError as exc:  # e.g. replay without a recording for this trial
+                why = f"model gateway: {exc}"
+                res = ProcResult(None, None, False, True, 0.0, error=why)
+                self.emit(ev.StageFinished, attempt=attempt, stage=stage, could_not_start=True, duration_s=0.0)
+                self.stages.append(_Stage(ev.Usage(), 0.0))
+                remove_tree(dirs.root)
+                return StageResult(stage, attempt, res, AgentReport(), None, [],
+                                   stop=Stop("infra_error", why, grade=False))
         raw_out, raw_err = d / "logs" / f"{tag}.stdout.raw", d / "logs" / f"{tag}.stderr.raw"
-        res = sandbox.run(self.box.backend, req, timeout=time_left, stdout_path=raw_out,
-                          stderr_path=raw_err, limit=STAGE_OUTPUT_LIMIT)
+        try:
+            inv = build_request(spec.variant, spec.case, ctx, spec.snapshot, dirs, network=self.box.network,
+                                read_only=list(self.box.read_only), harness=spec.harness, base_url=base)
+            started = datetime.now(UTC)
+            res = sandbox.run(self.box.backend, inv.request, timeout=time_left, stdout_path=raw_out,
+                              stderr_path=raw_err,
+                              limit=HARNESS_STDOUT_LIMIT if inv.harness is not None else STAGE_OUTPUT_LIMIT)
+        finally:
+            calls = gw.close(self.tid, stage, attempt) if base is not None else []
+        for call in calls:  # the gateway's own records: what crossed the wire, whatever the agent says
+            self.emit(ev.ModelCall, **to_event_fields(call))
+        measured = gateway_usage(calls) if base is not None else None
+        failure = gateway_failure(calls)
+        gateway_stop = Stop("infra_error", failure, grade=False) if failure else None
         if self.evidence_problems():  # not isolated, and it replaced our directories: write nothing
-            self.stages.append(_Stage(ev.Usage(), res.duration_s))
+            self.stages.append(_Stage(ev.Usage(), res.duration_s, measured))
             self.emit(ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
                       signal=res.signal, timed_out=res.timed_out, could_not_start=res.could_not_start,
-                      duration_s=round(res.duration_s, 3))
-            return StageResult(stage, attempt, res, AgentReport(), None, [])
+                      duration_s=round(res.duration_s, 3), gateway_usage=measured)
+            return StageResult(stage, attempt, res, AgentReport(), None, [], stop=gateway_stop)
         # Every process of the invocation is gone now; read what it left, never following links.
         events_data, events_cut = read_capped(dirs.events_file, AGENT_FILE_LIMIT)
         events_copy = d / "agent-events" / f"{tag}.jsonl"
@@ -392,15 +463,31 @@ class _Trial:
             verdict_data, n = self.redactor.jsonl(verdict_data)
             hidden += n
             write_atomic(d / "verdicts" / f"{tag}.json", verdict_data)
+        result: HarnessResult | None = None
+        if inv.harness is not None and spec.harness is not None:
+            collected = collect(inv.harness, d / ".runner" / f"trajectory-{tag}")
+            result, steps = read_stage(spec.harness, inv.harness, collected, stdout=raw_out, stderr=raw_err,
+                                       started=started, workspace=self.ws, stage=stage, calls=calls)
+            report = result.report
+            hidden += self.keep_trajectory(collected, tag)
         remove_tree(dirs.root)
-        report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_copy)
+        if result is None:
+            report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_copy,
+                                        stage_started_at=started)
+            steps = command_steps(events_copy, calls, started=started, stage=stage)
+        if report.usage.cost_usd is not None and report.usage.cost_basis is None:
+            report = replace(report, usage=report.usage.model_copy(update={"cost_basis": "reported"}))
         status, vfindings = _parse_verdict(verdict_data)
         out_path, err_path = d / "logs" / f"{tag}.stdout", d / "logs" / f"{tag}.stderr"
-        (n_out, k_out), (n_err, k_err) = (_store_redacted(raw_out, out_path, self.redactor),
+        stdout_limit = HARNESS_STORED_STDOUT if result is not None else STAGE_OUTPUT_LIMIT
+        (n_out, k_out), (n_err, k_err) = (_store_redacted(raw_out, out_path, self.redactor, stdout_limit),
                                           _store_redacted(raw_err, err_path, self.redactor))
         redactions = n_out + n_err
         self.leaked += k_out + k_err + self.known_in(events_data) + self.known_in(raw_verdict)
         self.redactions += redactions + hidden
+        gateway_ids = {c.response_id or c.request_id for c in calls} - {None}
+        for step in steps[:MAX_STEPS]:
+            self.emit(ev.TrajectoryStep, attempt=attempt, stage=stage, **step_fields(step, gateway_ids))
         self.emit(
             ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
             signal=res.signal, timed_out=res.timed_out, could_not_start=res.could_not_start,
@@ -408,10 +495,50 @@ class _Trial:
             verdict_findings=vfindings, stdout_path=str(out_path.relative_to(d)),
             stderr_path=str(err_path.relative_to(d)),
             stdout_truncated=res.stdout_truncated or res.stderr_truncated or events_cut,
-            redactions=redactions,
+            redactions=redactions, gateway_usage=measured, trajectory_steps=min(len(steps), MAX_STEPS),
+            **self.harness_fields(result, len(steps)),
         )
-        self.stages.append(_Stage(report.usage, res.duration_s))
-        return StageResult(stage, attempt, res, report, status, vfindings)
+        self.stages.append(_Stage(report.usage, res.duration_s, measured))
+        return StageResult(stage, attempt, res, report, status, vfindings, harness=result, stop=gateway_stop)
+
+    def harness_fields(self, result: HarnessResult | None, n_steps: int) -> dict[str, Any]:
+        """What a harness's own output said beyond usage, for ``stage_finished``."""
+        notes = [f"{n_steps - MAX_STEPS} steps after the first {MAX_STEPS} not recorded"] if n_steps > MAX_STEPS else []
+        if result is None:
+            return {"harness_notes": notes}
+        probed = self.spec.harness.version if self.spec.harness is not None else None
+        version = result.cli_version or probed
+        if result.cli_version and probed and result.cli_version != probed:
+            notes.append(f"the CLI's output says version {result.cli_version}; --version said {probed}")
+        elif not result.cli_version and probed:
+            notes.append("version from --version (the output carries none)")
+        return {
+            "harness_version": version, "session_id": result.session_id,
+            "claimed_cost_usd": result.claimed_cost_usd, "cost_basis": result.cost_basis,
+            "permission_denials": [ev.PermissionDenial(tool_name=p.tool_name, tool_use_id=p.tool_use_id)
+                                   for p in result.permission_denials],
+            "context_exhausted": result.context_exhausted, "stderr_excerpt": result.stderr_excerpt,
+            "tokens_from": result.tokens_from, "harness_notes": [*result.notes, *notes],
+        }
+
+    def keep_trajectory(self, collected: Path | None, tag: str) -> int:
+        """Redacted copies of the trajectory files a harness left, as evidence; returns redactions."""
+        if collected is None:
+            return 0
+        files = sorted(collected.iterdir()) if collected.is_dir() else [collected]
+        dest_dir = self.dir / "trajectories" / tag
+        dest_dir.mkdir(parents=True, exist_ok=True)
+        total = 0
+        for path in files:
+            if not path.is_file():
+                continue
+            data = path.read_bytes()
+            self.leaked += self.known_in(data)  # the agent wrote the run's own secret into its log
+            clean, n = self.redactor.jsonl(data)
+            write_atomic(dest_dir / path.name, clean)
+            total += n
+        remove_tree(collected if collected.is_dir() else collected.parent)
+        return total
 
     def after_stage(self, st: StageResult) -> Stop | None:
         """Checks, capture and checkpoint after a stage; a ``Stop`` ends the attempt."""
@@ -419,8 +546,12 @@ class _Trial:
         if bad:
             return Stop("invalid", f"integrity violated after {st.stage}: {', '.join(bad)}", grade=False)
         res, report = st.proc, st.report
+        if st.stop is not None and st.proc.could_not_start:
+            return st.stop
         if res.could_not_start:
             return Stop("infra_error", f"agent could not start: {res.error}", grade=False)
+        if st.stop is not None:
+            return st.stop
         size_stop = self.check_size()
         if size_stop:
             return size_stop
@@ -434,12 +565,18 @@ class _Trial:
                       used=round(time.monotonic() - self.start, 3))
             return Stop("budget_exhausted",
                         f"time budget of {self.manifest.timeout_seconds:g}s exhausted in {st.stage}")
-        if report.infra_error and not res.ok:
+        # A harness's own account of an API failure counts even when it exits 0 (Claude
+        # prints ``is_error`` results with exit 0 on some versions).
+        if report.infra_error and (not res.ok or st.harness is not None):
             return Stop("infra_error",
                         f"agent reported an infrastructure failure: {report.message or report.status}",
                         grade=False)
         if self.cost_exceeded():
             return Stop("budget_exhausted", f"known spend above max_cost_usd={self.manifest.max_cost_usd:g}")
+        if report.budget_hit:
+            return Stop("budget_exhausted", f"agent stopped at its own limit in {st.stage} "
+                                            f"({report.status}{': ' + report.message if report.message else ''})",
+                        unless_accepted=True)
         if res.ok and st.stage in ("build", "qa"):
             previous = self.checkpoint_tree or self.prepared_tree or ""
             sha = self.git.commit(self.current.tree, self.checkpoint_sha,
@@ -603,7 +740,9 @@ class _Trial:
             if bad:
                 outcome, reason = "invalid", f"integrity violated during grading: {', '.join(bad)}"
             elif stop:
-                outcome, reason = stop.outcome, stop.reason
+                graded = grading_outcome(results, spec.baseline)
+                accepted = stop.unless_accepted and graded[0] == "accepted"
+                outcome, reason = graded if accepted else (stop.outcome, stop.reason)
             else:
                 outcome, reason = grading_outcome(results, spec.baseline)
             final = (outcome in ("accepted", "invalid", "infra_error", "budget_exhausted")
@@ -629,6 +768,14 @@ class _Trial:
             self.cost_status = "unknown"
             self.emit(ev.Budget, type="cost", status="unknown", limit=self.manifest.max_cost_usd, used=None)
         return False
+
+    def patch_paths(self) -> list[str] | None:
+        if self.current is None or self.prepared_tree is None:
+            return None
+        try:
+            return self.git.changed_names(self.prepared_tree, self.current.tree)[:PATCH_PATHS]
+        except GitError:
+            return None
 
     def write_patch(self) -> int:
         """``changes.patch`` against the prepared tree, and the patch flags; returns flag count."""
@@ -673,6 +820,7 @@ class _Trial:
         spec = self.spec
         intact = not self.evidence_problems()
         flags = self.write_patch() if intact else 0
+        patch_paths = self.patch_paths() if intact else None  # before the runner's git dir goes
         if intact:
             remove_tree(self.dir / ".sandbox")
             self.keep_workspace()
@@ -697,6 +845,7 @@ class _Trial:
             patch_truncated=bool(self.patch and self.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
             secrets_leaked=self.leaked,
+            gateway_usage=sum_gateway([s.gateway for s in self.stages]), patch_paths=patch_paths,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 

@@ -51,6 +51,8 @@ class ValidationReport:
     path: Path
     problems: list[Problem] = field(default_factory=list)
     manifest: Manifest | None = None
+    notes: list[str] = field(default_factory=list)
+    """What the checks found that is worth printing (the agent CLIs found and their versions)."""
 
     @property
     def ok(self) -> bool:
@@ -177,7 +179,7 @@ def validate_manifest(path: Path) -> ValidationReport:
     # Input files, on the raw document (lenient), so they show next to shape errors.
     for ref in input_refs(raw):
         if path_problem(ref.rel) is None:  # a refused path is reported above, never opened
-            why = _fs(lambda ref=ref: check_input(base, ref.rel, kind=ref.kind))
+            why = _fs(lambda ref=ref: check_input(base, ref.rel, kind=ref.kind, limit=ref.limit))
             if why:
                 add(Problem(ref.location, why))
 
@@ -245,8 +247,70 @@ def validate_manifest(path: Path) -> ValidationReport:
             if not ok:
                 first = msg.splitlines()[0] if msg else "git apply --check failed"
                 add(Problem(f"cases[{ci}].reference_patch", f"does not apply cleanly to {sha[:12]}: {first}"))  # type: ignore[index]
+    if manifest is not None:
+        _check_agents(report, manifest, base)
     report.manifest = manifest
     return report
+
+
+def protected_paths(manifest: Manifest, base: Path, *extra: Path) -> tuple[Path, ...]:
+    """Host paths no automatic sandbox mount may expose: the manifest directory (graders,
+    reference patches), the source repositories, and ``extra`` (the run directory)."""
+    repos = {repo_path(base, manifest.repository)} | {repo_path(base, c.repository) for c in manifest.cases
+                                                      if c.repository}
+    return tuple(p.resolve() for p in (base, *sorted(repos), *extra))
+
+
+def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> None:
+    """The harness CLIs (installed? which version? visible in the sandbox?) and the gateway
+    (scripts parse, provider keys present): checks that need this machine, not the file."""
+    import os
+
+    from runner.agents.harness import PROVIDER
+    from runner.agents.harness_stage import resolve
+
+    protected = protected_paths(manifest, base)
+    providers: set[str] = set()
+    for i, v in enumerate(manifest.variants):
+        if not v.agent.is_harness:
+            continue
+        gated = manifest.uses_gateway(v)
+        if gated:
+            providers.add(PROVIDER[v.agent.kind])
+        found = resolve(v, base, uses_gateway=gated, isolated=manifest.isolation.backend == "bubblewrap",
+                        protected=protected)
+        for where, why in found.problems:
+            report.problems.append(Problem(f"variants[{i}].{where}", why))
+        if found.harness is not None:
+            h = found.harness
+            shown = ", ".join(str(m) for m in h.mounts) or "nothing extra"
+            report.notes.append(f"variants[{i}] {v.id}: {v.agent.kind} {h.version} at {h.settings.binary} "
+                                f"(visible in the sandbox: {shown})")
+    gw = manifest.gateway
+    if gw is None:
+        return
+    users = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
+    report.notes.append(f"gateway: {gw.mode} mode for {', '.join(users) or 'no variant'}")
+    if gw.mode == "scripted":
+        from runner.gateway.run import parse_script
+
+        named = {"gateway.script": gw.script, **{f"gateway.scripts.{k}": p for k, p in gw.scripts.items()}}
+        for loc, rel in named.items():
+            if rel is None or check_input(base, rel) is not None:
+                continue  # a missing file is already reported
+            try:
+                parse_script((base / rel).read_text(encoding="utf-8"), rel)
+            except (RunnerError, OSError, UnicodeDecodeError) as exc:
+                report.problems.append(Problem(loc, str(exc)))
+    if gw.mode in ("forward", "record"):
+        from runner.gateway.run import upstreams
+
+        for provider in sorted(providers):
+            up = upstreams(gw)[provider]  # type: ignore[index]
+            if up.api_key_env and not os.environ.get(up.api_key_env):
+                loc = f"gateway.upstreams.{provider}.api_key_env" if provider in gw.upstreams else "gateway"
+                report.problems.append(Problem(loc, f"{up.api_key_env} is not set in this environment: the gateway "
+                                                    f"sends it to {up.base_url} for the agents' {provider} calls"))
 
 
 def load_valid_manifest(path: Path) -> Manifest:

@@ -16,7 +16,7 @@ manifest_option = option("--manifest", "-m", type=click.Path(path_type=Path), re
 @manifest_option
 @json_option()
 def validate(manifest: Path, json_out: bool) -> None:
-    """Check a manifest: shapes, ranges, ids, input paths, commits, reference patches.
+    """Check a manifest: shapes, ranges, ids, input paths, commits, reference patches, agent CLIs.
 
     Prints every problem as `<location>: <message>`; exit 0 when valid, 2 when not.
 
@@ -27,10 +27,12 @@ def validate(manifest: Path, json_out: bool) -> None:
     report = validate_manifest(manifest)
     if json_out:
         echo_json({"ok": report.ok, "problems": [
-            {"location": p.location, "message": p.message} for p in report.problems]})
+            {"location": p.location, "message": p.message} for p in report.problems], "notes": report.notes})
     elif report.ok:
         click.echo(f"{manifest}: valid ({len(report.manifest.cases)} cases, "  # type: ignore[union-attr]
                    f"{len(report.manifest.variants)} variants)")  # type: ignore[union-attr]
+        for note in report.notes:
+            click.echo(note)
     else:
         click.echo(f"{manifest}: {len(report.problems)} problem(s)", err=True)
         for p in report.problems:

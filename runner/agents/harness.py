@@ -1,7 +1,7 @@
 """Harness adapters: how to run Claude Code, Codex CLI and mini-swe-agent headless.
 
 Pure functions, no process is started here: :func:`plan` turns a
-:class:`HarnessSettings` (what will become the manifest's agent settings for these
+:class:`HarnessSettings` (the manifest's agent settings for these
 kinds) and the stage's places (workspace, private HOME and TMPDIR, the model's base
 URL) into a :class:`HarnessPlan` — argv, environment, files to write first, and where
 the harness leaves its output and trajectory. The runner starts the plan inside its
@@ -94,8 +94,53 @@ class HarnessSettings(BaseModel):
         return self
 
     def settings_record(self) -> dict[str, Any]:
-        """What the run header should record as the variant's settings (feeds config_id)."""
-        return self.model_dump(mode="json", exclude={"binary"})
+        """What the run header records as the variant's harness settings (feeds config_id).
+
+        Includes what a setting turns on behind the scenes (Codex ``fast`` also sets
+        ``features.fast_mode``), so the record says what the harness was configured with.
+        """
+        record = self.model_dump(mode="json", exclude={"binary"})
+        if self.kind == "codex" and self.service_tier == "fast":
+            record["fast_mode"] = True
+        return record
+
+
+_MANIFEST_FIELDS = {"max_turns": "max_turns", "max_budget_usd": "max_budget_usd",
+                    "permission_mode": "permission_mode", "output_format": "output_format",
+                    "codex_sandbox": "sandbox", "max_retries": "max_retries", "mini_config": "mini_config"}
+"""Manifest agent field → ``HarnessSettings`` field (only set ones; the rest keep defaults)."""
+
+
+def settings_for(variant: Any, binary: str | None = None, *, isolated: bool = False) -> HarnessSettings:
+    """The ``HarnessSettings`` of a manifest variant (``runner.manifest.Variant``) whose agent
+    is a harness kind: the variant's ``model``, ``reasoning_effort`` and ``service_tier``
+    plus the agent's harness fields. ``binary`` overrides the agent's (a resolved path).
+
+    ``isolated``: the stage runs inside trialhouse's bubblewrap sandbox. Codex's own Linux
+    sandbox cannot start inside it (nested namespaces: measured, every command exits 1 and
+    no file can be written), so Codex defaults to ``danger-full-access`` there — the
+    runner's sandbox is the confinement — and to ``workspace-write`` otherwise.
+    Raises ``pydantic.ValidationError`` when the settings do not fit the kind."""
+    agent = variant.agent
+    fields: dict[str, Any] = {"kind": agent.kind, "model": variant.model or "",
+                              "reasoning_effort": variant.reasoning_effort, "service_tier": variant.service_tier,
+                              "binary": binary or agent.binary, "allowed_tools": tuple(agent.allowed_tools),
+                              "disallowed_tools": tuple(agent.disallowed_tools), "config": dict(agent.config),
+                              "extra_args": tuple(agent.extra_args)}
+    for mine, theirs in _MANIFEST_FIELDS.items():
+        value = getattr(agent, mine)
+        if value is not None:
+            fields[theirs] = value
+    if agent.kind == "codex" and agent.codex_sandbox is None:
+        fields["sandbox"] = "danger-full-access" if isolated else "workspace-write"
+    return HarnessSettings(**fields)
+
+
+DEFAULT_KEY_ENV: dict[str, str] = {"claude-code": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY",
+                                   "mini-swe-agent": "OPENAI_API_KEY"}
+"""The variable holding a harness's provider key when it calls the provider directly."""
+PROVIDER: dict[str, str] = {"claude-code": "anthropic", "codex": "openai", "mini-swe-agent": "openai"}
+"""Which provider's wire API each harness speaks (the gateway upstream it needs)."""
 
 
 UsageFormat = Literal["claude-json", "claude-stream-json", "codex-json", "mini-trajectory"]

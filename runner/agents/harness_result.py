@@ -15,17 +15,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
 from runner.agents.usage import AgentReport
+from runner.events import CostBasis  # the one definition (its docstring says what each basis means)
 from runner.redact import redact
-
-CostBasis = Literal["reported", "reported_unknown_basis", "computed"]
-"""``reported``: the harness priced the tokens with prices it knows (Claude Code
-``costBasis: "list"``, litellm's table for mini). ``reported_unknown_basis``: the
-harness printed a cost without knowing the model's price (Claude Code invents one
-for model names it does not know; mini prints 0.0) — kept as a claim, never used as
-the trial's cost. ``computed``: tokens × a dated price file, by trialhouse (analysis)."""
 
 STDERR_EXCERPT_CHARS = 2000
 """The tail of stderr kept with a result: enough for an error and its context."""

@@ -9,7 +9,11 @@ per trial. Nothing else of the runner, the run or other trials is visible.
 
 Built-in kinds run the standard-library script ``runner/agents/builtin.py`` (copied into
 ``in/``) with the base interpreter in isolated mode; ``command`` agents get their argv
-placeholders expanded inside single elements (no shell) and an allow-listed environment.
+placeholders expanded inside single elements (no shell) and an allow-listed environment;
+the harness kinds (``claude-code``, ``codex``, ``mini-swe-agent``) run their CLI's plan
+(``runner.agents.harness_stage``). An agent that goes through the run's model gateway
+gets its own route as ``TRIALHOUSE_MODEL_BASE_URL`` (``{model_base_url}``) and a dummy
+key; the provider's key stays with the gateway.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from runner import sandbox
+from runner.agents.harness import GATEWAY_KEY
+from runner.agents.harness_stage import ResolvedHarness, StageFiles, stage_request
 from runner.grading import argv_paths, substitute
 from runner.manifest import Case, Variant
 from runner.paths import Snapshot
@@ -112,9 +118,18 @@ def _builtin_inputs(variant: Variant, case: Case, snapshot: Snapshot, inp: Path)
     return paths
 
 
+@dataclass(frozen=True)
+class Invocation:
+    request: sandbox.Request
+    harness: StageFiles | None = None
+    """For the harness kinds: the plan and where its output lands."""
+
+
 def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Snapshot,
-                  dirs: StageDirs, *, network: bool, read_only: list[Path]) -> sandbox.Request:
-    """The sandboxed invocation of this stage (writes ``in/ctx.json`` for built-in kinds)."""
+                  dirs: StageDirs, *, network: bool, read_only: list[Path],
+                  harness: ResolvedHarness | None = None, base_url: str | None = None) -> Invocation:
+    """The sandboxed invocation of this stage (writes ``in/ctx.json`` for built-in kinds,
+    the harness's config files into the private HOME for the harness kinds)."""
     agent = variant.agent
     ws = Path(ctx.workspace)
     env_extra = {
@@ -127,7 +142,16 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         "TRIALHOUSE_CASE_ID": ctx.case_id,
         "HOME": str(dirs.home),
     }
+    if base_url is not None:
+        env_extra["TRIALHOUSE_MODEL_BASE_URL"] = base_url
+        env_extra["TRIALHOUSE_MODEL_API_KEY"] = GATEWAY_KEY
     rw = [ws, dirs.out, dirs.home]
+    if harness is not None:
+        req, files = stage_request(
+            harness, prompt=dirs.prompt_file.read_text(encoding="utf-8"), workspace=ws, home=dirs.home,
+            tmp_inside=dirs.tmp, out=dirs.out, env_extra=env_extra, pass_env=agent.pass_env, base_url=base_url,
+            read_only=[dirs.inp, *read_only], read_write=rw, tmp=dirs.tmp, network=network)
+        return Invocation(req, files)
     if agent.kind in BUILTIN_KINDS:
         for key, value in _builtin_inputs(variant, case, snapshot, dirs.inp).items():
             setattr(ctx, key, value)
@@ -140,8 +164,8 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         script = dirs.inp / "builtin_agent.py"
         shutil.copyfile(BUILTIN_SCRIPT, script)
         argv = [sandbox.interpreter(), "-I", "-B", str(script), "--context", str(ctx_path)]
-        return sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra), read_only=[dirs.inp],
-                               read_write=rw, tmp=dirs.tmp, network=network)
+        return Invocation(sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra), read_only=[dirs.inp],
+                                          read_write=rw, tmp=dirs.tmp, network=network))
     assert agent.argv
     values = {
         "workspace": ctx.workspace,
@@ -153,11 +177,12 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         "reasoning_effort": ctx.reasoning_effort or "",
         "events_file": ctx.events_file,
         "verdict_file": ctx.verdict_file,
+        "model_base_url": base_url or "",
         # Last, so placeholders inside the prompt text are left alone.
         "prompt": dirs.prompt_file.read_text(encoding="utf-8"),
     }
     argv = substitute(list(agent.argv), values)
     env = ordinary_env(env_extra, pass_env=agent.pass_env)
-    return sandbox.Request(argv=argv, cwd=ws, env=env,
-                           read_only=[dirs.inp, *read_only, *argv_paths(argv)],
-                           read_write=rw, tmp=dirs.tmp, network=network)
+    return Invocation(sandbox.Request(argv=argv, cwd=ws, env=env,
+                                      read_only=[dirs.inp, *read_only, *argv_paths(argv)],
+                                      read_write=rw, tmp=dirs.tmp, network=network))

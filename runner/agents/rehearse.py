@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agents.harness import HarnessSettings, plan, read_outputs
-from runner.gateway import Gateway, ModelCall, Reply, Script, Step, Tokens, ToolCall
+from runner.gateway import CallRecord, Gateway, Reply, Script, Step, Tokens, ToolCall
 from runner.procs import run_bounded
 
 CALC_BUGGY = "def add(a, b):\n    return a - b\n"
@@ -132,7 +132,7 @@ class Rehearsal:
     stdout: Path
     stderr: Path
     trajectory: Path | None
-    calls: list[ModelCall] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     result: Any = None
     """The parser's ``HarnessResult``."""
@@ -159,7 +159,7 @@ def rehearse(kind: str, scenario: str, binary: str, *, root: Path | None = None,
     settings = scenario_settings(kind, scenario, binary, model)
     if overrides:
         settings = HarnessSettings(**{**settings.model_dump(), **overrides})
-    calls: list[ModelCall] = []
+    calls: list[CallRecord] = []
     gateway = Gateway("scripted", script=scenario_script(kind, scenario), on_call=calls.append)
     with gateway if base_url is None else contextlib.nullcontext():
         base = base_url or gateway.open_trial(f"{kind}-{scenario}", variables={"workspace": str(workspace)})

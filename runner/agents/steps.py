@@ -1,9 +1,9 @@
 """The step row: one model turn or one tool call of an agent's trajectory.
 
-This is the shape of the future ``steps`` warehouse table (one row per step, keyed by
-trial, stage, attempt and ``index``). It imports nothing from trialhouse, so the
-trajectory metrics (:mod:`runner.agents.trajectory_metrics`) can run over warehouse
-rows as well as over parsed trajectories.
+What the trajectory parsers (``runner.agents.trajectory``) return; the runner records
+each as a ``step`` event (``runner.events.TrajectoryStep``), which ingest loads into the
+``steps`` table. The trajectory metrics (``analysis.trajectory_metrics``) read the same
+attributes from warehouse rows and from these.
 """
 
 from __future__ import annotations

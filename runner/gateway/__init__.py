@@ -3,7 +3,7 @@
 See :mod:`runner.gateway.server` for the modes and docs/gateway.md for the recipes.
 """
 
-from runner.gateway.records import ModelCall, gateway_failure
+from runner.gateway.records import CallRecord, gateway_failure
 from runner.gateway.script import Reply, Script, Step, Tokens, ToolCall, load_script
 from runner.gateway.server import (
     DEFAULT_UPSTREAMS,
@@ -20,7 +20,7 @@ __all__ = [
     "MODES",
     "Gateway",
     "GatewayConfigError",
-    "ModelCall",
+    "CallRecord",
     "Reply",
     "Script",
     "Step",

@@ -4,7 +4,7 @@ One gateway serves a whole run. Each trial gets its own route, ``/t/<token>``, w
 random token the agent cannot guess for another trial; the agent's base URL is
 ``<gateway>/t/<token>`` and it calls ``/v1/messages``, ``/v1/responses`` or
 ``/v1/chat/completions`` under it. Every such call becomes one
-:class:`~runner.gateway.records.ModelCall`, handed to ``on_call`` (from the gateway's
+:class:`~runner.gateway.records.CallRecord`, handed to ``on_call`` (from the gateway's
 thread) and kept per trial.
 
 Modes:
@@ -19,7 +19,7 @@ Modes:
 ``scripted`` answer from a :class:`~runner.gateway.script.Script`.
 
 The gateway never retries on its own: retries are the agent's behaviour, and they are
-counted (``ModelCall.retries``). It runs its aiohttp server and client on an event loop
+counted (``CallRecord.retries``). It runs its aiohttp server and client on an event loop
 in a background thread, so synchronous runner code uses it as a context manager.
 """
 
@@ -36,7 +36,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from aiohttp import web
 
 from runner.agents.usage import short
 from runner.gateway import sse
-from runner.gateway.records import Api, GatewayMode, ModelCall, Provider
+from runner.gateway.records import Api, CallRecord, GatewayMode, Provider
 from runner.gateway.script import Answer, Script, ScriptMismatch, pick, render
 from runner.gateway.wire import ROUTES, BadRequest, RequestInfo, ResponseTap, read_request
 from runner.redact import _replacement as _redacted  # same replacement text as stored stdout
@@ -104,7 +104,7 @@ class _Trial:
     script: Script | None
     replay: _Replay | None
     recording: Path | None
-    calls: list[ModelCall] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
     attempts: Counter[tuple[str, bool, int, tuple[str, ...]]] = field(default_factory=Counter)
 
 
@@ -118,9 +118,10 @@ class Gateway:
         upstreams: Mapping[Provider, Upstream] | None = None,
         script: Script | None = None,
         recording_dir: Path | None = None,
-        on_call: Callable[[ModelCall], None] | None = None,
+        on_call: Callable[[CallRecord], None] | None = None,
         env: Mapping[str, str] | None = None,
         secret_env: Sequence[str] = (),
+        secrets: Sequence[str] = (),
         host: str = "127.0.0.1",
         port: int = 0,
         upstream_timeout_s: float = 900.0,
@@ -137,7 +138,9 @@ class Gateway:
         self.on_call = on_call
         self._env = dict(os.environ if env is None else env)
         keys = [self._env.get(u.api_key_env, "") for u in self.upstreams.values() if u.api_key_env]
-        self._redactor = compile_redactor([self._env.get(n, "") for n in secret_env] + keys)
+        # ``secrets``: values the caller redacts everywhere else (a run's Redactor), so the
+        # recordings and error texts hide exactly what the run's other evidence hides.
+        self._redactor = compile_redactor([self._env.get(n, "") for n in secret_env] + keys + list(secrets))
         if mode in ("forward", "record"):
             missing = sorted({u.api_key_env for u in self.upstreams.values()
                               if u.api_key_env and not self._env.get(u.api_key_env)})
@@ -265,11 +268,11 @@ class Gateway:
             self._by_token[trial.token] = trial
         return f"{self.base_url}/t/{trial.token}"
 
-    def calls(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[ModelCall]:
+    def calls(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[CallRecord]:
         with self._lock:
             return list(self._trials[route_key(trial_id, stage, attempt)].calls)
 
-    def close_trial(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[ModelCall]:
+    def close_trial(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[CallRecord]:
         """Forget the route (later calls get 404) and return its calls."""
         with self._lock:
             trial = self._trials.pop(route_key(trial_id, stage, attempt))
@@ -335,6 +338,9 @@ class Gateway:
             answer = trial.replay.answer(info, attempt)
         except ReplayMismatch as exc:
             return self._refuse(trial, info, base, "replay_mismatch", str(exc))
+        if trial.variables:
+            answer = replace(answer, chunks=[(w, untemplated(c.decode("utf-8", "replace"), trial.variables).encode())
+                                             for w, c in answer.chunks])
         return await self._send(request, trial, info, answer, base)
 
     def _refuse(self, trial: _Trial, info: RequestInfo, base: dict[str, Any], kind: str, message: str):
@@ -551,7 +557,7 @@ class Gateway:
         if "latency_s" not in fields:
             fields["latency_s"] = max(time.monotonic() - arrived, 0.0) if arrived is not None else 0.0
         with self._lock:
-            call = ModelCall(**fields, call_index=len(trial.calls))
+            call = CallRecord(**fields, call_index=len(trial.calls))
             trial.calls.append(call)
         if self.on_call is not None:
             try:
@@ -586,15 +592,17 @@ class Gateway:
                 "content_type": next((v for k, v in headers.items() if k.lower() == "content-type"), None),
                 "headers": {k: self._redact(v) for k, v in headers.items()
                             if k.lower() in ("request-id", "x-request-id", "content-type")},
-                **self._body_for_record(response_body),
+                **self._body_for_record(response_body, trial.variables),
             },
             "call": trial.calls[-1].model_dump(mode="json"),
         }
         with open(trial.recording, "a", encoding="utf-8") as out:
             out.write(json.dumps(exchange, ensure_ascii=False) + "\n")
 
-    def _body_for_record(self, body: bytes) -> dict[str, Any]:
+    def _body_for_record(self, body: bytes, variables: Mapping[str, str] | None = None) -> dict[str, Any]:
         text = body[:RECORD_BODY_LIMIT].decode("utf-8", errors="replace")
+        if variables:
+            text = templated(text, variables)
         return {"body": self._redact(text), "body_bytes": len(body), "body_truncated": len(body) > RECORD_BODY_LIMIT}
 
 
@@ -632,6 +640,25 @@ def _api_error(api: Api, status: int, kind: str, message: str) -> web.Response:
 
 
 # ---------------------------------------------------------------- recordings
+
+
+def templated(text: str, variables: Mapping[str, str]) -> str:
+    """A recorded answer with the route's variable values written as ``{name}``.
+
+    A trial's workspace is a different directory in every run, and harnesses name files by
+    absolute path (Claude's ``Read``/``Edit``): recorded as ``{workspace}``, an answer
+    replays into the new trial's workspace instead of the recorded run's."""
+    for name, value in sorted(variables.items(), key=lambda kv: -len(kv[1])):
+        if len(value) >= 4:
+            text = text.replace(value, "{" + name + "}")
+    return text
+
+
+def untemplated(text: str, variables: Mapping[str, str]) -> str:
+    """The inverse of :func:`templated` for the replaying route's variables."""
+    for name, value in variables.items():
+        text = text.replace("{" + name + "}", value)
+    return text
 
 
 def route_key(trial_id: str, stage: str | None = None, attempt: int | None = None) -> str:

@@ -51,7 +51,7 @@ class RequestInfo:
     model: str | None
     stream: bool
     position: int
-    """Tool results in the conversation so far (see ``ModelCall.position``)."""
+    """Tool results in the conversation so far (see ``CallRecord.position``)."""
     tool_result_ids: tuple[str, ...]
     side: bool
     """No tools offered: a title, summary or probe request, not a loop step."""

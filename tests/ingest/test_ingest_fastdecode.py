@@ -40,6 +40,13 @@ def _every_event_type() -> list[ev.BaseModel]:
         ev.WorkspacePrepared(**s.env("run-1-t001"), initial_tree="a" * 40, prepared_tree="b" * 40),
         ev.TrialSkipped(**s.env("run-1-t002"), case_id="c", variant="v", config_id="x", repetition=1,
                         reason="case not scored: controls failed"),
+        ev.ModelCall(**s.env("run-1-t001"), stage="build", attempt=1, call_index=0, mode="scripted",
+                     provider="anthropic", api="messages", model="m", status=200, input_tokens=10, output_tokens=3,
+                     provider_usage={"input_tokens": 10, "output_tokens": 3}, tool_calls=["Read"], latency_s=0.25,
+                     request_sha256="c" * 64, started_at_unix=1764600000.123456),
+        ev.TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
+                          tool="Bash", action="run", paths=["a.py"], command="pytest", exit_code=1, ok=False,
+                          started_at_unix=1764600000.5, ended_at_unix=1764600001.25),
     ]
     assert {e.event for e in evs} == set(ev.EVENT_TYPES), "the sample must hold every event type"
     return evs
@@ -137,6 +144,7 @@ def _with(i: int, **changes) -> bytes:
 _RS = next(i for i, e in enumerate(EVENTS) if e.event == "run_started")
 _TS = next(i for i, e in enumerate(EVENTS) if e.event == "trial_started")
 _SF = next(i for i, e in enumerate(EVENTS) if e.event == "stage_finished")
+_MC = next(i for i, e in enumerate(EVENTS) if e.event == "model_call")
 
 
 def _settings(value) -> bytes:
@@ -159,6 +167,7 @@ def _nest(depth: int):
     _with(_TS, seq=2**63), _with(_TS, repetition=2**31), _with(_TS, seed=-(2**63) - 1),
     _with(_SF, exit_code=2**31), _with(_SF, usage={"input_tokens": 2**63}),
     _settings(2**63), _settings(_nest(29)), _settings("\ud800"),
+    _with(_MC, provider_usage={"x": _nest(29)}), _with(_MC, provider_usage={"x": 2**63}),
     LINES[_SF].replace(b'"duration_s":12.5', b'"duration_s":1e999'),
 ])
 def test_the_value_rules_are_compiled(line):
@@ -172,7 +181,7 @@ def test_the_value_rules_are_compiled(line):
 @pytest.mark.parametrize("line", [
     _with(_TS, run_id="r" * 128, trial_id="t" * 255, case_id="c" * 128), _with(_TS, seq=2**63 - 1),
     _with(_TS, seed=-(2**63)), _with(_SF, exit_code=-(2**31)), _settings(_nest(28)), _settings(2**63 - 1),
-    _settings("\ud83d\ude00"),
+    _settings("\ud83d\ude00"), _with(_MC, provider_usage=None), _with(_MC, provider_usage={"x": _nest(28)}),
 ])
 def test_values_at_the_limits_are_accepted_by_both(line):
     assert _check(line)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -142,7 +143,7 @@ def test_agent_cannot_write_into_the_runners_interpreter(kit, corpus_root, tmp_p
 
 
 def test_a_setsid_daemon_dies_with_the_stage_and_cannot_touch_grading(kit, corpus_root, tmp_path):
-    marker = f"daemon-{tmp_path.name}"
+    marker = f"daemon-{tmp_path.name}-{secrets.token_hex(4)}"  # unique across concurrent test sessions
     fin, events, tdir, out = trial(kit, corpus_root, tmp_path / "o", attacker("daemon", marker))
     assert "daemon started" in out
     assert kill_all_with(marker) == []
@@ -298,7 +299,7 @@ def test_the_runners_environment_is_not_readable(kit, corpus_root, tmp_path, bac
 
 
 def test_200_setsid_children_are_gone_when_the_trial_ends(kit, corpus_root, tmp_path):
-    marker = f"sleeper-{tmp_path.name}"
+    marker = f"sleeper-{tmp_path.name}-{secrets.token_hex(4)}"  # unique across concurrent test sessions
     fin, _, _, out = trial(kit, corpus_root, tmp_path / "o", attacker("sleepers", "200", marker))
     assert "started 200" in out
     assert kill_all_with(marker) == []
@@ -343,7 +344,7 @@ def _wait_for(path: Path, predicate, timeout: float = 60) -> None:
 
 
 def test_no_agent_process_survives_a_runner_sigkill(kit, corpus_root, tmp_path):
-    marker = f"orphan-{tmp_path.name}"
+    marker = f"orphan-{tmp_path.name}-{secrets.token_hex(4)}"  # unique across concurrent test sessions
     m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": attacker("hang", marker)}],
                         timeout_seconds=300)
     out = tmp_path / "o"
@@ -359,7 +360,14 @@ def test_no_agent_process_survives_a_runner_sigkill(kit, corpus_root, tmp_path):
     deadline = time.monotonic() + 5
     while alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert kill_all_with(marker) == [], "an agent process outlived the runner"
+    survivors = []  # which process survived, and whose child it is now (for the diagnosis)
+    for pid in alive_with(marker):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        survivors.append((pid, [ln for ln in status if ln.startswith(("PPid", "NSpid"))]))
+    assert kill_all_with(marker) == [], f"an agent process outlived the runner: {survivors}"
 
 
 def test_a_directory_left_by_a_killed_setup_is_accepted_by_run_and_resume(kit, corpus_root, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 from collections import Counter
 from pathlib import Path
@@ -127,7 +128,7 @@ def alive_with(marker: str) -> list[int]:
 
 @pytest.mark.parametrize("backend", ["bubblewrap", "none"])
 def test_forked_children_are_killed(kit, corpus_root, tmp_path, backend):
-    marker = f"fork-marker-{backend}-{tmp_path.name}"
+    marker = f"fork-marker-{backend}-{tmp_path.name}-{secrets.token_hex(4)}"  # unique across concurrent sessions
     fin, _, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("fork", marker),
                     isolation={"backend": backend})
     survivors = alive_with(marker)

@@ -85,7 +85,7 @@ def test_claude_plain_text_stdout_is_no_result():
     assert "requires --verbose" in report.message
     assert report.usage.model_dump(exclude={"source"}) == dict.fromkeys(
         ["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd",
-         "steps", "time_to_first_edit_s"])
+         "cost_basis", "steps", "time_to_first_edit_s"])
 
 
 def test_claude_json_empty_or_missing_stdout(tmp_path):

@@ -2,7 +2,7 @@
 
 usage: fake_agent.py MODE [ARG]   (cwd = the trial workspace)
 modes: noop, exit3, patch PATH, hang, fork MARKER, huge, rmws, edit-inputs, fake-verdict,
-       usage COST, review-fail, fix-on-retry PATH
+       usage COST, review-fail, fix-on-retry PATH, chat BASE_URL
 """
 
 import json
@@ -70,5 +70,33 @@ elif mode == "fix-on-retry":
             json.dumps({"status": "failed", "findings": ["mul is missing"]}))
     if attempt == 2 and stage == "build":
         subprocess.run(["git", "apply", arg], cwd=ws, check=True)
+elif mode == "chat":
+    # A tiny model loop over the gateway (Chat Completions, one bash tool), standard library only:
+    # run each tool call in the workspace and send its output back, until the model stops asking.
+    import urllib.error
+    import urllib.request
+
+    key = os.environ["TRIALHOUSE_MODEL_API_KEY"]
+    messages = [{"role": "user", "content": Path(os.environ["TRIALHOUSE_PROMPT_FILE"]).read_text()}]
+    tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+    for _turn in range(10):
+        body = json.dumps({"model": "chat-model", "messages": messages, "tools": tools}).encode()
+        req = urllib.request.Request(f"{arg}/v1/chat/completions", data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                answer = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            sys.exit(f"model call failed: HTTP {exc.code}: {exc.read()[:300]!r}")
+        message = answer["choices"][0]["message"]
+        messages.append(message)
+        calls = message.get("tool_calls") or []
+        if not calls:
+            break
+        for call in calls:
+            command = json.loads(call["function"]["arguments"])["command"]
+            done = subprocess.run(["sh", "-c", command], cwd=ws, capture_output=True, text=True)
+            log({"type": "tool_call", "name": "bash", "args": {"command": command}, "exit_code": done.returncode})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": done.stdout + done.stderr})
 else:
     sys.exit(f"unknown mode {mode}")

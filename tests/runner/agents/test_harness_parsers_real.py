@@ -261,7 +261,7 @@ def test_context_exhaustion_is_classified_the_same_for_every_harness(harness, re
 
 
 def test_recorded_gateway_records_are_valid_model_calls():
-    from runner.gateway import ModelCall
+    from runner.gateway import CallRecord
 
     from .conftest import REAL
 
@@ -269,7 +269,7 @@ def test_recorded_gateway_records_are_valid_model_calls():
     assert files
     for path in files:
         for line in path.read_text().splitlines():
-            ModelCall.model_validate_json(line)  # re-record when the record's shape changes
+            CallRecord.model_validate_json(line)  # re-record when the record's shape changes
 
 
 def test_a_changed_output_format_gives_nulls_and_a_note_never_an_error(tmp_path):

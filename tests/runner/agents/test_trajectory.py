@@ -12,6 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from analysis.trajectory_metrics import (
+    failed_check_to_edit,
+    final_check,
+    model_vs_tool_time,
+    repeated_calls,
+    time_to_first_edit,
+    tokens_per_step,
+)
 from runner.agents.trajectory import (
     agent_events_steps,
     atif_steps,
@@ -22,14 +30,6 @@ from runner.agents.trajectory import (
     gateway_steps,
     mini_steps,
     unwrap_shell,
-)
-from runner.agents.trajectory_metrics import (
-    failed_check_to_edit,
-    final_check,
-    model_vs_tool_time,
-    repeated_calls,
-    time_to_first_edit,
-    tokens_per_step,
 )
 from runner.agents.usage_claude import read_claude
 

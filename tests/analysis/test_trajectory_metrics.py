@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runner.agents.steps import Step
-from runner.agents.trajectory_metrics import (
+from analysis.trajectory_metrics import (
     failed_check_to_edit,
     final_check,
     model_vs_tool_time,
@@ -17,6 +16,7 @@ from runner.agents.trajectory_metrics import (
     time_to_first_edit,
     tokens_per_step,
 )
+from runner.agents.steps import Step
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -3,10 +3,11 @@
 They describe *how* an agent worked, next to whether it succeeded; none of them is a
 quality score (docs/trajectories.md has the definitions and what they do not say).
 Each takes a sequence of step-like objects in trajectory order — anything with the
-attributes of :class:`runner.agents.steps.Step` (``kind``, ``action``, ``tool``,
-``command``, ``paths``, ``ok``, ``exit_code``, ``started_at``, ``ended_at``, token
-fields), so warehouse rows work as well as parsed trajectories. This module imports
-nothing else from trialhouse, so it can move under ``analysis/`` unchanged.
+attributes of a step row (``kind``, ``action``, ``tool``, ``command``, ``paths``, ``ok``,
+``exit_code``, ``started_at``, ``ended_at``, token fields): warehouse rows
+(``analysis.trajectory`` adapts the ``steps`` table) as well as the runner's parsed
+trajectories (``runner.agents.steps.Step``). It imports nothing from trialhouse: the
+definitions live here, where analysis reads them, and nothing in the runner needs them.
 
 Unknown is not zero: a metric whose inputs are missing (no timestamps, no tokens) is
 None, and the dataclasses say how many steps could be counted.
@@ -21,7 +22,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 StepLike = Any
-"""An object with the attributes of ``runner.agents.steps.Step``."""
+"""An object with the attributes of a step row (``analysis.trajectory.StepRow``)."""
 
 
 def _tools(steps: Sequence[StepLike]) -> list[StepLike]:
