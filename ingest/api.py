@@ -157,12 +157,15 @@ def ingest_paths(
     price_table = PriceTable.load(Path(prices)) if prices is not None else None
     plan = _plan(paths, format)
     result = IngestResult()
+    claimed: dict[str, str] = {}  # run written in this ingest → the events file it came from
     with db.write_lock(warehouse), _terminate_as_interrupt():
         db.prepare(warehouse)  # sweeps what a killed writer left; fails here if the file is held
         for path, fmt, events in plan:
             try:
                 if events is not None:
-                    result.batches.append(load.ingest_run(warehouse, events, price_table))
+                    done = load.ingest_run(warehouse, events, price_table, claimed)
+                    claimed.setdefault(done.run_id, str(events))
+                    result.batches.append(done)
                 else:
                     from ingest import formats
 

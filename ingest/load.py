@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ from ingest import parallel
 from ingest.batch import BatchSummary, QuarantineRow
 from ingest.chain import ChainFollower, assess, integrity_label, verify_file
 from ingest.cost import Prices
-from ingest.identity import run_key
+from ingest.identity import path_key, run_key
 from ingest.normalize import NeedsBufferedPass, RunNormalizer
 from ingest.read import ReadStats, RunChoiceChanged, SeqConflict, probe_run
 from ingest.stage import RunStage
@@ -34,11 +34,28 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 """Files at least this big are read in two processes (``ingest.parallel``)."""
 
 
-def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None) -> BatchSummary:
-    """Ingest one of our ``events.jsonl`` files (caller holds the write lock)."""
+class RunClaimed(Exception):
+    """The file's run was already written from another file in this ingest: read the file again
+    with every line of that run refused (a run is one events file; see ``ingest_run``)."""
+
+    def __init__(self, run_id: str, by: str, lines: int) -> None:
+        super().__init__(run_id)
+        self.run_id, self.by, self.lines = run_id, by, lines
+
+
+def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None,
+               claimed: Mapping[str, str] | None = None) -> BatchSummary:
+    """Ingest one of our ``events.jsonl`` files (caller holds the write lock).
+
+    ``claimed`` maps the runs already written in this ingest to the file each came from. A
+    run is one events file, and writing a run replaces its partition, so a second file of
+    the same run would silently replace the first: its lines of that run are quarantined
+    instead (the reason names the first file), under a key of its own directory.
+    """
+    claimed = claimed or {}
     files: list[dict[str, Any]] = [{"path": str(events_path), "sha256": "", "bytes": events_path.stat().st_size}]
     peek = probe_run(events_path)
-    last = last_batch(warehouse, peek) if peek is not None else None
+    last = last_batch(warehouse, peek) if peek is not None and peek not in claimed else None
     if last is not None and [f["bytes"] for f in json.loads(last["source_files_json"])] == [files[0]["bytes"]]:
         # Same size as last time: hash it (one pass) to decide; a new size is a new input.
         files = file_meta([events_path])
@@ -46,7 +63,7 @@ def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None)
             return same
     with gc_per_block():
         if files[0]["bytes"] >= PARALLEL_MIN_BYTES:
-            if (done := parallel.ingest_run_split(warehouse, events_path, files, prices)) is not None:
+            if (done := parallel.ingest_run_split(warehouse, events_path, files, prices, claimed)) is not None:
                 return done
         run_id: str | None = None
         streaming = True
@@ -55,7 +72,12 @@ def ingest_run(warehouse: Path, events_path: Path, prices: Prices | None = None)
         while True:
             try:
                 return _ingest_run(warehouse, events_path, files, prices, streaming=streaming, run_id=run_id,
-                                   reject=reject, verdict=verdict)
+                                   reject=reject, verdict=verdict, claimed=claimed)
+            except RunClaimed as taken:
+                run_id = taken.run_id
+                why = (f"run {taken.run_id!r} was already read from {taken.by} in this ingest: a run is one "
+                       "events file (ingest this file on its own to replace that run with it)")
+                reject = dict.fromkeys(range(1, taken.lines + 1), why)
             except NeedsBufferedPass:
                 streaming = False
             except RunChoiceChanged as change:
@@ -113,7 +135,7 @@ def chain_integrity(events_path: Path, run_id: str | None, follower: ChainFollow
 
 def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices: Prices | None, *,
                 streaming: bool, run_id: str | None, reject: dict[int, str],
-                verdict: ChainVerdict | None = None) -> BatchSummary:
+                verdict: ChainVerdict | None = None, claimed: Mapping[str, str]) -> BatchSummary:
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
@@ -124,8 +146,15 @@ def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices: P
     try:
         cols = stage.scan(events_path, stats, norm, run_id=run_id, reject=reject)
         integrity, chain_notes = chain_integrity(events_path, stats.run_id, stats.chain, verdict, reject)
-        # A file with no valid line still gets a batch (its quarantine): under a safe key of its directory.
-        key = stats.run_id or run_key(events_path.resolve().parent.name)
+        owner = claimed.get(stats.run_id, src) if stats.run_id is not None else src
+        taken = owner != src
+        if taken and stats.accepted:
+            raise RunClaimed(stats.run_id, owner, stats.lines)  # type: ignore[arg-type]  # taken: run_id is set
+        # A file with no valid line still gets a batch (its quarantine): under a safe key of its
+        # directory (also when its run was written from another file in this ingest).
+        key = stats.run_id if stats.run_id and not taken else run_key(events_path.resolve().parent.name)
+        if key in claimed and claimed[key] != src:
+            key = run_key(f"{key}-{path_key(events_path)}")
         rows = norm.rows()
         quarantine = stats.quarantine + norm.quarantine
         if stats.accepted == 0:  # no run: nothing but the record of why

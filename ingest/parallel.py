@@ -27,6 +27,7 @@ import pickle
 import subprocess
 import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -254,8 +255,9 @@ def _unlink_parts(half: HalfResult) -> None:
 
 
 def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
-                     prices: Prices | None) -> BatchSummary | None:
-    """Ingest one file in two processes; ``None`` when the one-process path must do it."""
+                     prices: Prices | None, claimed: Mapping[str, str] | None = None) -> BatchSummary | None:
+    """Ingest one file in two processes; ``None`` when the one-process path must do it (also for
+    a run already written from another file in this ingest: ``ingest.load.ingest_run``)."""
     size = events_path.stat().st_size
     with events_path.open("rb") as f:
         head = f.readline(1 << 20).rstrip(b"\n").rstrip(b"\r")
@@ -263,7 +265,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         rs = EVENT_ADAPTER.validate_json(head)
     except ValueError:
         return None
-    if not isinstance(rs, RunStarted) or (mid := split_point(events_path, size)) is None:
+    if not isinstance(rs, RunStarted) or rs.run_id in (claimed or {}) or (mid := split_point(events_path, size)) is None:
         return None
     batch_id = new_batch_id()
     src = str(events_path)

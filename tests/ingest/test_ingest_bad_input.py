@@ -223,3 +223,29 @@ def test_the_same_event_spelled_otherwise_is_a_repeat_not_a_conflict(tmp_path):
     src, wh = _ingest(tmp_path, lines)
     got, quarantined = _stored(wh, src)
     assert got == set(range(1, len(lines) + 1)) - {42} and not quarantined
+
+
+def test_a_second_file_of_a_run_in_one_ingest_cannot_replace_the_first(tmp_path):
+    """Was: writing a run replaces its partition, so of two files holding the same run (a copy,
+    or a file whose own lines are all refused but for one line of that run) the later one
+    silently replaced the first: its rows and its quarantine were gone (found by ``make fuzz``)."""
+    first, second = tmp_path / "a" / "events.jsonl", tmp_path / "b" / "events.jsonl"
+    for p, lines in ((first, LINES), (second, LINES[:-1])):  # the second a shorter copy (a run stopped earlier)
+        p.parent.mkdir()
+        p.write_bytes(b"".join(x + b"\n" for x in lines))
+    wh = tmp_path / "wh" / "trialhouse.duckdb"
+    ingest_paths([first.parent, second.parent], wh, allow_quarantine=True)
+    assert _stored(wh, first)[0] == set(range(1, len(LINES) + 1))
+    got, quarantined = _stored(wh, second)
+    assert not got and set(quarantined) == set(range(1, len(LINES)))
+    assert all(f"already read from {first}" in r for r in quarantined.values())
+    con = warehouse.open(wh, read_only=True)
+    try:
+        runs = con.execute("SELECT run_id FROM runs").fetchall()
+    finally:
+        con.close()
+    assert runs == [(RUN,)]
+    _cli_reads(wh)
+    # On its own, the second file replaces the run (re-ingest), as before.
+    ingest_paths([second.parent], wh, allow_quarantine=True)
+    assert _stored(wh, second)[0] == set(range(1, len(LINES))) and not _stored(wh, first)[0]
