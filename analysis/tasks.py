@@ -35,14 +35,28 @@ if TYPE_CHECKING:
 
 _TASK_SQL = """
 CREATE OR REPLACE TEMP TABLE task_cells AS
-SELECT k.*, coalesce({benchmark}r.manifest_id, k.run_id) AS universe,
-       CASE WHEN {benchmark_only} IS NOT NULL THEN 'benchmark'
-            WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END AS universe_kind
-FROM ({counts}) k{cases}
-LEFT JOIN runs r ON r.run_id = k.run_id
+SELECT * EXCLUDE (case_id, fingerprint, versions),
+       CASE WHEN versions > 1 THEN case_id || '@' || left(fingerprint, 12) ELSE case_id END
+         AS case_id,
+       case_id AS raw_case_id, fingerprint
+FROM (
+  SELECT *, count(DISTINCT fingerprint) OVER (PARTITION BY universe, case_id) AS versions
+  FROM (
+    SELECT k.*, coalesce({benchmark}r.manifest_id, k.run_id) AS universe,
+           CASE WHEN {benchmark_only} IS NOT NULL THEN 'benchmark'
+                WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END AS universe_kind,
+           c.fingerprint
+    FROM ({counts}) k
+    LEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id
+    LEFT JOIN runs r ON r.run_id = k.run_id
+  )
+)
 """
-_CASES_JOIN = "\nLEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id"
-"""Needed for the universe only when some case carries a ``benchmark`` label."""
+"""The task key is (case, evaluator fingerprint): when one universe holds a case under two
+fingerprints (a grader changed between runs), each version becomes a task of its own,
+``case@<fingerprint prefix>``, and is never pooled with the other; ``raw_case_id`` keeps
+the case id the trial rows carry. A missing fingerprint (foreign sources, older runs) is
+unknown, not a version of its own."""
 
 COUNTS_FROM_ROLLUP = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
@@ -88,7 +102,7 @@ CREATE OR REPLACE TEMP TABLE task_outside AS
 WITH done AS (SELECT DISTINCT config_id, universe, case_id FROM task_cells WHERE n_complete > 0),
 ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM done GROUP BY universe),
 cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id)
-SELECT DISTINCT s.run_id, s.case_id, s.universe
+SELECT DISTINCT s.run_id, s.case_id, s.raw_case_id, s.universe
 FROM task_cells s
 JOIN cnt ON cnt.universe = s.universe AND cnt.case_id = s.case_id
 JOIN ucfg ON ucfg.universe = s.universe
@@ -100,7 +114,8 @@ _OUTSIDE_ONE_RUN_SQL = """
 CREATE OR REPLACE TEMP TABLE task_outside AS
 WITH ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM task_cells
               WHERE n_complete > 0 GROUP BY universe)
-SELECT any_value(s.run_id) AS run_id, s.case_id, s.universe
+SELECT any_value(s.run_id) AS run_id, s.case_id, any_value(s.raw_case_id) AS raw_case_id,
+       s.universe
 FROM task_cells s JOIN ucfg USING (universe)
 WHERE s.n_complete > 0
 GROUP BY s.universe, s.case_id
@@ -214,8 +229,7 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
         counts=counts.format(by_sel=by_sel, joins=_joins(filters, by_cols), where=where,
                              trials=TRIALS),
         benchmark=f"{bench}, " if labelled else "",
-        benchmark_only=bench if labelled else "NULL",
-        cases=_CASES_JOIN if labelled else ""), params)
+        benchmark_only=bench if labelled else "NULL"), params)
     return _shape(con)
 
 
@@ -238,3 +252,144 @@ def joins(filters: Filters, by_cols: list[str], universe: bool = False) -> str:
     """The case/run joins a trial query needs for ``filters``, the slice columns and
     (``universe``) the task universe expression."""
     return _joins(filters, by_cols, universe)
+
+
+# ------------------------------------------------------------------ task versions
+
+_VERSIONS_SQL = """
+SELECT universe, raw_case_id, list(DISTINCT fingerprint ORDER BY fingerprint)
+FROM task_cells WHERE fingerprint IS NOT NULL
+GROUP BY ALL HAVING count(DISTINCT fingerprint) > 1 ORDER BY ALL
+"""
+
+_CHANGES_SQL = """
+SELECT case_id, list(DISTINCT case_fingerprint ORDER BY case_fingerprint)
+FROM {rel} WHERE case_fingerprint IS NOT NULL
+GROUP BY case_id HAVING count(DISTINCT case_fingerprint) > 1 ORDER BY case_id
+"""  # noqa: S608 -- {rel} is an internal relation name
+
+
+@dataclass(frozen=True)
+class TaskVersions:
+    """One case graded by more than one evaluator (its fingerprints, short)."""
+
+    case_id: str
+    fingerprints: list[str]
+    universe: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "universe": self.universe,
+                "fingerprints": self.fingerprints}
+
+
+def _short(fps: list[str]) -> list[str]:
+    return [fp[:12] for fp in fps]
+
+
+def versions(con: duckdb.DuckDBPyConnection) -> list[TaskVersions]:
+    """The cases of the staged ``task_cells`` that changed evaluator: each version is a
+    task of its own (``case@<fingerprint>``), named here so a reader sees why."""
+    return [TaskVersions(case, _short(fps), universe)
+            for universe, case, fps in con.execute(_VERSIONS_SQL).fetchall()]
+
+
+def version_warning(changed: list[TaskVersions]) -> list[str]:
+    if not changed:
+        return []
+    named = ", ".join(c.case_id for c in changed[:8]) + (" …" if len(changed) > 8 else "")
+    return [f"evaluator changed for {len(changed)} case(s) ({named}): each evaluator version "
+            "is a task of its own (case@fingerprint), never pooled"]
+
+
+def evaluator_changes(con: duckdb.DuckDBPyConnection, rel: str, allow: bool) -> list[str]:
+    """Refuse to pair a case across evaluator fingerprints in the staged trial relation
+    ``rel`` (columns ``case_id``, ``case_fingerprint``) unless ``allow``; then the notes
+    that say the comparison spans a changed evaluator."""
+    from analysis.errors import AnalysisError
+
+    changed = [TaskVersions(c, _short(fps))
+               for c, fps in con.execute(_CHANGES_SQL.format(rel=rel)).fetchall()]
+    if not changed:
+        return []
+    named = ", ".join(f"{c.case_id} ({' → '.join(c.fingerprints)})" for c in changed[:5])
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    if not allow:
+        raise AnalysisError(
+            f"the evaluator changed for {len(changed)} case(s) between the compared trials: "
+            f"{named}{more}; these are different task versions (an agent change cannot be told "
+            "from a grader change). Select runs of one evaluator, or pass "
+            "--allow-evaluator-change to compare anyway (labelled)")
+    return [f"EVALUATOR CHANGED (--allow-evaluator-change): {len(changed)} case(s) compared "
+            f"across evaluator fingerprints: {named}{more}; a difference may be the grader's"]
+
+
+# ------------------------------------------------------------------ unscored cases
+
+_UNSCORED_SQL = """
+SELECT u.run_id, u.case_id, coalesce(u.unscored_reason, 'controls failed') AS reason,
+       (SELECT count(*) FROM trials t WHERE t.run_id = u.run_id AND t.case_id = u.case_id),
+       (SELECT count(*) FROM skipped_trials k WHERE k.run_id = u.run_id AND k.case_id = u.case_id)
+FROM cases u
+WHERE u.scored = FALSE AND u.run_id IN (SELECT unnest(?::VARCHAR[]))
+ORDER BY u.case_id, u.run_id
+"""
+_SELECTED_RUNS_SQL = """
+SELECT DISTINCT t.run_id FROM {table} t{joins} WHERE {where}
+"""  # noqa: S608 -- fixed fragments; values are parameters
+
+
+@dataclass(frozen=True)
+class UnscoredCase:
+    """A case a run did not score (failed or flaky controls), with why."""
+
+    run_id: str
+    case_id: str
+    reason: str
+    trials: int  # trials recorded anyway (--score-unvalidated)
+    skipped: int  # trials not run
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "case_id": self.case_id, "reason": self.reason,
+                "trials": self.trials, "skipped_trials": self.skipped}
+
+
+@dataclass
+class Unscored:
+    """The unscored cases of the selected runs and whether the question counted them."""
+
+    cases: list[UnscoredCase]
+    included: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"count": len(self.cases), "included": self.included,
+                "cases": [c.as_dict() for c in self.cases]}
+
+    def notes(self) -> list[str]:
+        if not self.cases:
+            return []
+        listed = "; ".join(f"{c.case_id} ({c.run_id}): {c.reason}" for c in self.cases[:6])
+        more = f"; and {len(self.cases) - 6} more" if len(self.cases) > 6 else ""
+        if self.included:
+            return [f"UNVALIDATED INCLUDED (--include-unvalidated): {len(self.cases)} unscored "
+                    f"case(s) are counted: {listed}{more}"]
+        return [f"{len(self.cases)} unscored case(s) left out (their controls failed or "
+                f"disagreed): {listed}{more}; --include-unvalidated counts them"]
+
+
+def unscored(con: duckdb.DuckDBPyConnection, filters: Filters) -> Unscored:
+    """The unscored cases of the runs the selection reads (``filters`` resolved)."""
+    from dataclasses import replace
+
+    runs = list(filters.runs)
+    if not runs:
+        wide = replace(filters, include_unvalidated=True)
+        where, params = wide.where()
+        sql = _SELECTED_RUNS_SQL.format(table="trials" if wide.needs_trials else "task_rollup",
+                                        joins=_joins(wide, []), where=where)
+        runs = [r for (r,) in con.execute(sql, params).fetchall()]
+    rows = con.execute(_UNSCORED_SQL, [runs]).fetchall()
+    return Unscored([UnscoredCase(*r) for r in rows], filters.include_unvalidated)
+
+
+def unscored_notes(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[str]:
+    return unscored(con, filters).notes()

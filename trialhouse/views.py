@@ -322,3 +322,21 @@ def plan(p: Any) -> View:
                                f"{p.power:g}, paired t)", ["tasks", *[f"{_reps(r)} reps" for r in REPS]],
                                rows, [True] * (1 + len(REPS)))],
                 after=list(p.verdict), notes=list(p.warnings))
+
+
+def eligibility(res: Any) -> View:
+    from analysis import formatting as fmt
+
+    rows = []
+    for r in res.rows:
+        status = ("baseline (reference point)" if r["role"] == "baseline" else
+                  "eligible" if r["eligible"] else "INELIGIBLE")
+        why = "; ".join(r["reasons"] or r["notes"]) or fmt.DASH
+        rows.append([_name(r), status, fmt.count(r["invalid"]),
+                     fmt.count(r["blocker_regressions"]), fmt.count(r["secrets_leaked"]),
+                     fmt.listing(r["tampered_runs"]) or fmt.DASH, why])
+    cols = ["configuration", "status", "invalid", "blocker regr.", "secrets leaked",
+            "tampered runs", "reasons"]
+    return View(tables=[_table("Eligibility per configuration", cols, rows,
+                               [False, False, True, True, True, False, False])],
+                notes=list(res.warnings))
