@@ -147,3 +147,10 @@ def _grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
 def grid():
     """The ``_grid`` helper as a fixture (conftest is not importable in importlib mode)."""
     return _grid
+
+
+@pytest.fixture
+def write_run():
+    """``make_warehouse`` as a fixture: write a run into a warehouse path (no connection
+    left open, so a test can then change the warehouse, e.g. invalidate a run)."""
+    return make_warehouse
