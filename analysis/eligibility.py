@@ -339,7 +339,9 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     from analysis.tasks import unscored
 
     filters = resolve(con, filters or _Filters())
-    configs = config_list(config_rows(con, filters))
+    records = config_rows(con, filters)
+    simulated = {r["config_id"] for r in records if r.get("simulated")}
+    configs = config_list(records)
     if not configs:
         raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
                             "--run/--config or ingest a run first")
@@ -348,7 +350,8 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     rows = []
     for c in configs:
         e, g = roles[c["config_id"]], found.get(c["config_id"], Gates())
-        rows.append({**c, "role": e.role, "eligible": e.eligible, "reasons": list(e.reasons),
+        rows.append({**c, "simulated": c["config_id"] in simulated, "role": e.role,
+                     "eligible": e.eligible, "reasons": list(e.reasons),
                      "notes": list(e.notes), "invalid": g.invalid, "secrets_leaked": g.leaked,
                      "tampered_runs": list(g.tampered_runs),
                      "blocker_regressions": sum(n for _, n in g.blocker_regressions)})

@@ -226,3 +226,46 @@ def test_sanity_checks_name_unequal_runs_empty_successes_and_infra_share(wh):
     assert found[("infra_share", "b")].count == 2  # 2 of 8 = 25% > 10%
     doc = summary.summarize(con).as_dict()
     assert {(w["check"], w["config_id"]) for w in doc["sanity"]} == set(found)
+
+
+# --- the CLI: one thin command, one-line errors -------------------------------------------
+
+
+def _cli(*args: str):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRIALHOUSE_")}
+    env.update(NO_COLOR="1", COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "trialhouse", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_cli_eligibility_compare_refusal_and_include_unvalidated(tmp_path, write_run):
+    import json
+
+    db = tmp_path / "w" / "t.duckdb"
+    for run in _two_evaluators("grader-v2-looser"):
+        write_run(db, **run)
+    leak = _bench()
+    write_run(db, leak, run_id="r9", cases=[{"case_id": c, "scored": c != "t7",
+                                              "unscored_reason": "controls failed"}
+                                             for c in CASES])
+    out = _cli("eligibility", "-w", db, "--run", "r9", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["config_id"]: r for r in json.loads(out.stdout)["rows"]}
+    assert rows["leaker"]["eligible"] is False and rows["null"]["role"] == "baseline"
+    table = _cli("eligibility", "-w", db, "--run", "r9")
+    assert "INELIGIBLE" in table.stdout and "1 unscored case(s) left out" in table.stdout
+    refused = _cli("compare", "-w", db, "--run", "r1", "--run", "r2", "--baseline", "base")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "evaluator changed for 4 case(s)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    allowed = _cli("compare", "-w", db, "--run", "r1", "--run", "r2", "--baseline", "base",
+                   "--allow-evaluator-change", "--json")
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["notes"][0].startswith("EVALUATOR CHANGED")
+    summ = json.loads(_cli("summarize", "-w", db, "--run", "r9", "--json",
+                           "--include-unvalidated").stdout)
+    assert summ["unscored"]["included"] is True and summ["filters"]["include_unvalidated"]
