@@ -16,8 +16,10 @@ so the task sets they report are equal for the same selection by construction.
 - ``task_outside``: the (run, case) pairs whose task is *not* common in its universe
   (absent when every task is common).
 
-Issue 13 will extend the task key (case, evaluator fingerprint) and exclude unscored
-cases here; every question picks that up.
+The task key is (case, evaluator fingerprint): two versions of a case in one universe are
+two tasks (``case@<fingerprint prefix>``), never pooled, and ``versions`` names them;
+paired questions refuse to pair across them (``evaluator_changes``). Unscored cases are
+left out by ``Filters.where`` (``filters.UNSCORED_SQL``); ``unscored`` says which and why.
 """
 
 from __future__ import annotations

@@ -269,3 +269,25 @@ def test_cli_eligibility_compare_refusal_and_include_unvalidated(tmp_path, write
     summ = json.loads(_cli("summarize", "-w", db, "--run", "r9", "--json",
                            "--include-unvalidated").stdout)
     assert summ["unscored"]["included"] is True and summ["filters"]["include_unvalidated"]
+
+
+def test_period_over_period_refuses_a_changed_evaluator_unless_allowed(_warehouses):
+    from datetime import UTC, datetime
+
+    from analysis.eligibility import eligibility
+    from analysis.period import period_changes
+
+    first, second = _two_evaluators("grader-v2-looser")
+    second["started"] = datetime(2026, 2, 8, tzinfo=UTC)  # a week after the first run
+    con = _warehouses([first, second])
+    prev = Filters(since=datetime(2026, 2, 1, tzinfo=UTC), until=datetime(2026, 2, 8, tzinfo=UTC))
+    cur = Filters(since=datetime(2026, 2, 8, tzinfo=UTC), until=datetime(2026, 2, 15, tzinfo=UTC))
+    roles = eligibility(con, ["base", "cand"])
+    with pytest.raises(AnalysisError, match=r"evaluator changed for 4 case\(s\)"):
+        period_changes(con, cur, prev, roles, {})
+    allowed = period_changes(con, Filters(since=cur.since, until=cur.until,
+                                          allow_evaluator_change=True), prev, roles, {})
+    assert allowed.notes[0].startswith("EVALUATOR CHANGED")
+    # "cand" went from 0/8 to 8/8: with the evaluator labelled, the change is still shown.
+    row = {r.config.config_id: r for r in allowed.rows}["cand"]
+    assert (row.previous_solved, row.current_solved) == (0, 8)
