@@ -201,7 +201,7 @@ class Filters:
         return self.since is not None or self.until is not None or self.cost_coverage != "all"
 
     def as_dict(self) -> dict:
-        out = {"runs": list(self.runs),
+        out: dict[str, object] = {"runs": list(self.runs),
                "since": self.since.isoformat() if self.since else None,
                "until": self.until.isoformat() if self.until else None,
                "labels": {k: v for k, v in self.labels}, "holdout": self.holdout}

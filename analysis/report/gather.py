@@ -168,11 +168,11 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     from analysis.data import load_trials, require_trials
     from analysis.eligibility import assess, gates
     from analysis.headline import headline
-    from analysis.sanity import sanity
-    from analysis.tasks import unscored
     from analysis.period import period_changes
+    from analysis.sanity import sanity
     from analysis.scope import resolve
     from analysis.summary import summarize
+    from analysis.tasks import unscored
 
     filters = resolve(con, filters)
     trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
