@@ -295,6 +295,7 @@ def ranks(res: Any) -> View:
              fmt.DASH if r["rank"] is None else str(r["rank"]),
              fmt.DASH if r["rank_low"] is None else f"{r['rank_low']}–{r['rank_high']}",
              "baseline (not ranked)" if r["role"] == "baseline" else
+             "INELIGIBLE (not ranked)" if r["role"] == "ineligible" else
              fmt.listing([short.get(t, t[:12]) for t in r["tied_with"]]) or "none"]
             for r in res.rows]
     return View(lines=_task_sets(res.universes),

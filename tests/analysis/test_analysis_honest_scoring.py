@@ -291,3 +291,12 @@ def test_period_over_period_refuses_a_changed_evaluator_unless_allowed(_warehous
     # "cand" went from 0/8 to 8/8: with the evaluator labelled, the change is still shown.
     row = {r.config.config_id: r for r in allowed.rows}["cand"]
     assert (row.previous_solved, row.current_solved) == (0, 8)
+
+
+def test_the_leaderboard_never_ranks_an_ineligible_configuration(wh):
+    from analysis.ranks import ranks
+
+    rows = {r["config_id"]: r for r in ranks(wh(_bench()), resamples=200).rows}
+    assert rows["leaker"]["role"] == "ineligible" and rows["leaker"]["rank"] is None
+    assert rows["null"]["role"] == "baseline" and rows["null"]["rank"] is None
+    assert {rows["base"]["rank"], rows["honest"]["rank"]} <= {1, 2}
