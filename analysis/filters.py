@@ -98,6 +98,9 @@ class Filters:
     include_unvalidated: bool = False
     """Also count cases whose controls failed or disagreed (``cases.scored = false``);
     by default they are left out of every question (``UNSCORED_SQL``)."""
+    unscored_present: bool | None = None
+    """Set by ``scope.resolve``: whether the warehouse holds any unscored case (when it holds
+    none, the unscored clause is left out of the SQL: the same rows, less work)."""
     allow_evaluator_change: bool = False
     """Let a paired question (compare, period) pair a case across two evaluator
     fingerprints; otherwise it refuses (``analysis.tasks.evaluator_changes``)."""
@@ -169,7 +172,7 @@ class Filters:
             params.append(self.until)
         if self.cost_coverage == "complete":
             clauses.append("t.cost_usd IS NOT NULL")
-        if not self.include_unvalidated:
+        if not self.include_unvalidated and self.unscored_present is not False:
             clauses.append(f"NOT {UNSCORED_SQL}")
         for key, value in self.labels:
             if key in CASE_COLUMNS:

@@ -39,6 +39,14 @@ SELECT universe, case_id, list((config_id, n) ORDER BY config_id)
 FROM n GROUP BY ALL HAVING min(n) <> max(n) ORDER BY universe, case_id
 """  # noqa: S608 -- fixed fragments only; values are parameters
 
+_UNEQUAL_CELLS_SQL = """
+WITH n AS (SELECT universe, raw_case_id AS case_id, config_id, sum(n_complete) AS n
+           FROM task_cells WHERE n_complete > 0 GROUP BY ALL)
+SELECT universe, case_id, list((config_id, n) ORDER BY config_id)
+FROM n GROUP BY ALL HAVING min(n) <> max(n) ORDER BY universe, case_id
+"""
+"""The same from the staged ``task_cells`` (``analysis.tasks``), when a question has them."""
+
 _PER_CONFIG_SQL = """
 SELECT t.config_id,
        count(*) FILTER (WHERE t.solved AND (t.steps = 0 OR t.output_tokens = 0)
@@ -65,13 +73,16 @@ class SanityWarning:
                 "message": self.message}
 
 
-def sanity(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[SanityWarning]:
-    """The checks of the module doc over the selected trials (``filters`` resolved)."""
+def sanity(con: duckdb.DuckDBPyConnection, filters: Filters, staged: bool = False
+           ) -> list[SanityWarning]:
+    """The checks of the module doc over the selected trials (``filters`` resolved).
+    ``staged``: the selection's ``task_cells`` exist (inside ``tasks.staged``), so the
+    per-task counts come from them instead of a pass over the trials."""
     where, params = filters.where()
     out: list[SanityWarning] = []
-    unequal = con.execute(_UNEQUAL_SQL.format(
+    unequal = (con.execute(_UNEQUAL_CELLS_SQL) if staged else con.execute(_UNEQUAL_SQL.format(
         universe=UNIVERSE_SQL, trials=TRIALS, joins=joins(filters, [], universe=True),
-        where=where), params).fetchall()
+        where=where), params)).fetchall()
     if unequal:
         _, case, counts = unequal[0]
         example = ", ".join(f"{cid[:12]}: {n}" for cid, n in counts)

@@ -14,6 +14,7 @@ from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
+from analysis.sanity import SanityWarning, sanity
 from analysis.scope import coverage_notes
 from analysis.tasks import Staged, TaskUniverse
 
@@ -274,6 +275,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
         changed = tasks.versions(con)
+        found = sanity(con, filters, staged=True) if checks else []
         excluded_ids = ({(cid, u): ids for cid, u, ids in con.execute(_EXCLUDED_SQL).fetchall()}
                         if st.n_outside else {})
         holistic = _holistic(con, st, filters, by_cols, from_trials) if full else {}
@@ -299,19 +301,18 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                   warnings=[*coverage_notes(con, filters), *tasks.version_warning(changed),
                             *_warnings(rows, excluded)],
                   universes=st.universes, task_versions=[c.as_dict() for c in changed])
-    return _checked(con, filters, out) if checks else out
+    return _checked(con, filters, out, found) if checks else out
 
 
-def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary) -> Summary:
+def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
+             found: list[SanityWarning]) -> Summary:
     """Add eligibility, the unscored cases and the sanity checks (their notes first)."""
     from analysis.eligibility import assess
-    from analysis.sanity import sanity
 
     roles = assess(con, filters, {r["config_id"] for r in out.rows})
     out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
     gone = tasks.unscored(con, filters)
     out.unscored = gone.as_dict()
-    found = sanity(con, filters)
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
                   for cid, e in sorted(roles.items()) if e.reasons]

@@ -44,15 +44,25 @@ SELECT * EXCLUDE (case_id, fingerprint, versions),
 FROM (
   SELECT *, count(DISTINCT fingerprint) OVER (PARTITION BY universe, case_id) AS versions
   FROM (
-    SELECT k.*, coalesce({benchmark}r.manifest_id, k.run_id) AS universe,
-           CASE WHEN {benchmark_only} IS NOT NULL THEN 'benchmark'
-                WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END AS universe_kind,
-           c.fingerprint
+    SELECT k.*, {universe} AS universe, {universe_kind} AS universe_kind, c.fingerprint
     FROM ({counts}) k
     LEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id
     LEFT JOIN runs r ON r.run_id = k.run_id
   )
 )
+"""
+_TASK_ONE_VERSION_SQL = """
+CREATE OR REPLACE TEMP TABLE task_cells AS
+SELECT k.*, {universe} AS universe, {universe_kind} AS universe_kind,
+       k.case_id AS raw_case_id, NULL::VARCHAR AS fingerprint
+FROM ({counts}) k{cases}
+LEFT JOIN runs r ON r.run_id = k.run_id
+"""
+"""The same when no case of the warehouse has two fingerprints (the common case): no
+window, and the cases are joined only when some case carries a ``benchmark`` label."""
+_CHANGED_ANYWHERE_SQL = """
+SELECT count(*) FROM (SELECT case_id FROM cases WHERE fingerprint IS NOT NULL
+                      GROUP BY case_id HAVING count(DISTINCT fingerprint) > 1)
 """
 """The task key is (case, evaluator fingerprint): when one universe holds a case under two
 fingerprints (a grader changed between runs), each version becomes a task of its own,
@@ -227,11 +237,17 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
     # fallback costs a JSON parse per row, so it is left out when no case needs it.
     bench = case_label("benchmark") if in_json else "c.benchmark"
     labelled = column or in_json
-    con.execute(_TASK_SQL.format(
+    changed = con.execute(_CHANGED_ANYWHERE_SQL).fetchall()[0][0]
+    con.execute((_TASK_SQL if changed else _TASK_ONE_VERSION_SQL).format(
         counts=counts.format(by_sel=by_sel, joins=_joins(filters, by_cols), where=where,
                              trials=TRIALS),
-        benchmark=f"{bench}, " if labelled else "",
-        benchmark_only=bench if labelled else "NULL"), params)
+        universe=f"coalesce({bench}, r.manifest_id, k.run_id)" if labelled
+        else "coalesce(r.manifest_id, k.run_id)",
+        universe_kind=(f"CASE WHEN {bench} IS NOT NULL THEN 'benchmark' " if labelled
+                       else "CASE ") + "WHEN r.manifest_id IS NOT NULL THEN 'manifest' "
+                                       "ELSE 'run' END",
+        cases="\nLEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id"
+        if labelled else ""), params)
     return _shape(con)
 
 
