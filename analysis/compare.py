@@ -38,7 +38,8 @@ from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
 from analysis.resampling import SEED
 from analysis.sides import sharing, sides, universe_of_sides
-from analysis.tasks import evaluator_changes, unscored_notes
+from analysis.tasks import evaluator_changes
+from analysis.unscored import unscored_notes
 
 if TYPE_CHECKING:
     import duckdb

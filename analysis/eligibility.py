@@ -336,7 +336,7 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     from analysis.filters import Filters as _Filters
     from analysis.results import EligibilityRows
     from analysis.scope import resolve
-    from analysis.tasks import unscored
+    from analysis.unscored import unscored
 
     filters = resolve(con, filters or _Filters())
     records = config_rows(con, filters)

@@ -17,6 +17,7 @@ from analysis.flags import flag_counts
 from analysis.sanity import SanityWarning, sanity
 from analysis.scope import coverage_notes
 from analysis.tasks import Staged, TaskUniverse
+from analysis.unscored import unscored
 
 if TYPE_CHECKING:
     import duckdb
@@ -311,7 +312,7 @@ def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
 
     roles = assess(con, filters, {r["config_id"] for r in out.rows})
     out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
-    gone = tasks.unscored(con, filters)
+    gone = unscored(con, filters)
     out.unscored = gone.as_dict()
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)

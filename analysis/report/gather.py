@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from analysis.period import Period
     from analysis.sanity import SanityWarning
     from analysis.summary import Summary
-    from analysis.tasks import Unscored
+    from analysis.unscored import Unscored
 
 
 @dataclass
@@ -172,7 +172,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     from analysis.sanity import sanity
     from analysis.scope import resolve
     from analysis.summary import summarize
-    from analysis.tasks import unscored
+    from analysis.unscored import unscored
 
     filters = resolve(con, filters)
     trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
