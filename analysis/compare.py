@@ -33,11 +33,13 @@ from analysis.comparison import (
     TaskSet,
 )
 from analysis.deltas import deltas as paired_deltas
-from analysis.eligibility import default_baseline, eligibility_from_kinds
+from analysis.eligibility import assess, default_baseline, eligibility_from_kinds
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
 from analysis.resampling import SEED
 from analysis.sides import sharing, sides, universe_of_sides
+from analysis.tasks import evaluator_changes
+from analysis.unscored import unscored_notes
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,7 +57,7 @@ def compare_report(report_json_path: str | Path, baseline: str | None = None,
     return from_report(report_json_path, baseline, candidates)
 
 # Per-trial columns a comparison reads (names come from the configuration table).
-_COLS = ["config_id", "case_id", "outcome", "complete", "valid", "solved", "holdout",
+_COLS = ["config_id", "case_id", "case_fingerprint", "outcome", "complete", "valid", "solved", "holdout",
          "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps"]
 
 
@@ -295,14 +297,18 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     rel = f"cmp_trials_{uuid.uuid4().hex}"  # internal name, no user input
     con.execute(f"CREATE TEMP TABLE {rel} AS {sql}", params)
     try:
+        changed = evaluator_changes(con, rel, filters.allow_evaluator_change)
         cands, left_out = sharing(con, rel, base, cands, bool(candidates))
         comps = _run(con, rel, base, cands, filters.holdout, by_cols, seed)
     finally:
         con.execute(f"DROP TABLE IF EXISTS {rel}")
     simulated = frozenset(r["config_id"] for r in cfg_rows if r.get("simulated"))
+    gated = {cid: list(e.reasons) for cid, e in assess(con, filters, ids).items() if e.reasons}
+    said = [f"INELIGIBLE {cid[:12]}: {'; '.join(why)}" for cid, why in sorted(gated.items())]
     return ComparisonSet(base, cands, comps, "requested" if baseline else "default", excluded,
                          by_cols, simulated, universe,
-                         [*notes, *left_out, *scope.coverage_notes(con, filters)])
+                         [*changed, *said, *notes, *left_out, *scope.coverage_notes(con, filters),
+                          *unscored_notes(con, filters)], gated)
 
 
 def compare_frame(df: pl.DataFrame, baseline: str | None = None,

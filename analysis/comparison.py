@@ -284,6 +284,9 @@ class ComparisonSet:
     simulated: frozenset[str] = frozenset()  # config ids of simulated configurations
     universe: str | None = None  # the task universe compared within (None: one only)
     notes: list[str] = field(default_factory=list)  # what scoping chose and left out
+    ineligible: dict[str, list[str]] = field(default_factory=dict)
+    """config_id → reasons, for compared candidates (and the baseline) that are
+    ineligible (``analysis.eligibility.assess``): shown beside their numbers, never best."""
 
     def __iter__(self) -> Iterator[Comparison]:
         return iter(self.comparisons)
@@ -319,5 +322,5 @@ class ComparisonSet:
                 "holm_family": [c.config_id for c in self.candidates],
                 "excluded_baselines": [c.as_dict() for c in self.excluded_baselines],
                 "by": list(self.sliced_by), "universe": self.universe,
-                "notes": list(self.notes),
+                "notes": list(self.notes), "ineligible": dict(self.ineligible),
                 "comparisons": [c.as_dict() for c in self.comparisons]}

@@ -32,6 +32,8 @@ _COLUMNS = {
     "harness_version": "coalesce(t.harness_version, cf.harness_version)",
     "variant_order": "cf.variant_order",
     "case_id": "t.case_id",
+    # The evaluator version graded: the trial's own, else its case's in that run.
+    "case_fingerprint": "coalesce(t.case_fingerprint, c.fingerprint)",
     "repetition": "t.repetition",
     "outcome": "t.outcome",
     "complete": "t.complete",
@@ -55,7 +57,7 @@ _COLUMNS = {
 }
 _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
           "r": ("run_started_at", "universe"),
-          "c": ("holdout", "universe", *CASE_COLUMNS)}
+          "c": ("holdout", "universe", "case_fingerprint", *CASE_COLUMNS)}
 
 
 def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,

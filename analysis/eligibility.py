@@ -7,10 +7,14 @@ One place for the rule, so ``compare``, ``pareto``, the headline and the report 
   the ceiling). They are never a candidate, never in a Holm family, never a blocker,
   never ranked on a Pareto front, and never the *default* baseline of a comparison (a
   user may still name one with ``--baseline``).
-- **Candidates** are every other configuration. ``Eligibility.reasons`` is where gates
-  that disqualify a candidate go (issue 13: invalid trials, blocker-severity
-  regressions, integrity breaks, leaked secrets); today it stays empty and the blockers
-  below are reported, not enforced.
+- **Candidates** are every other configuration. A candidate is **ineligible** (never on
+  a Pareto front, never named best, listed with its reasons by summarize, compare,
+  pareto, ``eligibility`` and the report) when, among its selected trials (``assess``):
+  any is ``invalid``; any failed a criterion of severity ``blocker`` that passed on the
+  initial commit (a blocker regression: the agent broke it); any comes from a run whose
+  events chain is tampered or damaged (``runs.integrity``); any leaked one of the run's
+  secrets into its evidence (``trials.secrets_leaked > 0``). Baselines are never
+  ineligible: their problems are notes.
 - **Default baseline**: the manifest's first non-baseline variant (lowest
   ``variant_order`` in the earliest run), else the first non-baseline configuration.
 - **Blockers** (shown in the report): a candidate with any invalid trial, and a
@@ -29,6 +33,8 @@ from analysis import formatting as fmt
 
 if TYPE_CHECKING:
     import duckdb
+
+    from analysis.filters import Filters
 
 BASELINE_KINDS = ("null", "reference")
 """Agent kinds that are reference points, not contenders."""
@@ -52,6 +58,19 @@ class Eligibility:
     @property
     def is_candidate(self) -> bool:
         return self.role == "candidate" and not self.reasons
+
+    @property
+    def eligible(self) -> bool:
+        """A baseline is a reference point (never ineligible); a candidate without reasons."""
+        return not self.reasons
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"config_id": self.config_id, "role": self.role, "agent_kind": self.agent_kind,
+                "eligible": self.eligible, "reasons": list(self.reasons),
+                "notes": list(self.notes)}
+
+    notes: tuple[str, ...] = ()
+    """Problems of a baseline (reported, never disqualifying)."""
 
 
 def eligibility_from_kinds(kinds: Mapping[str, str | None]) -> dict[str, Eligibility]:
@@ -112,7 +131,8 @@ def _role(roles: Mapping[str, Eligibility], cid: str) -> Eligibility:
 class Blocker:
     """One reason a candidate should not be shipped (report.json ``blockers[]``)."""
 
-    kind: Literal["invalid_trials", "severe_regression"]
+    kind: Literal["invalid_trials", "severe_regression", "blocker_regression", "integrity",
+                  "secrets_leaked"]
     config_id: str
     message: str
     count: int | None = None
@@ -123,9 +143,8 @@ class Blocker:
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        keep = (["kind", "config_id", "count", "message"] if self.kind == "invalid_trials"
-                else ["kind", "config_id", "against", "regressions", "improvements", "p",
-                      "message"])
+        keep = (["kind", "config_id", "against", "regressions", "improvements", "p", "message"]
+                if self.kind == "severe_regression" else ["kind", "config_id", "count", "message"])
         return {k: d[k] for k in keep}
 
 
@@ -157,14 +176,33 @@ SIGNIFICANT = 0.05
 
 def blockers(invalid: Mapping[str, int], names: Mapping[str, Mapping[str, Any]],
              checks: Iterable[RegressionCheck], roles: Mapping[str, Eligibility],
-             simulated: frozenset[str] = frozenset()) -> Blockers:
-    """Invalid trials and significant regressions of candidates (baselines never block).
+             simulated: frozenset[str] = frozenset(),
+             found_gates: Mapping[str, Gates] | None = None) -> Blockers:
+    """Invalid trials, the other eligibility gates (``found_gates``: blocker regressions,
+    integrity, leaked secrets) and significant regressions of candidates (baselines never
+    block).
 
     ``invalid``: config_id → number of invalid trials; ``names``: config_id → config
     record (for messages); ``checks``: sign tests to judge (p already Holm-adjusted where
     a family applies).
     """
     out = Blockers()
+    for cid in sorted(found_gates or {}):
+        g = found_gates[cid]  # type: ignore[index]
+        if _role(roles, cid).is_baseline:
+            continue
+        name = fmt.label(names.get(cid, {"config_id": cid}), simulated)
+        for crit, n in g.blocker_regressions:
+            out.found.append(Blocker("blocker_regression", cid, count=n, message=(
+                f"{name}: broke blocker criterion {crit} in {n} trial(s) (it passed on the "
+                "initial commit)")))
+        if g.tampered_runs:
+            out.found.append(Blocker("integrity", cid, count=len(g.tampered_runs), message=(
+                f"{name}: run(s) {', '.join(g.tampered_runs)} have a tampered or damaged "
+                "events chain; their results cannot be trusted")))
+        if g.leaked:
+            out.found.append(Blocker("secrets_leaked", cid, count=g.leaked, message=(
+                f"{name}: {g.leaked} trial(s) wrote a run secret into their evidence")))
     for cid in sorted(invalid):
         n = invalid[cid]
         if not n:
@@ -191,3 +229,130 @@ def blockers(invalid: Mapping[str, int], names: Mapping[str, Mapping[str, Any]],
                         f"{c.improvements} against {c.against_label} (sign test p = "
                         f"{fmt.pval(c.p)})."))
     return out
+
+
+# --------------------------------------------------------------------------- gates
+
+_GATES_SQL = """
+WITH sel AS (
+  SELECT t.run_id, t.config_id, t.trial_id, t.case_id, t.outcome, t.complete,
+         t.secrets_leaked
+  FROM {trials} t{joins}
+  WHERE {where}
+),
+breaks AS (
+  SELECT s.config_id, g.criterion_id, count(DISTINCT s.trial_id) AS n
+  FROM sel s
+  JOIN gradings g ON g.run_id = s.run_id AND g.trial_id = s.trial_id AND g.final
+  JOIN criteria k ON k.run_id = g.run_id AND k.case_id = s.case_id
+                 AND k.criterion_id = g.criterion_id
+  WHERE k.severity = 'blocker' AND g.verdict = 'failed' AND g.baseline = 'passed'
+  GROUP BY ALL
+)
+SELECT s.config_id,
+       count(*) FILTER (WHERE s.complete AND s.outcome = 'invalid') AS invalid,
+       count(*) FILTER (WHERE s.secrets_leaked > 0) AS leaked,
+       list(DISTINCT s.run_id ORDER BY s.run_id)
+         FILTER (WHERE r.integrity LIKE 'tampered%') AS tampered,
+       (SELECT list((b.criterion_id, b.n) ORDER BY b.criterion_id) FROM breaks b
+        WHERE b.config_id = s.config_id) AS blocker_regressions
+FROM sel s LEFT JOIN runs r ON r.run_id = s.run_id
+GROUP BY s.config_id
+"""  # noqa: S608 -- fixed fragments only; values are parameters
+
+
+@dataclass(frozen=True)
+class Gates:
+    """What one configuration's selected trials did that disqualifies a candidate."""
+
+    invalid: int = 0
+    leaked: int = 0
+    tampered_runs: tuple[str, ...] = ()
+    blocker_regressions: tuple[tuple[str, int], ...] = ()  # (criterion, trials)
+
+    def reasons(self) -> tuple[str, ...]:
+        out = []
+        if self.invalid:
+            out.append(f"{self.invalid} invalid trial(s): grading inputs or the checkout's "
+                       "integrity were violated")
+        for crit, n in self.blocker_regressions:
+            out.append(f"blocker regression: criterion {crit} (severity blocker) passed on the "
+                       f"initial commit and failed in {n} trial(s)")
+        if self.tampered_runs:
+            out.append("run integrity broken (events tampered or damaged): "
+                       + ", ".join(self.tampered_runs))
+        if self.leaked:
+            out.append(f"{self.leaked} trial(s) leaked a run secret into their evidence")
+        return tuple(out)
+
+
+def gates(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Gates]:
+    """config_id → Gates over the trials ``filters`` selects (resolved)."""
+    from analysis.data import TRIALS
+    from analysis.tasks import joins
+
+    where, params = filters.where()
+    sql = _GATES_SQL.format(trials=TRIALS, joins=joins(filters, []), where=where)
+    out = {}
+    for cid, invalid, leaked, tampered, breaks in con.execute(sql, params).fetchall():
+        out[cid] = Gates(int(invalid), int(leaked), tuple(tampered or ()),
+                         tuple((str(c), int(n)) for c, n in (breaks or ())))
+    return out
+
+
+def assess(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
+           config_ids: Iterable[str] | None = None) -> dict[str, Eligibility]:
+    """config_id → Eligibility with its reasons: the one eligibility rule (module doc).
+
+    Every configuration of the selection (or ``config_ids``) gets a role; a candidate
+    with a gate gets the reasons, a baseline gets them as notes.
+    """
+    from analysis.filters import Filters as _Filters
+    from analysis.scope import resolve
+
+    filters = resolve(con, filters or _Filters())
+    found = gates(con, filters)
+    ids = set(found) if config_ids is None else set(config_ids)
+    roles = eligibility(con, ids)
+    out = {}
+    for cid, e in roles.items():
+        reasons = found.get(cid, Gates()).reasons()
+        out[cid] = (Eligibility(cid, e.role, e.agent_kind, notes=reasons) if e.is_baseline
+                    else Eligibility(cid, e.role, e.agent_kind, reasons))
+    return out
+
+
+def ineligible_ids(roles: Mapping[str, Eligibility]) -> frozenset[str]:
+    return frozenset(cid for cid, e in roles.items() if not e.eligible)
+
+
+def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None = None
+                       ) -> Any:
+    """Per configuration of the selection: its role, whether it is eligible, the reasons
+    and the gate counts (``trialhouse eligibility``); the warnings say which cases were
+    left out as unscored."""
+    from analysis.data import config_list, config_rows
+    from analysis.errors import AnalysisError
+    from analysis.filters import Filters as _Filters
+    from analysis.results import EligibilityRows
+    from analysis.scope import resolve
+    from analysis.unscored import unscored
+
+    filters = resolve(con, filters or _Filters())
+    records = config_rows(con, filters)
+    simulated = {r["config_id"] for r in records if r.get("simulated")}
+    configs = config_list(records)
+    if not configs:
+        raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
+                            "--run/--config or ingest a run first")
+    found = gates(con, filters)
+    roles = assess(con, filters, [c["config_id"] for c in configs])
+    rows = []
+    for c in configs:
+        e, g = roles[c["config_id"]], found.get(c["config_id"], Gates())
+        rows.append({**c, "simulated": c["config_id"] in simulated, "role": e.role,
+                     "eligible": e.eligible, "reasons": list(e.reasons),
+                     "notes": list(e.notes), "invalid": g.invalid, "secrets_leaked": g.leaked,
+                     "tampered_runs": list(g.tampered_runs),
+                     "blocker_regressions": sum(n for _, n in g.blocker_regressions)})
+    return EligibilityRows(rows, warnings=unscored(con, filters).notes())

@@ -37,6 +37,11 @@ def case_label(col: str, alias: str = "c") -> str:
 UNIVERSE_SQL = f"coalesce({case_label('benchmark')}, r.manifest_id, t.run_id)"
 """The task universe of a trial (aliases t, c, r): its case's benchmark label, else its
 run's manifest id, else its run. Tasks are compared only within one universe."""
+UNSCORED_SQL = """EXISTS (SELECT 1 FROM cases u WHERE u.scored = FALSE
+                  AND u.run_id = t.run_id AND u.case_id = t.case_id)"""
+"""The trial's case was not scored in its run (failed or flaky controls; alias t): the one
+place "unscored cases are left out" is written. ``t`` may be trials or ``task_rollup``."""
+
 UNIVERSE_KIND_SQL = (f"CASE WHEN {case_label('benchmark')} IS NOT NULL THEN 'benchmark' "
                      "WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END")
 
@@ -90,12 +95,22 @@ class Filters:
     universes: tuple[str, ...] = ()
     cost_coverage: CostCoverage = "all"
     config_ids: tuple[str, ...] | None = None  # set by scope.resolve
+    include_unvalidated: bool = False
+    """Also count cases whose controls failed or disagreed (``cases.scored = false``);
+    by default they are left out of every question (``UNSCORED_SQL``)."""
+    unscored_present: bool | None = None
+    """Set by ``scope.resolve``: whether the warehouse holds any unscored case (when it holds
+    none, the unscored clause is left out of the SQL: the same rows, less work)."""
+    allow_evaluator_change: bool = False
+    """Let a paired question (compare, period) pair a case across two evaluator
+    fingerprints; otherwise it refuses (``analysis.tasks.evaluator_changes``)."""
 
     @classmethod
     def parse(cls, runs=None, since=None, until=None, labels=None,
               holdout: str = "include", configs=None, models=None, harnesses=None,
               sources=None, benchmarks=None, universes=None,
-              cost_coverage: str = "all") -> Filters:
+              cost_coverage: str = "all", include_unvalidated: bool = False,
+              allow_evaluator_change: bool = False) -> Filters:
         """Build from CLI strings; bad input is an AnalysisError naming the option."""
         pairs = []
         for item in labels or []:
@@ -113,7 +128,9 @@ class Filters:
                    configs=_strings(configs), models=_strings(models),
                    harnesses=_strings(harnesses), sources=_strings(sources),
                    benchmarks=_strings(benchmarks), universes=_strings(universes),
-                   cost_coverage=cost_coverage)  # type: ignore[arg-type]
+                   cost_coverage=cost_coverage,  # type: ignore[arg-type]
+                   include_unvalidated=bool(include_unvalidated),
+                   allow_evaluator_change=bool(allow_evaluator_change))
 
     @property
     def names_configs(self) -> bool:
@@ -155,6 +172,8 @@ class Filters:
             params.append(self.until)
         if self.cost_coverage == "complete":
             clauses.append("t.cost_usd IS NOT NULL")
+        if not self.include_unvalidated and self.unscored_present is not False:
+            clauses.append(f"NOT {UNSCORED_SQL}")
         for key, value in self.labels:
             if key in CASE_COLUMNS:
                 clauses.append(f"{case_label(key)} = ?")  # key is from a fixed whitelist
@@ -185,7 +204,7 @@ class Filters:
         return self.since is not None or self.until is not None or self.cost_coverage != "all"
 
     def as_dict(self) -> dict:
-        out = {"runs": list(self.runs),
+        out: dict[str, object] = {"runs": list(self.runs),
                "since": self.since.isoformat() if self.since else None,
                "until": self.until.isoformat() if self.until else None,
                "labels": {k: v for k, v in self.labels}, "holdout": self.holdout}
@@ -194,6 +213,10 @@ class Filters:
                 out[key] = list(getattr(self, key))
         if self.cost_coverage != "all":
             out["cost_coverage"] = self.cost_coverage
+        if self.include_unvalidated:
+            out["include_unvalidated"] = True
+        if self.allow_evaluator_change:
+            out["allow_evaluator_change"] = True
         return out
 
 

@@ -164,6 +164,8 @@ def front_status(role: str | None, on_front: bool | None) -> str:
     """Where a configuration stands on a Pareto front, in words."""
     if role == "baseline":
         return "baseline (reference point, not ranked)"
+    if role == "ineligible":
+        return "INELIGIBLE (off the front)"
     if on_front is None:
         return "not placed (cost unknown)"
     return "on the front" if on_front else "dominated"

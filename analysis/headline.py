@@ -10,7 +10,7 @@ single weighted score: a reader weighs quality against cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,8 +87,10 @@ def _cost(c: Comparison) -> tuple[str, str | None]:
     return f"cost per accepted {fmt.usd(new)} against {fmt.usd(old)}", None
 
 
-def line(c: Comparison, family: int, simulated: Iterable[str] = ()) -> HeadlineLine:
-    """One candidate's sentence; ``family`` is the size of its Holm family."""
+def line(c: Comparison, family: int, simulated: Iterable[str] = (),
+         ineligible: Sequence[str] = ()) -> HeadlineLine:
+    """One candidate's sentence; ``family`` is the size of its Holm family; an ineligible
+    candidate's sentence ends with its reasons (whatever its rate, it is not a pick)."""
     st, diff = c.sign_test, c.paired_difference
     name, base = _name(c.candidate, simulated), _name(c.baseline, simulated)
     holm = st.p_holm if family > 1 else None
@@ -112,6 +114,8 @@ def line(c: Comparison, family: int, simulated: Iterable[str] = ()) -> HeadlineL
     cost_txt, change = _cost(c)
     sentence = (f"{name} {_effect(diff.mean_diff, base)} ({ci}{st.improvements} improved / "
                 f"{st.regressions} regressed, {ptxt}): {verdict}; {cost_txt}.")
+    if ineligible:
+        sentence += f" INELIGIBLE, not a candidate to ship: {'; '.join(ineligible)}."
     return HeadlineLine(c.candidate, diff.mean_diff, diff.ci_low, diff.ci_high,
                         st.improvements, st.regressions, st.p, holm, tasks, distinct,
                         st.p_reachable, change, sentence)
@@ -139,5 +143,6 @@ def headline(result: ComparisonSet, simulated: Iterable[str] | None = None) -> H
     if result.sliced_by:
         out.intro += f" Sliced by {', '.join(result.sliced_by)}: see each slice's table."
         return out
-    out.lines = [line(c, n, sim) for c in result.comparisons]
+    out.lines = [line(c, n, sim, result.ineligible.get(c.candidate.config_id, ()))
+                 for c in result.comparisons]
     return out

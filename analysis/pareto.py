@@ -29,23 +29,39 @@ class Pareto(RowsResult):
         **CONFIG_SCHEMA, "universe": "String", "x_name": "String", "x": "Float64", "rate": "Float64",
         "ci_low": "Float64", "ci_high": "Float64", "solved": "Int64", "valid": "Int64",
         "on_front": "Boolean", "role": "String", "dominated_by": "List(String)",
-        "overlap": "Boolean", "convex": "Boolean"}
+        "overlap": "Boolean", "convex": "Boolean", "ineligible": "List(String)"}
 
 
 def front_rows(points: list[dict], convex: bool = False,
-               baselines: set[str] | frozenset[str] = frozenset()) -> list[dict]:
+               baselines: set[str] | frozenset[str] = frozenset(),
+               ineligible: dict[str, tuple[str, ...]] | None = None) -> list[dict]:
     """Mark front membership on rows with ``x``/``rate``/``ci_low``/``ci_high`` (x None = unknown).
 
     Configurations in ``baselines`` get ``role = "baseline"`` and stay out of the
     dominance computation (unless nothing else is there), so the front ranks agents.
+    Ineligible candidates (``ineligible``: config_id → reasons) get ``role =
+    "ineligible"``, ``on_front = False`` and their reasons: never on the front, whatever
+    their rate, and never dominating an eligible configuration.
     """
+    ineligible = ineligible or {}
+    if any(p["config_id"] in ineligible for p in points):
+        ranked = front_rows([p for p in points if p["config_id"] not in ineligible], convex,
+                            baselines)
+        by_id = {r["config_id"]: (dict(r, role="baseline", on_front=None, dominated_by=[],
+                                       overlap=None, convex=None)
+                                  if r["config_id"] in baselines else r) for r in ranked}
+        return [by_id[p["config_id"]] if p["config_id"] in by_id else
+                dict(p, role="ineligible", on_front=False, dominated_by=[], overlap=None,
+                     convex=None, ineligible=list(ineligible[p["config_id"]]))
+                for p in points]
     contenders = [p for p in points if p["config_id"] not in baselines]
     if contenders and len(contenders) < len(points):
         ranked = front_rows(contenders, convex)
         by_id = {r["config_id"]: r for r in ranked}
         return [
             by_id[p["config_id"]] if p["config_id"] in by_id else
-            dict(p, role="baseline", on_front=None, dominated_by=[], overlap=None, convex=None)
+            dict(p, role="baseline", on_front=None, dominated_by=[], overlap=None, convex=None,
+                 ineligible=[])
             for p in points
         ]
     placed = [i for i, p in enumerate(points) if p["x"] is not None and p["rate"] is not None]
@@ -53,8 +69,8 @@ def front_rows(points: list[dict], convex: bool = False,
     dom = stats.pareto_front(pts)
     front = [j for j, d in enumerate(dom) if not d]
     hull = stats.convex_front(pts, front) if convex else set()
-    out = [dict(p, role="agent", on_front=None, dominated_by=[], overlap=None, convex=None)
-           for p in points]
+    out = [dict(p, role="agent", on_front=None, dominated_by=[], overlap=None, convex=None,
+                ineligible=[]) for p in points]
     for j, i in enumerate(placed):
         out[i]["on_front"] = not dom[j]
         out[i]["dominated_by"] = [points[placed[k]]["config_id"] for k in dom[j]]
@@ -88,14 +104,14 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     measured on different tasks never dominate each other. Baselines
     (``analysis.eligibility``) are reference points: drawn, never ranked.
     """
-    from analysis.eligibility import baseline_ids, eligibility
+    from analysis.eligibility import assess, baseline_ids
     from analysis.summary import summarize
 
     if x not in X_CHOICES:
         raise AnalysisError(f"--x {x!r}: choose {', '.join(X_CHOICES)}")
     by_cols = check_by(by)
     # counts and cost only, unless the axis is the median steps
-    summary = summarize(con, filters, by=by_cols, full=x == "median_steps")
+    summary = summarize(con, filters, by=by_cols, full=x == "median_steps", checks=False)
     groups: dict[tuple, list[dict]] = {}
     for r in summary.rows:
         key = (r["universe"], *(r[b] for b in by_cols))
@@ -104,8 +120,11 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
              **{b: r[b] for b in by_cols}, "x_name": x, "x": _x(r, x), "rate": r["rate"],
              "ci_low": r["ci_low"], "ci_high": r["ci_high"], "solved": r["solved"],
              "valid": r["valid"]})
-    baselines = baseline_ids(eligibility(con, (r["config_id"] for r in summary.rows)))
-    rows = [row for points in groups.values() for row in front_rows(points, convex, baselines)]
+    roles = assess(con, filters, (r["config_id"] for r in summary.rows))
+    baselines = baseline_ids(roles)
+    ineligible = {cid: e.reasons for cid, e in roles.items() if e.reasons}
+    rows = [row for points in groups.values()
+            for row in front_rows(points, convex, baselines, ineligible)]
     rows.sort(key=lambda r: (str(r["universe"]),
                              *((r[b] is None, r[b] or "") for b in by_cols)))  # stable
     unplaced = [r for r in rows if r["role"] != "baseline" and r["on_front"] is None]
@@ -115,6 +134,8 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         warnings.append(f"{len(unplaced)} configuration(s) not placed: {what} unknown"
                         + ("" if x == "median_steps" else
                            " (--cost-coverage complete keeps the trials with a known cost)"))
+    warnings += [f"INELIGIBLE, never on the front: {cid[:12]}: {'; '.join(why)}"
+                 for cid, why in sorted(ineligible.items())]
     if len(summary.universes) > 1:
         warnings.append(f"{len(summary.universes)} task universes: one front each, so no "
                         "configuration is compared with one measured on other tasks")

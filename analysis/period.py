@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import duckdb
 
 SIGNIFICANT = 0.05
-_COLS = ["config_id", "case_id", "outcome", "complete", "valid", "solved", "holdout",
+_COLS = ["config_id", "case_id", "case_fingerprint", "outcome", "complete", "valid", "solved", "holdout",
          "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps"]
 
 
@@ -78,11 +78,13 @@ class PeriodRow:
 class Period:
     window: dict[str, str | None]
     rows: list[PeriodRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. an allowed evaluator change
 
     def as_dict(self) -> dict[str, Any]:
         from analysis.jsonout import clean
 
-        return clean({"window": self.window, "rows": [r.as_dict() for r in self.rows]})
+        return clean({"window": self.window, "rows": [r.as_dict() for r in self.rows],
+                      "notes": self.notes})
 
 
 _STAGE = """
@@ -114,6 +116,7 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
     from analysis.compare import compare_relation
     from analysis.data import config_list, config_rows, trials_sql
     from analysis.scope import resolve
+    from analysis.tasks import evaluator_changes
 
     current, previous = resolve(con, current), resolve(con, previous)
     names = {c["config_id"]: c for c in config_list(config_rows(con, current)
@@ -123,6 +126,7 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
     rel = f"period_trials_{uuid.uuid4().hex}"  # internal name, no user input
     con.execute(_STAGE.format(rel=rel, prev=prev_sql, cur=cur_sql), [*prev_p, *cur_p])
     try:
+        changed = evaluator_changes(con, rel, current.allow_evaluator_change)
         counts = {cid: (v, s) for cid, v, s in con.execute(
             f"SELECT config_id, count(*) FILTER (WHERE valid), count(*) FILTER (WHERE solved) "  # noqa: S608
             f"FROM {rel} GROUP BY config_id").fetchall()}
@@ -148,4 +152,4 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
         cid = r.config.config_id
         r.verdict = _verdict(r.comparison, f"{cid}@previous" in present,
                              f"{cid}@current" in present)
-    return Period(window, rows)
+    return Period(window, rows, changed)

@@ -5,7 +5,8 @@ where every ranked configuration has a valid trial (the common tasks of ``analys
 minus any task one of them has no valid trial on, named). Rank 1 is the best; the rank
 interval comes from resampling tasks (``analysis.resampling.rank_intervals``, seeded), and
 two configurations whose intervals overlap are listed as tied. Baselines (null,
-reference) are reference points: listed with their mean, never ranked.
+reference) are reference points, and ineligible candidates (``eligibility.assess``) are
+never named best: both are listed with their mean, never ranked.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from analysis import resampling, scope, tasks
 from analysis.data import CONFIG_KEYS, config_names
-from analysis.eligibility import baseline_ids, eligibility
+from analysis.eligibility import assess, baseline_ids, ineligible_ids
 from analysis.errors import AnalysisError
 from analysis.filters import Filters
 from analysis.results import CONFIG_SCHEMA, RowsResult
@@ -73,24 +74,28 @@ def ranks(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     per: dict[str, dict[str, dict[str, float]]] = {}
     for universe, case_id, cid, p in found:
         per.setdefault(universe, {}).setdefault(cid, {})[case_id] = p
-    roles = eligibility(con, {cid for u in per.values() for cid in u})
+    roles = assess(con, filters, {cid for u in per.values() for cid in u})
     baselines = baseline_ids(roles)
+    unranked = baselines | ineligible_ids(roles)
     rows: list[dict] = []
     notes: list[str] = []
     for universe in sorted(per):
-        ranked = sorted(c for c in per[universe] if c not in baselines)
+        ranked = sorted(c for c in per[universe] if c not in unranked)
         if ranked:
             got, extra = _rank_universe(universe, per[universe], ranked, seed, resamples)
             rows += got
             notes += extra
-        for cid in sorted(set(per[universe]) & baselines):
+        for cid in sorted(set(per[universe]) & unranked):
             vals = list(per[universe][cid].values())
-            rows.append({"config_id": cid, "universe": universe, "role": "baseline",
+            rows.append({"config_id": cid, "universe": universe,
+                         "role": "baseline" if cid in baselines else "ineligible",
                          "tasks": len(vals), "task_mean": sum(vals) / len(vals), "rank": None,
                          "rank_low": None, "rank_high": None, "tied_with": []})
     for r in rows:
         r.update({k: names[r["config_id"]][k] for k in CONFIG_KEYS[1:]})
-    rows.sort(key=lambda r: (r["universe"], r["role"] == "baseline",
+    notes += [f"INELIGIBLE, not ranked: {cid[:12]}: {'; '.join(e.reasons)}"
+              for cid, e in sorted(roles.items()) if e.reasons]
+    rows.sort(key=lambda r: (r["universe"], r["role"] != "candidate",
                              r["rank"] if r["rank"] is not None else 0, -r["task_mean"],
                              r["config_id"]))
     notes.append(f"rank intervals: {resamples} bootstrap resamples of tasks, seed {seed}; "

@@ -90,3 +90,12 @@ class RowsResult:
     @staticmethod
     def from_frame(df: pl.DataFrame) -> list[dict[str, Any]]:
         return df.to_dicts()
+
+
+class EligibilityRows(RowsResult):
+    """One row per configuration: role, eligible, reasons (``analysis.eligibility``)."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "simulated": "Boolean", "role": "String", "eligible": "Boolean", "reasons": "List(String)",
+        "notes": "List(String)", "invalid": "Int64", "secrets_leaked": "Int64",
+        "tampered_runs": "List(String)", "blocker_regressions": "Int64"}

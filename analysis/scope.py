@@ -86,6 +86,9 @@ def resolve(con: duckdb.DuckDBPyConnection, filters: Filters | None) -> Filters:
         filters = replace(filters, config_ids=_config_ids(con, filters))
     if filters.cost_coverage == "complete":
         coverage_notes(con, filters)  # none known: one clear error for every question
+    if filters.unscored_present is None:
+        (n,), = con.execute("SELECT count(*) FROM cases WHERE scored = FALSE").fetchall()
+        filters = replace(filters, unscored_present=n > 0)
     return filters
 
 

@@ -14,8 +14,10 @@ from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
+from analysis.sanity import SanityWarning, sanity
 from analysis.scope import coverage_notes
 from analysis.tasks import Staged, TaskUniverse
+from analysis.unscored import unscored
 
 if TYPE_CHECKING:
     import duckdb
@@ -42,6 +44,10 @@ class Summary:
     excluded_cases: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     universes: list[TaskUniverse] = field(default_factory=list)
+    eligibility: list[dict] = field(default_factory=list)  # Eligibility.as_dict per config
+    unscored: dict | None = None  # analysis.tasks.Unscored.as_dict
+    sanity: list[dict] = field(default_factory=list)  # analysis.sanity warnings
+    task_versions: list[dict] = field(default_factory=list)  # cases with 2+ evaluators
 
     @property
     def table(self) -> pl.DataFrame:
@@ -58,7 +64,14 @@ class Summary:
 
         return clean({"rows": self.rows, "excluded_cases": self.excluded_cases,
                       "universes": [u.as_dict() for u in self.universes],
+                      "eligibility": self.eligibility, "unscored": self.unscored,
+                      "sanity": self.sanity, "task_versions": self.task_versions,
                       "warnings": self.warnings})
+
+    @property
+    def ineligible(self) -> dict[str, list[str]]:
+        """config_id → reasons, for the candidates that are ineligible."""
+        return {e["config_id"]: e["reasons"] for e in self.eligibility if e["reasons"]}
 
     def records(self) -> list[dict]:
         """Flat rows for CSV (the JSON rows)."""
@@ -122,7 +135,7 @@ def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool,
     by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
     outside = """
   AND NOT EXISTS (SELECT 1 FROM task_outside o
-                  WHERE o.run_id = t.run_id AND o.case_id = t.case_id)""" if exclude else ""
+                  WHERE o.run_id = t.run_id AND o.raw_case_id = t.case_id)""" if exclude else ""
     return f"""
 SELECT
     t.config_id, {UNIVERSE_SQL if universe else 'NULL'} AS universe{by_sel},
@@ -244,7 +257,7 @@ def _sort_key(rec: dict, by_cols: list[str]) -> tuple:
 
 def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
               by: list[str] | str | None = None, full: bool = True,
-              from_trials: bool = False) -> Summary:
+              from_trials: bool = False, checks: bool = True) -> Summary:
     """Per-configuration summary on common tasks (see docs/analysis.md).
 
     Tasks are common within a *task universe* (``analysis.tasks``): configurations from
@@ -253,13 +266,17 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     configuration in one universe. ``full=False`` leaves the medians and quantiles null
     (cheaper; for callers that need only counts and cost). ``from_trials`` counts tasks
     from the trials instead of ``task_rollup`` and computes the medians from them instead
-    of ``config_rollup`` (same result; the tests compare the two).
+    of ``config_rollup`` (same result; the tests compare the two). ``checks`` adds
+    eligibility (``analysis.eligibility.assess``), the unscored cases and the seed's
+    sanity checks (``analysis.sanity``); callers that only need the numbers skip them.
     """
     filters = scope.resolve(con, filters)
     by_cols = check_by(by)
     with tasks.staged(con, filters, by_cols, from_trials) as st:
         recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
+        changed = tasks.versions(con)
+        found = sanity(con, filters, staged=True) if checks else []
         excluded_ids = ({(cid, u): ids for cid, u, ids in con.execute(_EXCLUDED_SQL).fetchall()}
                         if st.n_outside else {})
         holistic = _holistic(con, st, filters, by_cols, from_trials) if full else {}
@@ -281,6 +298,27 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         )
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
-    return Summary(rows=rows, by=by_cols, excluded_cases=excluded,
-                   warnings=[*coverage_notes(con, filters), *_warnings(rows, excluded)],
-                   universes=st.universes)
+    out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,
+                  warnings=[*coverage_notes(con, filters), *tasks.version_warning(changed),
+                            *_warnings(rows, excluded)],
+                  universes=st.universes, task_versions=[c.as_dict() for c in changed])
+    return _checked(con, filters, out, found) if checks else out
+
+
+def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
+             found: list[SanityWarning]) -> Summary:
+    """Add eligibility, the unscored cases and the sanity checks (their notes first)."""
+    from analysis.eligibility import assess
+
+    roles = assess(con, filters, {r["config_id"] for r in out.rows})
+    out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
+    gone = unscored(con, filters)
+    out.unscored = gone.as_dict()
+    out.sanity = [w.as_dict() for w in found]
+    ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
+                  for cid, e in sorted(roles.items()) if e.reasons]
+    baseline_notes = [f"baseline {cid[:12]} (never a blocker): " + "; ".join(e.notes)
+                      for cid, e in sorted(roles.items()) if e.notes]
+    out.warnings = [*gone.notes(), *ineligible, *baseline_notes,
+                    *(w.message for w in found), *out.warnings]
+    return out

@@ -16,8 +16,11 @@ so the task sets they report are equal for the same selection by construction.
 - ``task_outside``: the (run, case) pairs whose task is *not* common in its universe
   (absent when every task is common).
 
-Issue 13 will extend the task key (case, evaluator fingerprint) and exclude unscored
-cases here; every question picks that up.
+The task key is (case, evaluator fingerprint): two versions of a case in one universe are
+two tasks (``case@<fingerprint prefix>``), never pooled, and ``versions`` names them;
+paired questions refuse to pair across them (``evaluator_changes``). Unscored cases are
+left out by ``Filters.where`` (``filters.UNSCORED_SQL``); ``analysis.unscored`` says which
+and why.
 """
 
 from __future__ import annotations
@@ -35,14 +38,38 @@ if TYPE_CHECKING:
 
 _TASK_SQL = """
 CREATE OR REPLACE TEMP TABLE task_cells AS
-SELECT k.*, coalesce({benchmark}r.manifest_id, k.run_id) AS universe,
-       CASE WHEN {benchmark_only} IS NOT NULL THEN 'benchmark'
-            WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END AS universe_kind
+SELECT * EXCLUDE (case_id, fingerprint, versions),
+       CASE WHEN versions > 1 THEN case_id || '@' || left(fingerprint, 12) ELSE case_id END
+         AS case_id,
+       case_id AS raw_case_id, fingerprint
+FROM (
+  SELECT *, count(DISTINCT fingerprint) OVER (PARTITION BY universe, case_id) AS versions
+  FROM (
+    SELECT k.*, {universe} AS universe, {universe_kind} AS universe_kind, c.fingerprint
+    FROM ({counts}) k
+    LEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id
+    LEFT JOIN runs r ON r.run_id = k.run_id
+  )
+)
+"""
+_TASK_ONE_VERSION_SQL = """
+CREATE OR REPLACE TEMP TABLE task_cells AS
+SELECT k.*, {universe} AS universe, {universe_kind} AS universe_kind,
+       k.case_id AS raw_case_id, NULL::VARCHAR AS fingerprint
 FROM ({counts}) k{cases}
 LEFT JOIN runs r ON r.run_id = k.run_id
 """
-_CASES_JOIN = "\nLEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id"
-"""Needed for the universe only when some case carries a ``benchmark`` label."""
+"""The same when no case of the warehouse has two fingerprints (the common case): no
+window, and the cases are joined only when some case carries a ``benchmark`` label."""
+_CHANGED_ANYWHERE_SQL = """
+SELECT count(*) FROM (SELECT case_id FROM cases WHERE fingerprint IS NOT NULL
+                      GROUP BY case_id HAVING count(DISTINCT fingerprint) > 1)
+"""
+"""The task key is (case, evaluator fingerprint): when one universe holds a case under two
+fingerprints (a grader changed between runs), each version becomes a task of its own,
+``case@<fingerprint prefix>``, and is never pooled with the other; ``raw_case_id`` keeps
+the case id the trial rows carry. A missing fingerprint (foreign sources, older runs) is
+unknown, not a version of its own."""
 
 COUNTS_FROM_ROLLUP = """
   SELECT t.run_id, t.config_id{by_sel}, t.case_id, t.complete AS n_complete,
@@ -88,7 +115,7 @@ CREATE OR REPLACE TEMP TABLE task_outside AS
 WITH done AS (SELECT DISTINCT config_id, universe, case_id FROM task_cells WHERE n_complete > 0),
 ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM done GROUP BY universe),
 cnt AS (SELECT universe, case_id, count(*) AS k FROM done GROUP BY universe, case_id)
-SELECT DISTINCT s.run_id, s.case_id, s.universe
+SELECT DISTINCT s.run_id, s.case_id, s.raw_case_id, s.universe
 FROM task_cells s
 JOIN cnt ON cnt.universe = s.universe AND cnt.case_id = s.case_id
 JOIN ucfg ON ucfg.universe = s.universe
@@ -100,7 +127,8 @@ _OUTSIDE_ONE_RUN_SQL = """
 CREATE OR REPLACE TEMP TABLE task_outside AS
 WITH ucfg AS (SELECT universe, count(DISTINCT config_id) AS n FROM task_cells
               WHERE n_complete > 0 GROUP BY universe)
-SELECT any_value(s.run_id) AS run_id, s.case_id, s.universe
+SELECT any_value(s.run_id) AS run_id, s.case_id, any_value(s.raw_case_id) AS raw_case_id,
+       s.universe
 FROM task_cells s JOIN ucfg USING (universe)
 WHERE s.n_complete > 0
 GROUP BY s.universe, s.case_id
@@ -210,12 +238,17 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
     # fallback costs a JSON parse per row, so it is left out when no case needs it.
     bench = case_label("benchmark") if in_json else "c.benchmark"
     labelled = column or in_json
-    con.execute(_TASK_SQL.format(
+    changed = con.execute(_CHANGED_ANYWHERE_SQL).fetchall()[0][0]
+    con.execute((_TASK_SQL if changed else _TASK_ONE_VERSION_SQL).format(
         counts=counts.format(by_sel=by_sel, joins=_joins(filters, by_cols), where=where,
                              trials=TRIALS),
-        benchmark=f"{bench}, " if labelled else "",
-        benchmark_only=bench if labelled else "NULL",
-        cases=_CASES_JOIN if labelled else ""), params)
+        universe=f"coalesce({bench}, r.manifest_id, k.run_id)" if labelled
+        else "coalesce(r.manifest_id, k.run_id)",
+        universe_kind=(f"CASE WHEN {bench} IS NOT NULL THEN 'benchmark' " if labelled
+                       else "CASE ") + "WHEN r.manifest_id IS NOT NULL THEN 'manifest' "
+                                       "ELSE 'run' END",
+        cases="\nLEFT JOIN cases c ON c.run_id = k.run_id AND c.case_id = k.case_id"
+        if labelled else ""), params)
     return _shape(con)
 
 
@@ -238,3 +271,72 @@ def joins(filters: Filters, by_cols: list[str], universe: bool = False) -> str:
     """The case/run joins a trial query needs for ``filters``, the slice columns and
     (``universe``) the task universe expression."""
     return _joins(filters, by_cols, universe)
+
+
+# ------------------------------------------------------------------ task versions
+
+_VERSIONS_SQL = """
+SELECT universe, raw_case_id, list(DISTINCT fingerprint ORDER BY fingerprint)
+FROM task_cells WHERE fingerprint IS NOT NULL
+GROUP BY ALL HAVING count(DISTINCT fingerprint) > 1 ORDER BY ALL
+"""
+
+_CHANGES_SQL = """
+SELECT case_id, list(DISTINCT case_fingerprint ORDER BY case_fingerprint)
+FROM {rel} WHERE case_fingerprint IS NOT NULL
+GROUP BY case_id HAVING count(DISTINCT case_fingerprint) > 1 ORDER BY case_id
+"""  # noqa: S608 -- {rel} is an internal relation name
+
+
+@dataclass(frozen=True)
+class TaskVersions:
+    """One case graded by more than one evaluator (its fingerprints, short)."""
+
+    case_id: str
+    fingerprints: list[str]
+    universe: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "universe": self.universe,
+                "fingerprints": self.fingerprints}
+
+
+def _short(fps: list[str]) -> list[str]:
+    return [fp[:12] for fp in fps]
+
+
+def versions(con: duckdb.DuckDBPyConnection) -> list[TaskVersions]:
+    """The cases of the staged ``task_cells`` that changed evaluator: each version is a
+    task of its own (``case@<fingerprint>``), named here so a reader sees why."""
+    return [TaskVersions(case, _short(fps), universe)
+            for universe, case, fps in con.execute(_VERSIONS_SQL).fetchall()]
+
+
+def version_warning(changed: list[TaskVersions]) -> list[str]:
+    if not changed:
+        return []
+    named = ", ".join(c.case_id for c in changed[:8]) + (" …" if len(changed) > 8 else "")
+    return [f"evaluator changed for {len(changed)} case(s) ({named}): each evaluator version "
+            "is a task of its own (case@fingerprint), never pooled"]
+
+
+def evaluator_changes(con: duckdb.DuckDBPyConnection, rel: str, allow: bool) -> list[str]:
+    """Refuse to pair a case across evaluator fingerprints in the staged trial relation
+    ``rel`` (columns ``case_id``, ``case_fingerprint``) unless ``allow``; then the notes
+    that say the comparison spans a changed evaluator."""
+    from analysis.errors import AnalysisError
+
+    changed = [TaskVersions(c, _short(fps))
+               for c, fps in con.execute(_CHANGES_SQL.format(rel=rel)).fetchall()]
+    if not changed:
+        return []
+    named = ", ".join(f"{c.case_id} ({' → '.join(c.fingerprints)})" for c in changed[:5])
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    if not allow:
+        raise AnalysisError(
+            f"the evaluator changed for {len(changed)} case(s) between the compared trials: "
+            f"{named}{more}; these are different task versions (an agent change cannot be told "
+            "from a grader change). Select runs of one evaluator, or pass "
+            "--allow-evaluator-change to compare anyway (labelled)")
+    return [f"EVALUATOR CHANGED (--allow-evaluator-change): {len(changed)} case(s) compared "
+            f"across evaluator fingerprints: {named}{more}; a difference may be the grader's"]

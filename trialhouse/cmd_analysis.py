@@ -25,7 +25,8 @@ csv_option = option("--csv", "csv_out", is_flag=True, help="CSV rows on stdout."
 
 
 _FILTER_KEYS = ("run", "since", "until", "label", "holdout", "config", "model", "harness",
-                "source", "benchmark", "universe", "cost_coverage")
+                "source", "benchmark", "universe", "cost_coverage", "include_unvalidated",
+                "allow_evaluator_change")
 
 
 def filter_options(by: bool = True, cost: bool = False):
@@ -51,6 +52,9 @@ def filter_options(by: bool = True, cost: bool = False):
         option("--label", multiple=True, help="Case label key=value (repeatable, all must match)."),
         option("--holdout", type=Choice(("include", "exclude", "only")), default="include",
                help="Holdout tasks: include | exclude | only."),
+        option("--include-unvalidated", is_flag=True,
+               help="Also count cases whose controls failed or disagreed (unscored; "
+                    "left out by default, and labelled when counted)."),
     ]
     if cost:
         opts.append(option("--cost-coverage", type=Choice(("all", "complete")), default="all",
@@ -76,7 +80,9 @@ def _filters(sel: dict[str, Any]) -> Any:
                          labels=listed(v["label"] or ()), holdout=v["holdout"] or "include",
                          configs=v["config"], models=v["model"], harnesses=v["harness"],
                          sources=v["source"], benchmarks=v["benchmark"],
-                         universes=v["universe"], cost_coverage=v["cost_coverage"] or "all")
+                         universes=v["universe"], cost_coverage=v["cost_coverage"] or "all",
+                         include_unvalidated=bool(v["include_unvalidated"]),
+                         allow_evaluator_change=bool(v["allow_evaluator_change"]))
 
 
 @contextmanager
@@ -141,6 +147,9 @@ def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: b
         help="Compare from RUN_DIR/report.json instead of the warehouse.")
 @option("--seed", type=int, default=20260601,
         help="Seed of the bootstrap intervals of the wall-time, cost, token and step deltas.")
+@option("--allow-evaluator-change", is_flag=True,
+        help="Pair a case across evaluator fingerprints (refused by default: a grader change "
+             "is not an agent change); the output says so.")
 @filter_options(cost=True)
 @json_option()
 @csv_option
@@ -199,6 +208,28 @@ def _question(name: str, fn: str, view: str, doc: str, cost: bool = False,
     for deco in reversed([app.command(name), warehouse_option,
                           filter_options(by=by, cost=cost), json_option(), csv_option]):
         command = deco(command)
+
+
+@app.command()
+@warehouse_option
+@filter_options(by=False)
+@json_option()
+@csv_option
+def eligibility(warehouse: Path, json_out: bool, csv_out: bool, **sel: Any) -> None:
+    """Eligibility per configuration: baseline or candidate, and why a candidate is ineligible.
+
+    A candidate is ineligible with an invalid trial, a blocker-severity regression, a run
+    whose events are tampered, or a trial that leaked a run secret; ineligible
+    configurations are never on a Pareto front or named best.
+
+    Example: trialhouse eligibility --warehouse w.duckdb --run r1
+    """
+    from analysis.eligibility import eligibility_report as ask
+    from trialhouse.render import output_format
+
+    fmt = output_format(json_out, csv_out)
+    filters = _filters(sel)
+    _emit(_ask(warehouse, ask, filters), "eligibility", fmt, filters)
 
 
 _question("consistency", "analysis.consistency.consistency", "consistency", """Tasks passed on every repetition (Wilson over tasks), pass^k and pass@k for k ≤ min n.

@@ -29,10 +29,15 @@ from trialhouse.app import app, echo_json, json_option, listed, option, warehous
 @option("--source", multiple=True, help="Only runs of these source formats (repeatable).")
 @option("--benchmark", multiple=True, help="Only cases with these benchmark labels (repeatable).")
 @option("--universe", multiple=True, help="Only these task universes (repeatable).")
+@option("--include-unvalidated", is_flag=True,
+        help="Also count cases whose controls failed or disagreed (labelled in the report).")
+@option("--allow-evaluator-change", is_flag=True,
+        help="Compare a case across evaluator fingerprints (refused by default; labelled).")
 @json_option()
 def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | None, until: str | None,
            baseline: str | None, candidate: tuple[str, ...], previous_period: bool,
-           title: str | None, json_out: bool, **selectors: tuple[str, ...]) -> None:
+           title: str | None, include_unvalidated: bool, allow_evaluator_change: bool,
+           json_out: bool, **selectors: tuple[str, ...]) -> None:
     """Write an offline HTML report (plus Markdown, JSON and chart PNG/SVG) for runs or a time window.
 
     The headline and the comparison are compare's: same baseline, candidates and Holm family.
@@ -52,6 +57,8 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         previous_period=previous_period,
         title=title,
         selectors={k: v for k, v in selectors.items() if v},
+        include_unvalidated=include_unvalidated,
+        allow_evaluator_change=allow_evaluator_change,
     )
     if json_out:
         echo_json(

@@ -60,7 +60,11 @@ def summary(s: Any) -> View:
     numeric = [False] * lead + [True] * (len(cols) - lead)
     after = (["SIMULATED agents: these numbers measure the simulator, not a model."]
              if any(r["simulated"] for r in s.rows) else [])
-    return View(lines=_task_sets(s.universes),
+    lines = _task_sets(s.universes)
+    if s.unscored is not None and not s.unscored["count"]:
+        lines.append("Unscored cases: 0 (every selected case passed its controls, or its "
+                     "source records none).")
+    return View(lines=lines,
                 tables=[_table("Summary (common tasks within each task universe)", cols, rows,
                                numeric)], after=after, notes=list(s.warnings))
 
@@ -291,6 +295,7 @@ def ranks(res: Any) -> View:
              fmt.DASH if r["rank"] is None else str(r["rank"]),
              fmt.DASH if r["rank_low"] is None else f"{r['rank_low']}–{r['rank_high']}",
              "baseline (not ranked)" if r["role"] == "baseline" else
+             "INELIGIBLE (not ranked)" if r["role"] == "ineligible" else
              fmt.listing([short.get(t, t[:12]) for t in r["tied_with"]]) or "none"]
             for r in res.rows]
     return View(lines=_task_sets(res.universes),
@@ -322,3 +327,22 @@ def plan(p: Any) -> View:
                                f"{p.power:g}, paired t)", ["tasks", *[f"{_reps(r)} reps" for r in REPS]],
                                rows, [True] * (1 + len(REPS)))],
                 after=list(p.verdict), notes=list(p.warnings))
+
+
+def eligibility(res: Any) -> View:
+    from analysis import formatting as fmt
+
+    rows = []
+    sim = frozenset(r["config_id"] for r in res.rows if r.get("simulated"))
+    for r in res.rows:
+        status = ("baseline (reference point)" if r["role"] == "baseline" else
+                  "eligible" if r["eligible"] else "INELIGIBLE")
+        why = "; ".join(r["reasons"] or r["notes"]) or fmt.DASH
+        rows.append([_name(r, sim), status, fmt.count(r["invalid"]),
+                     fmt.count(r["blocker_regressions"]), fmt.count(r["secrets_leaked"]),
+                     fmt.listing(r["tampered_runs"]) or fmt.DASH, why])
+    cols = ["configuration", "status", "invalid", "blocker regr.", "secrets leaked",
+            "tampered runs", "reasons"]
+    return View(tables=[_table("Eligibility per configuration", cols, rows,
+                               [False, False, True, True, True, False, False])],
+                notes=list(res.warnings))

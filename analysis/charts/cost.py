@@ -10,7 +10,7 @@ import polars as pl
 from analysis import theme
 from analysis.charts.base import LABEL, _finite
 
-STATUSES = ["on the front", "dominated", "baseline (not ranked)"]
+STATUSES = ["on the front", "dominated", "baseline (not ranked)", "ineligible (off the front)"]
 
 
 def _status(field: str, colors: list[str], **kwargs: Any) -> alt.Color:
@@ -34,6 +34,7 @@ def pareto_chart(
     role = pl.col("role") if "role" in df.columns else pl.lit("agent")
     df = df.with_columns(
         pl.when(role == "baseline").then(pl.lit(STATUSES[2]))
+        .when(role == "ineligible").then(pl.lit(STATUSES[3]))
         .when(pl.col("on_front")).then(pl.lit(STATUSES[0]))
         .otherwise(pl.lit(STATUSES[1])).alias("status"))
     base = alt.Chart(df, title=alt.Title(
@@ -49,15 +50,15 @@ def pareto_chart(
                   .encode(x=xe, y=ye, order=f"{x}:Q"))
     layers.append(base.mark_point(size=90).encode(
         x=xe, y=ye,
-        color=_status("status", [theme.GOOD, theme.NEUTRAL, "#8C8C8C"], title=None),
+        color=_status("status", [theme.GOOD, theme.NEUTRAL, "#8C8C8C", theme.BAD], title=None),
         shape=alt.Shape("status:N", title=None, scale=alt.Scale(
-            domain=STATUSES, range=["circle", "cross", "diamond"])),
+            domain=STATUSES, range=["circle", "cross", "diamond", "triangle-down"])),
         tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"),
                  alt.Tooltip(f"{x}:Q", format="$.4f"), alt.Tooltip("rate:Q", format=".3f"),
                  "status:N"]))
     layers.append(base.mark_text(align="left", dx=7, dy=-6, fontSize=10).encode(
         x=xe, y=ye, text=f"{LABEL}:N",
-        color=_status("status", [theme.GOOD, "#666666", "#8C8C8C"], legend=None)))
+        color=_status("status", [theme.GOOD, "#666666", "#8C8C8C", theme.BAD], legend=None)))
     return alt.layer(*layers)
 
 

@@ -53,13 +53,16 @@ def write_report(warehouse: Path | str, output: Path | str, *,
                  until: Any = None, baseline: str | None = None,
                  candidates: list[str] | None = None, previous_period: bool = False,
                  title: str | None = None,
-                 selectors: dict[str, Any] | None = None) -> ReportPaths:
+                 selectors: dict[str, Any] | None = None, include_unvalidated: bool = False,
+                 allow_evaluator_change: bool = False) -> ReportPaths:
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``.
 
     ``baseline``/``candidates`` resolve exactly as ``compare``'s (default baseline: the
     manifest's first variant that is not a baseline; candidates: every non-baseline).
     ``selectors`` (``config``, ``model``, ``harness``, ``source``, ``benchmark``,
     ``universe``: lists of names) narrow the selection as the analysis commands do.
+    ``include_unvalidated`` counts unscored cases (labelled); ``allow_evaluator_change``
+    lets the comparison and the period pair a case across evaluator fingerprints.
     """
     from analysis.filters import Filters
     from analysis.report import output as out
@@ -70,6 +73,8 @@ def write_report(warehouse: Path | str, output: Path | str, *,
     since_t, until_t, prev = _window(since, until, previous_period)
     sel: dict[str, Any] = {f"{k}s" if k != "harness" else "harnesses": tuple(v)
                            for k, v in (selectors or {}).items()}
+    sel.update(include_unvalidated=include_unvalidated,
+               allow_evaluator_change=allow_evaluator_change)
     filters = Filters(runs=tuple(runs or ()), since=since_t, until=until_t, **sel)
     window = {"since": since_t.isoformat() if since_t else None,
               "until": until_t.isoformat() if until_t else None,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
-    from analysis.eligibility import Blockers, Eligibility
+    from analysis.eligibility import Blockers, Eligibility, Gates
     from analysis.failures import Failures
     from analysis.familiarity import Familiarity
     from analysis.flags import Flags
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from analysis.matrix import Matrix
     from analysis.pareto import Pareto
     from analysis.period import Period
+    from analysis.sanity import SanityWarning
     from analysis.summary import Summary
+    from analysis.unscored import Unscored
 
 
 @dataclass
@@ -62,17 +64,32 @@ class ReportData:
     blockers: Blockers
     period: Period | None = None
     notes: list[str] = field(default_factory=list)
+    unscored: Unscored | None = None  # cases left out (or counted) as unscored
+    invalidated: list[dict[str, Any]] = field(default_factory=list)  # runs excluded, why
+    sanity: list[SanityWarning] = field(default_factory=list)
 
 
 _RUNS_SQL = """
 SELECT run_id, source_format, source_path, manifest_id, manifest_sha256, started_at,
        finished_at, status, engine_version, os, python, git_version, repository,
        initial_commit, repetitions, max_attempts, timeout_seconds, max_cost_usd,
-       simulated, prices_as_of, run_cost_usd
+       simulated, prices_as_of, run_cost_usd, integrity, isolation_backend, isolated,
+       network, control_repeats, controls_from, grading_semantics, trials_skipped
 FROM runs
 WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
 ORDER BY started_at NULLS LAST, run_id
 """
+
+_INVALIDATED_SQL = """
+SELECT s.run_id, s.reason, s.set_at, r.source_format, r.manifest_id, r.started_at
+FROM run_status s LEFT JOIN runs r ON r.run_id = s.run_id
+WHERE s.status = 'invalidated'
+  AND (len(?::VARCHAR[]) = 0 OR s.run_id IN (SELECT unnest(?::VARCHAR[])))
+  AND s.run_id NOT IN (SELECT unnest(?::VARCHAR[]))
+ORDER BY r.started_at NULLS LAST, s.run_id
+"""
+"""Invalidated runs the selection would otherwise read (all of them without --run), unless
+the session counts invalidated runs (then they are among the selected runs)."""
 
 _CONFIGS_SQL = """
 SELECT config_id, any_value(variant) AS variant, any_value(model) AS model,
@@ -118,8 +135,8 @@ def _optional(fn: Any, *args: Any) -> tuple[Any, str | None]:
 
 
 def _blockers(trials: pl.DataFrame, configs: list[dict], comparisons: ComparisonSet | None,
-              period: Period | None, roles: dict[str, Eligibility], simulated: frozenset[str]
-              ) -> Blockers:
+              period: Period | None, roles: dict[str, Eligibility], simulated: frozenset[str],
+              found_gates: dict[str, Gates]) -> Blockers:
     import polars as pl
 
     from analysis.eligibility import RegressionCheck, blockers
@@ -140,7 +157,7 @@ def _blockers(trials: pl.DataFrame, configs: list[dict], comparisons: Comparison
             checks.append(RegressionCheck(row.config.as_dict(), "previous_period",
                                           st.improvements, st.regressions, st.p_family,
                                           "the previous period"))
-    return blockers(invalid, names, checks, roles, simulated)
+    return blockers(invalid, names, checks, roles, simulated, found_gates)
 
 
 def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str, str | None],
@@ -149,11 +166,13 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     """Ask every analysis its question; an analysis that cannot answer says why."""
     from analysis import consistency, failures, familiarity, flags, latency, matrix, pareto
     from analysis.data import load_trials, require_trials
-    from analysis.eligibility import eligibility
+    from analysis.eligibility import assess, gates
     from analysis.headline import headline
     from analysis.period import period_changes
+    from analysis.sanity import sanity
     from analysis.scope import resolve
     from analysis.summary import summarize
+    from analysis.unscored import unscored
 
     filters = resolve(con, filters)
     trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
@@ -163,7 +182,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     simulated = frozenset({c["config_id"] for c in configs if c.get("simulated")}
                           | set(trials.filter(trials["simulated"].fill_null(False))
                                 ["config_id"].to_list()))
-    roles = eligibility(con, trials["config_id"].unique().to_list())
+    roles = assess(con, filters, trials["config_id"].unique().to_list())
     comps, absent = _comparisons(con, filters, baseline, candidates)
     period = (period_changes(con, filters, previous, roles, window, simulated)
               if previous is not None else None)
@@ -181,4 +200,8 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         matrix=mat, matrix_absent=mat_absent, failures=failures.failures(con, filters),
         familiarity=fam, familiarity_absent=fam_absent,
         latency=latency.latency(con, filters), flags=flags.flags(con, filters),
-        blockers=_blockers(trials, configs, comps, period, roles, simulated), period=period)
+        blockers=_blockers(trials, configs, comps, period, roles, simulated,
+                           gates(con, filters)), period=period,
+        unscored=unscored(con, filters), sanity=sanity(con, filters),
+        invalidated=_records(con, _INVALIDATED_SQL,
+                             [list(filters.runs), list(filters.runs), run_ids]))

@@ -126,7 +126,10 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
         "window": d.window, "baseline_requested": d.baseline_requested,
         "simulated_configs": sorted(d.simulated),
         "headline": d.headline.as_dict() if d.headline is not None else None,
-        "controls": {"runs": d.runs, "configs": d.configs},
+        "controls": {"runs": d.runs, "configs": d.configs, "invalidated_runs": d.invalidated,
+                     "unscored": d.unscored.as_dict() if d.unscored is not None else None,
+                     "eligibility": [d.roles[c].as_dict() for c in sorted(d.roles)],
+                     "sanity": [w.as_dict() for w in d.sanity]},
         "blockers": d.blockers.as_list(), "summary": d.summary.as_dict(),
         "comparison": ({k: v for k, v in comps.as_dict().items() if k != "comparisons"}
                        if comps is not None else None),

@@ -14,9 +14,16 @@ from warehouse.schema import table_from_rows
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
 
 
+TRIAL_EXTRA = ("case_fingerprint", "scored", "redactions", "secrets_leaked", "reason")
+"""Trial columns a test may set directly (issue 13: versions, scoring, secrets)."""
+
+
 def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=None,
-                   judgments=None, started=T0) -> Path:
-    """Write one run: trials are dicts with at least config/case/rep/outcome."""
+                   judgments=None, started=T0, run: dict | None = None,
+                   extra_tables: dict[str, list[dict]] | None = None) -> Path:
+    """Write one run: trials are dicts with at least config/case/rep/outcome. ``run``
+    adds columns to the runs row (integrity, isolation, ...); ``extra_tables`` adds rows of
+    other tables (criteria, gradings, skipped_trials), run id and batch filled in."""
     batch = "b1"
     cfgs, case_rows = {}, {}
     rows = []
@@ -46,17 +53,22 @@ def make_warehouse(path: Path, trials: list[dict], run_id: str = "r1", cases=Non
             "steps": t.get("steps", 3), "cost_usd": t.get("cost_usd", 0.01),
             "simulated": t.get("simulated", False), "started_at": t.get("started_at", started),
             "labels_json": t.get("labels_json"), "ingest_batch_id": batch,
+            **{k: t[k] for k in TRIAL_EXTRA if k in t},
         })
     for c in cases or []:
         case_rows[c["case_id"]] = {"run_id": run_id, "holdout": False, "ingest_batch_id": batch,
                                    **c}
     tables = {
         "runs": table_from_rows("runs", [{"run_id": run_id, "source_format": "test",
-                                          "started_at": started, "ingest_batch_id": batch}]),
+                                          "started_at": started, "ingest_batch_id": batch,
+                                          **(run or {})}]),
         "configs": table_from_rows("configs", list(cfgs.values())),
         "cases": table_from_rows("cases", list(case_rows.values())),
         "trials": table_from_rows("trials", rows),
     }
+    for name, extra in (extra_tables or {}).items():
+        tables[name] = table_from_rows(
+            name, [{"run_id": run_id, "ingest_batch_id": batch, **r} for r in extra])
     if judgments is not None:
         tables["judgments"] = table_from_rows(
             "judgments", [{"run_id": run_id, "ingest_batch_id": batch, **j} for j in judgments])
@@ -135,3 +147,10 @@ def _grid(spec: dict[str, dict[str, list[str]]], **extra) -> list[dict]:
 def grid():
     """The ``_grid`` helper as a fixture (conftest is not importable in importlib mode)."""
     return _grid
+
+
+@pytest.fixture
+def write_run():
+    """``make_warehouse`` as a fixture: write a run into a warehouse path (no connection
+    left open, so a test can then change the warehouse, e.g. invalidate a run)."""
+    return make_warehouse

@@ -1,4 +1,6 @@
-"""Controls: what was run, on what (runs, configurations, what was simulated)."""
+"""Controls: what was run, on what (runs, configurations, what was simulated), how it was
+sandboxed, whether its evidence is intact, and what was left out (invalidated runs,
+unscored cases)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,24 @@ from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
 _RUN_COLUMNS = ["run", "source", "manifest", "manifest sha256", "initial commit", "started",
-                "engine", "OS", "python / git", "prices as of", "status"]
+                "engine", "OS", "python / git", "prices as of", "status", "isolation",
+                "integrity"]
+
+
+def isolation(r: dict[str, Any]) -> str:
+    """The sandbox a run's agents and graders ran in, in words ("NOT ISOLATED" when none)."""
+    if r.get("isolated") is False:
+        return "NOT ISOLATED" + (f" ({r['isolation_backend']})" if r.get("isolation_backend")
+                                 else "")
+    if r.get("isolated"):
+        net = "" if r.get("network") is None else (", network on" if r["network"]
+                                                   else ", network off")
+        return f"{r.get('isolation_backend') or 'isolated'}{net}"
+    return "unknown (not recorded by the source)"
+
+
+def tampered(r: dict[str, Any]) -> bool:
+    return str(r.get("integrity") or "").startswith("tampered")
 
 
 def _run_row(r: dict[str, Any]) -> list[Any]:
@@ -22,14 +41,52 @@ def _run_row(r: dict[str, Any]) -> list[Any]:
             r.get("engine_version") or fmt.DASH, r.get("os") or fmt.DASH,
             f"{r.get('python') or fmt.DASH} / {r.get('git_version') or fmt.DASH}",
             r.get("prices_as_of") or "none (cost from the agent, or unknown)",
-            r.get("status") or fmt.DASH]
+            r.get("status") or fmt.DASH, isolation(r),
+            ("TAMPERED: " if tampered(r) else "") + (r.get("integrity") or "not recorded")]
 
 
 def _role(d: ReportData, cid: str) -> str:
     e = d.roles.get(cid)
     if e is not None and e.is_baseline:
         return f"baseline ({e.agent_kind})"
+    if e is not None and e.reasons:
+        return "INELIGIBLE candidate"
     return "candidate"
+
+
+def run_warnings(d: ReportData) -> list[str]:
+    """Runs not sandboxed and runs whose events chain is broken (headline and controls)."""
+    out = [f"NOT ISOLATED: run {r['run_id']} ran its agents without a sandbox "
+           f"(isolation {r.get('isolation_backend') or 'none'}): an agent could read the "
+           "answer or tamper with grading; treat its results as unverified."
+           for r in d.runs if r.get("isolated") is False]
+    out += [f"TAMPERED: run {r['run_id']}: {r['integrity']}. Its configurations are "
+            "ineligible." for r in d.runs if tampered(r)]
+    return out
+
+
+def _left_out(d: ReportData, s: Section) -> None:
+    if d.invalidated:
+        s.warnings.append(f"{len(d.invalidated)} invalidated run(s) excluded from every "
+                          "number of this report (trialhouse runs invalidate).")
+        s.tables.append(Table(
+            "Invalidated runs (excluded)", ["run", "source", "manifest", "reason", "invalidated"],
+            [[r["run_id"], r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
+              r["reason"], r["set_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("set_at")
+              else fmt.DASH] for r in d.invalidated]))
+    u = d.unscored
+    if u is None:
+        return
+    if not u.cases:
+        s.oks.append("Every selected case passed its controls: 0 unscored cases.")
+        return
+    s.warnings += u.notes()
+    s.tables.append(Table(
+        "Unscored cases (counted: --include-unvalidated)" if u.included else
+        "Unscored cases (left out: their controls failed or disagreed)",
+        ["case", "run", "reason", "trials recorded", "trials skipped"],
+        [[c.case_id, c.run_id, c.reason, fmt.count(c.trials), fmt.count(c.skipped)]
+         for c in u.cases], [False, False, False, True, True]))
 
 
 def section(d: ReportData) -> Section:
@@ -58,4 +115,6 @@ def section(d: ReportData) -> Section:
             f"SIMULATED: configurations {names}; runs flagged simulated: "
             f"{', '.join(sim_runs) or 'none'}. Simulated agents are seeded stand-ins; their "
             "numbers describe the pipeline, not a model.")
+    s.warnings[:0] = run_warnings(d)
+    _left_out(d, s)
     return s

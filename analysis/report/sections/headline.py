@@ -7,7 +7,10 @@ from analysis.report.gather import ReportData
 
 
 def section(d: ReportData) -> Section:
+    from analysis.report.sections.controls import run_warnings
+
     s = Section("headline", "Headline")
+    s.warnings += run_warnings(d)
     if d.headline is None:
         s.absent = f"No comparison: {d.compare_absent or 'nothing to compare'}."
         return s
