@@ -102,11 +102,24 @@ def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:
     if (same := unchanged(warehouse, batch.run_id, files)) is not None:
         return same
     batch = checked(batch)
-    rows = {k: [dict(r) for r in v] for k, v in batch.rows.items()}
+    rows = {k: [dict(r) for r in v] for k, v in batch.rows.items() if k not in batch.tables}
+    batch_id = new_batch_id()
+    tables = {k: (_stamped(t, batch.run_id, batch_id), t.num_rows) for k, t in batch.tables.items()}
     return write_batch(
-        warehouse, batch.run_id, new_batch_id(), batch.source_format, files, rows,
-        list(batch.quarantine), batch.schema_version, list(batch.notes),
+        warehouse, batch.run_id, batch_id, batch.source_format, files, rows,
+        list(batch.quarantine), batch.schema_version, list(batch.notes), staged=tables,
     )
+
+
+def _stamped(table, run_id: str, batch_id: str):
+    """An importer's Arrow table with its run_id and ingest_batch_id columns filled in."""
+    import pyarrow as pa
+
+    n = table.num_rows
+    for name, value in (("run_id", run_id), ("ingest_batch_id", batch_id)):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(i), pa.repeat(pa.scalar(value, pa.string()), n))
+    return table
 
 
 def _detect(path: Path, fmt: str) -> str:
