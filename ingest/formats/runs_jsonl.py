@@ -81,42 +81,45 @@ _RECORD = pa.schema([
     ("naive", pa.bool_()), ("extra_json", pa.string()),
 ])
 
-_INT = "json_type(v[{i}]) IN ('BIGINT', 'UBIGINT')"
-_NUM = "json_type(v[{i}]) IN ('BIGINT', 'UBIGINT', 'DOUBLE')"
-_STR = "json_type(v[{i}]) = 'VARCHAR'"
-_ABSENT = "(v[{i}] IS NULL OR json_type(v[{i}]) = 'NULL')"
+# Checks on the raw JSON text of one value (DuckDB's ``from_json`` to a JSON field keeps it):
+_ABSENT = "(j.{k} IS NULL OR j.{k} = 'null')"
+_STR = "starts_with(j.{k}, '\"')"
+_INT = "regexp_full_match(j.{k}, '[0-9]+')"  # no sign, fraction or exponent: a JSON integer ≥ 0
+_NUM = "(left(CAST(j.{k} AS VARCHAR), 1) BETWEEN '0' AND '9')"  # a JSON number that may be ≥ 0 (no sign)
 _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
-# Escapes that decode to a control character or half a surrogate pair, and raw control
-# characters: such lines take the row path, which judges them as it always did.
-_UNUSUAL = r"[\x00-\x1f\x7f]|\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u[dD][89a-fA-F]"
+# Escapes that decode to a control character or half a surrogate pair: such lines take
+# the row path, which judges them as it always did (raw control characters make the
+# line invalid JSON for both parsers).
+_UNUSUAL = r"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u[dD][89a-fA-F]"
 
 
 def _fast_sql() -> str:
-    """One query over ``lines(lineno, text)``: every line, whether it is provably valid
-    (``fast``), and its typed values when it is."""
-    idx = {k: i + 1 for i, k in enumerate(KNOWN_KEYS)}
+    """One query over ``lines(lineno, text)``: each line, whether it is provably valid
+    (``fast``), and its typed values when it is. Each line is parsed three times, each a
+    vectorised DuckDB call: is it JSON, its known fields (as raw JSON text), its keys."""
 
     def f(template: str, key: str) -> str:
-        return template.format(i=idx[key])
+        return template.format(k=key)
 
     def opt(template: str, key: str) -> str:
         return f"({f(_ABSENT, key)} OR {f(template, key)})"
 
     def as_int(key: str) -> str:
-        return f"TRY_CAST(json_extract_string(v[{idx[key]}], '$') AS BIGINT)"
+        return f"TRY_CAST(j.{key} AS BIGINT)"
 
     def as_num(key: str) -> str:
-        return f"TRY_CAST(json_extract_string(v[{idx[key]}], '$') AS DOUBLE)"
+        return f"TRY_CAST(j.{key} AS DOUBLE)"
 
     def text(key: str) -> str:
-        return f"json_extract_string(v[{idx[key]}], '$')"
+        return (f"CASE WHEN {f(_STR, key)} THEN CASE WHEN contains(j.{key}, '\\') "
+                f"THEN json_extract_string(j.{key}, '$') ELSE j.{key}[2:-2] END END")
 
     checks = [
         f(_STR, "model"), f(_STR, "harness"), opt(_STR, "harness_version"),
-        f"({f(_STR, 'task_id')} OR {f(_INT, 'task_id')})",
-        f(_INT, "trial"), f"{as_int('trial')} BETWEEN 0 AND {INT32_MAX}",
-        f(_STR, "status"), f"{text('status')} IN ('solved', 'failed', 'infra_error')",
-        *(f"({f(_ABSENT, k)} OR ({f(_INT, k)} AND {as_int(k)} >= 0))"
+        f"({f(_STR, 'task_id')} OR regexp_full_match(j.task_id, '-?[0-9]+'))",
+        f(_INT, "trial"), f"{as_int('trial')} <= {INT32_MAX}",
+        f"j.status IN ('\"solved\"', '\"failed\"', '\"infra_error\"')",
+        *(f"({f(_ABSENT, k)} OR ({f(_INT, k)} AND {as_int(k)} IS NOT NULL))"
           for k in ("input_tokens", "output_tokens", "steps")),
         *(f"({f(_ABSENT, k)} OR ({f(_NUM, k)} AND isfinite({as_num(k)}) AND {as_num(k)} >= 0))"
           for k in ("cost_usd", "wall_seconds")),
@@ -124,22 +127,22 @@ def _fast_sql() -> str:
         f"({f(_ABSENT, 'started_at')} OR ({f(_STR, 'started_at')} AND "
         f"regexp_full_match({text('started_at')}, '{_ISO}') AND "
         f"TRY_CAST({text('started_at')} AS TIMESTAMPTZ) IS NOT NULL))",
-        "list_has_all($known, k)", "len(list_distinct(k)) = len(k)",
+        # every key is a known one, none repeated: as many keys as known fields present
+        "len(json_keys(text)) = " + " + ".join(f"(j.{k} IS NOT NULL)::INT" for k in KNOWN_KEYS),
     ]
-    paths = ", ".join(f"'$.\"{k}\"'" for k in KNOWN_KEYS)
+    struct = "{" + ", ".join(f'"{k}": "JSON"' for k in KNOWN_KEYS) + "}"
     return f"""
-        WITH obj AS (
-            SELECT lineno, text FROM lines
-            WHERE NOT regexp_matches(text, '{_UNUSUAL}') AND json_valid(text)
-              AND json_type(text) = 'OBJECT'
-        ), parsed AS (
-            SELECT lineno, json_extract(text, [{paths}]) AS v, json_keys(text) AS k FROM obj
+        WITH parsed AS (
+            SELECT lineno, text, from_json(text, '{struct}') AS j FROM lines
+            WHERE json_valid(text) AND starts_with(text, '{{')
+              AND NOT (contains(text, '\\u') AND regexp_matches(text, '{_UNUSUAL}'))
         )
         SELECT lineno,
                coalesce({' AND '.join(f'coalesce({c}, false)' for c in checks)}, false) AS fast,
                {text('model')} AS model, {text('harness')} AS harness,
                {text('harness_version')} AS harness_version, {text('system_id')} AS system_id,
-               {text('task_id')} AS task, {as_int('trial')} AS trial, {text('status')} AS status,
+               coalesce({text('task_id')}, CAST(j.task_id AS VARCHAR)) AS task,
+               {as_int('trial')} AS trial, {text('status')} AS status,
                {as_int('input_tokens')} AS input_tokens, {as_int('output_tokens')} AS output_tokens,
                {as_int('steps')} AS steps, {as_num('cost_usd')} AS cost_reported,
                {text('repo')} AS repo, {text('benchmark')} AS benchmark,
@@ -164,17 +167,31 @@ def _reason(e: ValidationError) -> str:
 def read_lines(path: Path) -> pa.Table:
     """``(lineno, text)`` of every non-blank line, stripped; numbered as a text-mode
     ``for line in file`` numbers them (``\\r\\n``, ``\\r`` and ``\\n`` end a line; bytes
-    that are not UTF-8 become U+FFFD)."""
+    that are not UTF-8 become U+FFFD). The lines are views into the file's bytes: Arrow
+    offsets at each newline, no Python object per line."""
     data = path.read_bytes()
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     try:
-        text = pa.array([data], pa.large_binary()).cast(pa.large_string())
-    except pa.ArrowInvalid:
-        text = pa.array([data.decode("utf-8", errors="replace")], pa.large_string())
-    del data
-    parts = pc.list_flatten(pc.split_pattern(text, "\n"))
-    parts = pc.utf8_trim_whitespace(parts)
+        return _split(data)
+    except pa.ArrowInvalid:  # not UTF-8 somewhere: decode as the row path did (no newline moves)
+        return _split(data.decode("utf-8", errors="replace").encode("utf-8"))
+
+
+def _split(data: bytes) -> pa.Table:
+    import numpy as np
+
+    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10) + 1
+    if data and not data.endswith(b"\n"):
+        ends = np.append(ends, len(data))
+    offsets = np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
+    text = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
+    text.validate(full=True)
+    return _table(text)
+
+
+def _table(text: pa.Array) -> pa.Table:
+    parts = pc.utf8_trim_whitespace(text)
     lineno = pa.array(range(1, len(parts) + 1), pa.int64())
     keep = pc.greater(pc.utf8_length(parts), 0)
     return pa.table({"lineno": lineno, "text": parts.cast(pa.string())}).filter(keep)
@@ -320,7 +337,7 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register("lines", lines)
-        fast = con.sql(_fast_sql(), params={"known": list(KNOWN_KEYS)}).to_arrow_table()
+        fast = con.sql(_fast_sql()).to_arrow_table()
         fast_lines = fast.filter(pc.field("fast")).drop_columns(["fast"])
         # every line not proven valid takes the row path, in line order
         is_fast = pc.is_in(lines.column("lineno"), value_set=fast_lines.column("lineno").combine_chunks())
