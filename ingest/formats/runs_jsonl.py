@@ -134,7 +134,7 @@ def _fast_sql() -> str:
     return f"""
         WITH parsed AS (
             SELECT lineno, text, from_json(text, '{struct}') AS j FROM lines
-            WHERE json_valid(text) AND starts_with(text, '{{')
+            WHERE starts_with(text, '{{') AND json_valid(text)
               AND NOT (contains(text, '\\u') AND regexp_matches(text, '{_UNUSUAL}'))
         )
         SELECT lineno,
@@ -165,10 +165,10 @@ def _reason(e: ValidationError) -> str:
 
 
 def read_lines(path: Path) -> pa.Table:
-    """``(lineno, text)`` of every non-blank line, stripped; numbered as a text-mode
-    ``for line in file`` numbers them (``\\r\\n``, ``\\r`` and ``\\n`` end a line; bytes
-    that are not UTF-8 become U+FFFD). The lines are views into the file's bytes: Arrow
-    offsets at each newline, no Python object per line."""
+    """``(lineno, text)`` of every line, numbered as a text-mode ``for line in file`` numbers
+    them (``\\r\\n``, ``\\r`` and ``\\n`` end a line; bytes that are not UTF-8 become U+FFFD).
+    Each text is a view into the file's bytes, its line break included (JSON allows trailing
+    whitespace; the row path strips it): Arrow offsets at each newline, no Python object per line."""
     data = path.read_bytes()
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
@@ -187,14 +187,7 @@ def _split(data: bytes) -> pa.Table:
     offsets = np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
     text = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
     text.validate(full=True)
-    return _table(text)
-
-
-def _table(text: pa.Array) -> pa.Table:
-    parts = pc.utf8_trim_whitespace(text)
-    lineno = pa.array(range(1, len(parts) + 1), pa.int64())
-    keep = pc.greater(pc.utf8_length(parts), 0)
-    return pa.table({"lineno": lineno, "text": parts.cast(pa.string())}).filter(keep)
+    return pa.table({"lineno": pa.array(np.arange(1, len(ends) + 1, dtype=np.int64)), "text": text})
 
 
 _REDACTOR = Redactor()
@@ -324,51 +317,54 @@ def _conform(name: str, table: pa.Table) -> pa.Table:
 
 def load(path: Path, prices: PriceTable | None = None) -> list:
     import duckdb
+    import numpy as np
 
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path}: runs-jsonl input must be a file")
     b = BatchBuilder(f"runs-jsonl-{path_key(path)}", FORMAT, [path])
     lines = read_lines(path)
-    n_lines = lines.num_rows
-    if n_lines == 0:
-        raise IngestError(f"{path}: runs-jsonl file is empty")
+    texts = lines.column("text")
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register("lines", lines)
-        fast = con.sql(_fast_sql()).to_arrow_table()
-        fast_lines = fast.filter(pc.field("fast")).drop_columns(["fast"])
-        # every line not proven valid takes the row path, in line order
-        is_fast = pc.is_in(lines.column("lineno"), value_set=fast_lines.column("lineno").combine_chunks())
-        slow = lines.filter(pc.invert(is_fast))
-        records = []
-        for lineno, text in zip(slow.column("lineno").to_pylist(), slow.column("text").to_pylist(), strict=True):
-            if (rec := _slow_record(lineno, text, b, path)) is not None:
+        typed = con.sql(_fast_sql()).to_arrow_table()
+        fast_lines = typed.filter(typed.column("fast")).drop_columns(["fast"])
+        del typed
+        # every line not proven valid takes the row path, in line order (blank lines are skipped)
+        is_fast = np.zeros(lines.num_rows, dtype=bool)
+        is_fast[fast_lines.column("lineno").to_numpy() - 1] = True
+        slow_nos = pa.array(np.flatnonzero(~is_fast) + 1)
+        records, blank = [], 0
+        slow_texts = texts.take(pc.subtract(slow_nos, 1)).to_pylist()
+        for lineno, raw in zip(slow_nos.to_pylist(), slow_texts, strict=True):
+            if not (text := raw.strip()):
+                blank += 1
+            elif (rec := _slow_record(lineno, text, b, path)) is not None:
                 records.append(rec)
-        valid = pa.concat_tables([fast_lines.cast(_RECORD), pa.Table.from_pylist(records, schema=_RECORD)])
+        n_lines = lines.num_rows - blank
+        if n_lines == 0:
+            raise IngestError(f"{path}: runs-jsonl file is empty")
+        valid = _redacted(pa.concat_tables([fast_lines.cast(_RECORD),
+                                            pa.Table.from_pylist(records, schema=_RECORD)]))
+        del fast_lines
         con.register("valid", valid)
         key = "model, harness, harness_version, system_id, task, trial"
         dups = con.execute(f"""
             SELECT list(lineno ORDER BY lineno), any_value(model), any_value(harness),
                    any_value(harness_version), any_value(task), any_value(trial)
             FROM valid GROUP BY {key} HAVING count(*) > 1""").fetchall()  # noqa: S608 - constant names
-        raw = {}
-        dup_lines = []
-        if dups:
-            later = sorted(n for d in dups for n in d[0][1:])
-            want = pa.array(later, pa.int64())
-            raw = dict(zip(*(lines.filter(pc.is_in(lines.column("lineno"), value_set=want))
-                             .column(c).to_pylist() for c in ("lineno", "text")), strict=True))
+        dup_lines = sorted(n for d in dups for n in d[0][1:])
+        raw = dict(zip(dup_lines, texts.take(pa.array([n - 1 for n in dup_lines], pa.int64())).to_pylist(),
+                       strict=True))
         for nos, model, harness, hv, task, trial in dups:
             for n in nos[1:]:
-                dup_lines.append(n)
                 b.quarantine(path, n, f"line {n}: duplicate (configuration, task, trial) of line {nos[0]}: "
-                                      f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n][:RAW_MAX])
+                                      f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n].strip()[:RAW_MAX])
         b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
         con.register("dup_lines", pa.table({"lineno": pa.array(dup_lines, pa.int64())}))
-        con.execute("CREATE TEMP TABLE kept AS SELECT * FROM valid ANTI JOIN dup_lines USING (lineno) "
-                    "ORDER BY lineno")
+        con.execute("CREATE TEMP VIEW kept AS SELECT * FROM valid ANTI JOIN dup_lines USING (lineno)")
         trials = _trials(con, b, prices)
     finally:
         con.close()
@@ -396,17 +392,23 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
     return [b.finish()]
 
 
-def _trials(con, b: BatchBuilder, prices: PriceTable | None) -> pa.Table:
-    """The trials of the kept lines: one config id per distinct configuration, cost, labels."""
-    # Free text the row path would redact in its labels and reasons: redacted once per distinct value.
+def _redacted(valid: pa.Table) -> pa.Table:
+    """Free text the row path would redact in its labels and reasons, redacted once per
+    distinct value (the labels are built from these values, so none is redacted twice)."""
     for col in ("repo", "benchmark", "system_id", "failure_mode"):
-        distinct = [v for (v,) in con.execute(
-            f"SELECT DISTINCT {col} FROM kept WHERE {col} IS NOT NULL").fetchall()]  # noqa: S608 - a constant name
+        distinct = pc.unique(valid.column(col)).drop_null().to_pylist()
         changed = {v: c for v in distinct if (c := _redact(v)) != v}
         if changed:
-            con.register("redacted", pa.table({"old": list(changed), "new": list(changed.values())}))
-            con.execute(f"UPDATE kept SET {col} = r.new FROM redacted r WHERE kept.{col} = r.old")  # noqa: S608
-            con.unregister("redacted")
+            old = pa.array(list(changed), pa.string())
+            pos = pc.index_in(valid.column(col), value_set=old)
+            new = pa.array(list(changed.values()), pa.string()).take(pos)
+            column = pc.if_else(pc.is_null(pos), valid.column(col), new)
+            valid = valid.set_column(valid.schema.get_field_index(col), col, column)
+    return valid
+
+
+def _trials(con, b: BatchBuilder, prices: PriceTable | None) -> pa.Table:
+    """The trials of the kept lines: one config id per distinct configuration, cost, labels."""
     configs = con.execute("""
         SELECT model, harness, harness_version, NULLIF(system_id, '') AS sys, min(lineno) AS first
         FROM kept GROUP BY ALL ORDER BY first""").fetchall()
