@@ -84,7 +84,8 @@ _RECORD = pa.schema([
 # Checks on the raw JSON text of one value (DuckDB's ``from_json`` to a JSON field keeps it):
 _ABSENT = "(j.{k} IS NULL OR j.{k} = 'null')"
 _STR = "starts_with(j.{k}, '\"')"
-_INT = "regexp_full_match(j.{k}, '[0-9]+')"  # no sign, fraction or exponent: a JSON integer ≥ 0
+# a JSON integer: its text survives the round trip through BIGINT (no fraction or exponent)
+_INT = "CAST(TRY_CAST(j.{k} AS BIGINT) AS VARCHAR) = CAST(j.{k} AS VARCHAR)"
 _NUM = "(left(CAST(j.{k} AS VARCHAR), 1) BETWEEN '0' AND '9')"  # a JSON number that may be ≥ 0 (no sign)
 _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 # Escapes that decode to a control character or half a surrogate pair: such lines take
@@ -93,10 +94,12 @@ _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 _UNUSUAL = r"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u[dD][89a-fA-F]"
 
 
-def _fast_sql() -> str:
+def _fast_sql(check_json: bool = True) -> str:
     """One query over ``lines(lineno, text)``: each line, whether it is provably valid
     (``fast``), and its typed values when it is. Each line is parsed three times, each a
-    vectorised DuckDB call: is it JSON, its known fields (as raw JSON text), its keys."""
+    vectorised DuckDB call: is it JSON, its known fields (as raw JSON text), its keys.
+    ``check_json=False`` leaves out the first (the query then fails on a line that is not
+    JSON): every line of most files is, so ``load`` tries that first."""
 
     def f(template: str, key: str) -> str:
         return template.format(k=key)
@@ -117,16 +120,15 @@ def _fast_sql() -> str:
     checks = [
         f(_STR, "model"), f(_STR, "harness"), opt(_STR, "harness_version"),
         f"({f(_STR, 'task_id')} OR regexp_full_match(j.task_id, '-?[0-9]+'))",
-        f(_INT, "trial"), f"{as_int('trial')} <= {INT32_MAX}",
+        f(_INT, "trial"), f"{as_int('trial')} BETWEEN 0 AND {INT32_MAX}",
         f"j.status IN ('\"solved\"', '\"failed\"', '\"infra_error\"')",
-        *(f"({f(_ABSENT, k)} OR ({f(_INT, k)} AND {as_int(k)} IS NOT NULL))"
+        *(f"({f(_ABSENT, k)} OR ({f(_INT, k)} AND {as_int(k)} >= 0))"
           for k in ("input_tokens", "output_tokens", "steps")),
         *(f"({f(_ABSENT, k)} OR ({f(_NUM, k)} AND isfinite({as_num(k)}) AND {as_num(k)} >= 0))"
           for k in ("cost_usd", "wall_seconds")),
         *(opt(_STR, k) for k in ("repo", "benchmark", "system_id", "failure_mode")),
-        f"({f(_ABSENT, 'started_at')} OR ({f(_STR, 'started_at')} AND "
-        f"regexp_full_match({text('started_at')}, '{_ISO}') AND "
-        f"TRY_CAST({text('started_at')} AS TIMESTAMPTZ) IS NOT NULL))",
+        f"({f(_ABSENT, 'started_at')} OR (started_text IS NOT NULL AND "
+        f"regexp_full_match(started_text, '{_ISO}') AND started IS NOT NULL))",
         # every key is a known one, none repeated: as many keys as known fields present
         "len(json_keys(text)) = " + " + ".join(f"(j.{k} IS NOT NULL)::INT" for k in KNOWN_KEYS),
     ]
@@ -134,8 +136,12 @@ def _fast_sql() -> str:
     return f"""
         WITH parsed AS (
             SELECT lineno, text, from_json(text, '{struct}') AS j FROM lines
-            WHERE starts_with(text, '{{') AND json_valid(text)
+            WHERE starts_with(text, '{{') AND {"json_valid(text)" if check_json else "true"}
               AND NOT (contains(text, '\\u') AND regexp_matches(text, '{_UNUSUAL}'))
+        ), timed AS (
+            SELECT *, {text('started_at')} AS started_text,
+                   TRY_CAST({text('started_at')} AS TIMESTAMPTZ) AS started
+            FROM parsed
         )
         SELECT lineno,
                coalesce({' AND '.join(f'coalesce({c}, false)' for c in checks)}, false) AS fast,
@@ -147,9 +153,8 @@ def _fast_sql() -> str:
                {as_int('steps')} AS steps, {as_num('cost_usd')} AS cost_reported,
                {text('repo')} AS repo, {text('benchmark')} AS benchmark,
                {as_num('wall_seconds')} AS wall_seconds, {text('failure_mode')} AS failure_mode,
-               TRY_CAST({text('started_at')} AS TIMESTAMPTZ) AS started_at,
-               false AS naive, NULL::VARCHAR AS extra_json
-        FROM parsed
+               started AS started_at, false AS naive, NULL::VARCHAR AS extra_json
+        FROM timed
     """  # noqa: S608 - built from this module's constants; values are parameters
 
 
@@ -315,7 +320,9 @@ def _conform(name: str, table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def load(path: Path, prices: PriceTable | None = None) -> list:
+def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = False) -> list:
+    """Import one runs-jsonl file as one batch. ``row_path_only`` sends every line through
+    the row path (the reference the columnar path is tested against)."""
     import duckdb
     import numpy as np
 
@@ -329,8 +336,12 @@ def load(path: Path, prices: PriceTable | None = None) -> list:
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register("lines", lines)
-        typed = con.sql(_fast_sql()).to_arrow_table()
-        fast_lines = typed.filter(typed.column("fast")).drop_columns(["fast"])
+        try:
+            typed = con.sql(_fast_sql(check_json=False)).to_arrow_table()
+        except duckdb.InvalidInputException:  # a line that is not JSON: check every line
+            typed = con.sql(_fast_sql()).to_arrow_table()
+        keep = pc.and_(typed.column("fast"), pa.scalar(not row_path_only))
+        fast_lines = typed.filter(keep).drop_columns(["fast"])
         del typed
         # every line not proven valid takes the row path, in line order (blank lines are skipped)
         is_fast = np.zeros(lines.num_rows, dtype=bool)
