@@ -121,7 +121,7 @@ def _fast_sql(check_json: bool = True) -> str:
         f(_STR, "model"), f(_STR, "harness"), opt(_STR, "harness_version"),
         f"({f(_STR, 'task_id')} OR regexp_full_match(j.task_id, '-?[0-9]+'))",
         f(_INT, "trial"), f"{as_int('trial')} BETWEEN 0 AND {INT32_MAX}",
-        f"j.status IN ('\"solved\"', '\"failed\"', '\"infra_error\"')",
+        "j.status IN ('\"solved\"', '\"failed\"', '\"infra_error\"')",
         *(f"({f(_ABSENT, k)} OR ({f(_INT, k)} AND {as_int(k)} >= 0))"
           for k in ("input_tokens", "output_tokens", "steps")),
         *(f"({f(_ABSENT, k)} OR ({f(_NUM, k)} AND isfinite({as_num(k)}) AND {as_num(k)} >= 0))"

@@ -18,8 +18,8 @@ from typing import Any
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, nonneg_int
 from ingest.formats import swebench_names
+from ingest.formats._common import BatchBuilder, nonneg_int
 from ingest.formats.detect import (
     is_swebench_instance_report,
     is_swebench_results,

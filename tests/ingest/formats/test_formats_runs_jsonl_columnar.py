@@ -61,8 +61,8 @@ def _file(tmp_path, n: int, seed: int = 7):
         elif r < 0.08:
             lines.append(json.dumps({**base, **rng.choice(GOOD_VARIANTS)}, ensure_ascii=False))
         elif r < 0.09:
-            lines.append('{"model": "a", "model": "b", "harness": "h", "task_id": "d", "trial": %d, '
-                         '"status": "solved"}' % i)  # a repeated key: the last wins, as in json.loads
+            lines.append('{"model": "a", "model": "b", "harness": "h", "task_id": "d", "trial": '
+                         f'{i}, "status": "solved"}}')  # a repeated key: the last wins, as in json.loads
         elif r < 0.4:
             lines.append(json.dumps({**base, **rng.choice(GOOD_VARIANTS)}))
         else:
