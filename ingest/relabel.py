@@ -56,8 +56,8 @@ def apply(batches: list[SourceBatch], aliases: AliasMap | None, labels: LabelSet
             b.notes.extend(notes)
 
 
-def _rename(b: SourceBatch, aliases: AliasMap) -> dict[str, dict[str, str]]:
-    applied: dict[str, dict[str, str]] = {"models": {}, "harnesses": {}}
+def _rename(b: SourceBatch, aliases: AliasMap) -> dict[str, dict[str, Any]]:
+    applied: dict[str, dict[str, Any]] = {"models": {}, "harnesses": {}}
     remap: dict[str, dict[str, Any]] = {}
     kept: dict[str, dict] = {}
     for c in b.rows.get("configs", []):

@@ -232,13 +232,13 @@ def _slow_record(lineno: int, text: str, b: BatchBuilder, path: Path) -> dict | 
              "outcome": "accepted", "source_format": FORMAT, "complete": True, "simulated": False,
              "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "steps": r.steps,
              "reason": r.failure_mode, "failure_mode": r.failure_mode, "started_at": started,
-             "duration_s": r.wall_seconds, "labels_json": extra if extra is None else "{}"}
+             "duration_s": r.wall_seconds}  # labels_json is ASCII JSON: always storable
     for k in ("repo", "benchmark", "system_id"):  # stored in labels and cases
-        if (why := value_problem("string", getattr(r, k))) is not None:
-            b.quarantine(path, None, f"trials row: {k} {why}", repr(probe)[:4096])
+        if (problem := value_problem("string", getattr(r, k))) is not None:
+            b.quarantine(path, None, f"trials row: {k} {problem}", repr(probe)[:4096])
             return None
-    if why := row_problem("trials", probe):
-        b.quarantine(path, None, f"trials row: {why}", repr(probe)[:4096])
+    if problem := row_problem("trials", probe):
+        b.quarantine(path, None, f"trials row: {problem}", repr(probe)[:4096])
         return None
     return {"lineno": lineno, "model": r.model, "harness": r.harness,
             "harness_version": r.harness_version, "system_id": r.system_id, "task": task,

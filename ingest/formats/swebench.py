@@ -207,8 +207,8 @@ def _load_submission(folder: Path) -> SourceBatch:
     results = read_json(folder / "results" / "results.json")
     if not is_swebench_results(results):
         raise IngestError(f"{folder / 'results' / 'results.json'}: expected resolved/no_generation/no_logs lists")
-    info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
-    tags = meta.get("tags") if isinstance(meta.get("tags"), dict) else {}
+    info: dict[str, Any] = meta["info"] if isinstance(meta.get("info"), dict) else {}
+    tags: dict[str, Any] = meta["tags"] if isinstance(meta.get("tags"), dict) else {}
     names = submission_name(folder.name, meta)
     models = swebench_names.metadata_models(meta)
     model, harness = names.model, names.harness or folder.name
@@ -263,7 +263,7 @@ def submission_name(folder: str, meta: dict) -> swebench_names.SubmissionName:
     """Harness, version and model of a submission (``swebench_names.parse``), with the
     metadata's own model ids taken out of its display name first (``"AgentX + Model-A"``
     with ``tags.model: [model-a]`` names the harness AgentX, whatever the model looks like)."""
-    info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
+    info: dict[str, Any] = meta["info"] if isinstance(meta.get("info"), dict) else {}
     name = str(info.get("name") or meta.get("name") or "")
     stripped = name
     for m in swebench_names.metadata_models(meta):
