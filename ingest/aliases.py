@@ -48,6 +48,7 @@ from typing import Any
 FAMILIARITY = ("known", "unknown")
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 _ALIAS_SECTIONS = ("models", "harnesses")
+_ONE = {"models": "model", "harnesses": "harness"}
 _LABEL_SECTIONS = ("tasks", "repositories")
 
 
@@ -182,14 +183,14 @@ def load_aliases(path: Path | str) -> AliasMap:
         entries: dict[str, Alias] = {}
         canon_lines: dict[str, int] = {}
         for key, value in _mapping(path, section, f"{kind}"):
-            canonical = _scalar(path, key, f"a canonical {kind[:-1]} name")
+            canonical = _scalar(path, key, f"a canonical {_ONE[kind]} name")
             names = [value] if isinstance(value, yaml.ScalarNode) else (
                 list(value.value) if isinstance(value, yaml.SequenceNode) else None)
             if names is None:
                 raise AliasesError(f"{path}:{_line(value)}: the aliases of {canonical!r} must "
                                    "be a name or a list of names")
             if spelling(canonical) in canon_lines:
-                raise AliasesError(f"{path}:{_line(key)}: {kind[:-1]} {canonical!r} is listed "
+                raise AliasesError(f"{path}:{_line(key)}: {_ONE[kind]} {canonical!r} is listed "
                                    f"twice (also line {canon_lines[spelling(canonical)]}); "
                                    "merge the two entries")
             canon_lines[spelling(canonical)] = _line(key)
@@ -198,19 +199,19 @@ def load_aliases(path: Path | str) -> AliasMap:
                 prior = entries.get(s)
                 if prior is not None and prior.canonical != canonical and n is key:
                     raise AliasesError(
-                        f"{path}:{prior.line}: {kind[:-1]} {n.value!r} is a canonical name "
+                        f"{path}:{prior.line}: {_ONE[kind]} {n.value!r} is a canonical name "
                         f"(line {_line(key)}) and an alias of {prior.canonical!r}; a name "
                         "maps to one canonical name: merge the two entries")
                 if prior is not None and prior.canonical != canonical:
                     raise AliasesError(
-                        f"{path}:{_line(n)}: {kind[:-1]} spelling {n.value!r} is an alias of "
+                        f"{path}:{_line(n)}: {_ONE[kind]} spelling {n.value!r} is an alias of "
                         f"both {prior.canonical!r} (line {prior.line}) and {canonical!r}; "
                         "keep it under one canonical name")
                 entries[s] = Alias(canonical, _line(n))
         for s, a in entries.items():
             if s in canon_lines and spelling(a.canonical) != s:
                 raise AliasesError(
-                    f"{path}:{a.line}: {kind[:-1]} {s!r} is a canonical name (line "
+                    f"{path}:{a.line}: {_ONE[kind]} {s!r} is a canonical name (line "
                     f"{canon_lines[s]}) and an alias of {a.canonical!r}; a name maps to one "
                     "canonical name: merge the two entries")
         out.kinds[kind] = entries

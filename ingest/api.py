@@ -102,11 +102,24 @@ def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:
     if (same := unchanged(warehouse, batch.run_id, files)) is not None:
         return same
     batch = checked(batch)
-    rows = {k: [dict(r) for r in v] for k, v in batch.rows.items()}
+    rows = {k: [dict(r) for r in v] for k, v in batch.rows.items() if k not in batch.tables}
+    batch_id = new_batch_id()
+    tables = {k: (_stamped(t, batch.run_id, batch_id), t.num_rows) for k, t in batch.tables.items()}
     return write_batch(
-        warehouse, batch.run_id, new_batch_id(), batch.source_format, files, rows,
-        list(batch.quarantine), batch.schema_version, list(batch.notes),
+        warehouse, batch.run_id, batch_id, batch.source_format, files, rows,
+        list(batch.quarantine), batch.schema_version, list(batch.notes), staged=tables,
     )
+
+
+def _stamped(table, run_id: str, batch_id: str):
+    """An importer's Arrow table with its run_id and ingest_batch_id columns filled in."""
+    import pyarrow as pa
+
+    n = table.num_rows
+    for name, value in (("run_id", run_id), ("ingest_batch_id", batch_id)):
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, table.schema.field(i), pa.repeat(pa.scalar(value, pa.string()), n))
+    return table
 
 
 def _detect(path: Path, fmt: str) -> str:
@@ -150,12 +163,17 @@ def ingest_paths(
     format: str = "auto",  # noqa: A002
     prices: Path | None = None,
     allow_quarantine: bool = False,
+    aliases: Path | None = None,
+    labels: Path | None = None,
 ) -> IngestResult:
-    """Ingest every path into ``warehouse``; see the module docstring for the guarantees."""
+    """Ingest every path into ``warehouse``; see the module docstring for the guarantees.
+    ``aliases``/``labels`` files rename and label the imported sources (``ingest.relabel``);
+    they are checked against every source before anything is written."""
     warehouse = Path(warehouse)
     db.check_warehouse_path(warehouse)  # before any Parquet is written beside it
     price_table = PriceTable.load(Path(prices)) if prices is not None else None
     plan = _plan(paths, format)
+    loaded = _relabelled(plan, price_table, aliases, labels)
     result = IngestResult()
     claimed: dict[str, str] = {}  # run written in this ingest → the events file it came from
     with db.write_lock(warehouse), _terminate_as_interrupt():
@@ -169,7 +187,7 @@ def ingest_paths(
                 else:
                     from ingest import formats
 
-                    for batch in formats.load(path, fmt, prices=price_table):
+                    for batch in loaded.get(path) or formats.load(path, fmt, prices=price_table):
                         result.batches.append(ingest_batch(warehouse, batch))
             except BaseException as exc:
                 if result.batches:  # what is written stays readable: views over it, then say so
@@ -182,6 +200,21 @@ def ingest_paths(
     if result.quarantined and not allow_quarantine:
         raise IngestQuarantined(result)
     return result
+
+
+def _relabelled(plan, price_table, aliases: Path | None, labels: Path | None) -> dict[Path, list[SourceBatch]]:
+    """With an aliases or labels file: every foreign source read now, and both files applied
+    to all of them (an error here writes nothing). Without: nothing read ahead."""
+    if aliases is None and labels is None:
+        return {}
+    from ingest import formats, relabel
+    from ingest.aliases import load_aliases, load_labels
+
+    alias_map = load_aliases(aliases) if aliases is not None else None
+    label_set = load_labels(labels) if labels is not None else None
+    loaded = {path: formats.load(path, fmt, prices=price_table) for path, fmt, events in plan if events is None}
+    relabel.apply([b for batches in loaded.values() for b in batches], alias_map, label_set)
+    return loaded
 
 
 class IngestInterrupted(IngestError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -28,10 +29,20 @@ class SourceBatch:
     source_files: list[Path]
     rows: dict[str, list[dict]] = field(default_factory=dict)
     """Table name → rows (column names from warehouse.schema; run_id/ingest_batch_id are filled in)."""
+    tables: dict[str, Any] = field(default_factory=dict)
+    """Table name → ``pyarrow.Table`` with exactly that table's columns, for importers that build
+    large tables as columns (runs-jsonl); already held to the value rules (``ingest.rows.checked_table``).
+    run_id and ingest_batch_id are filled in by the writer."""
     quarantine: list[QuarantineRow] = field(default_factory=list)
     schema_version: int | None = None
     notes: list[str] = field(default_factory=list)
     """Warnings worth printing (e.g. trials without a finish event)."""
+
+    def table_rows(self, name: str) -> list[dict]:
+        """The rows of table ``name`` as dicts, whichever form the importer built them in."""
+        if name in self.tables:
+            return self.tables[name].to_pylist()
+        return self.rows.get(name, [])
 
 
 @dataclass

@@ -22,6 +22,8 @@ import re
 from dataclasses import replace
 from datetime import datetime
 
+import pyarrow as pa
+
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
 from runner.events import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Redactor, id_problem
@@ -127,3 +129,51 @@ def checked(batch: SourceBatch) -> SourceBatch:
             quarantine.append(QuarantineRow(source, None, f"{table} row: {why}", _raw(row)))
         rows[table] = kept
     return replace(batch, rows=rows, quarantine=quarantine)
+
+
+def checked_table(table: str, data: pa.Table, source: str) -> tuple[pa.Table, list[QuarantineRow]]:
+    """The columnar form of ``checked`` for one table built as Arrow columns (an importer's
+    large tables): the rows that break the value rules are removed and quarantined with the
+    reason, the rest is returned.
+
+    Arrow already holds what Python rows can break (every integer fits its type, every
+    string is valid UTF-8), so only what a column can still hold wrongly is looked for as
+    columns — an identifier too long, empty or with a control character, a required value
+    null, an integer outside an int32 column, a float that is not finite — and just those
+    rows are judged one by one by ``row_problem``, the one rule.
+    """
+    import pyarrow.compute as pc
+
+    if data.num_rows == 0:
+        return data, []
+    suspect = pa.array([False] * data.num_rows)
+    for col in columns(table):
+        if col.name not in data.column_names:
+            continue
+        values = data.column(col.name)
+        bad = None
+        if not col.nullable:
+            bad = pc.is_null(values)
+        if col.type == "string" and col.name in _ID_COLUMNS:
+            odd = pc.or_(pc.or_(pc.greater(pc.utf8_length(values), FOREIGN_ID_MAX),
+                                pc.equal(pc.utf8_length(values), 0)),
+                         pc.match_substring_regex(values, r"[\x00-\x1f\x7f]"))
+            bad = odd if bad is None else pc.or_(bad, odd)
+        elif col.type == "int32" and pa.types.is_integer(values.type):
+            odd = pc.or_(pc.less(values, INT32_MIN), pc.greater(values, INT32_MAX))
+            bad = odd if bad is None else pc.or_(bad, odd)
+        elif col.type == "float64" and pa.types.is_floating(values.type):
+            odd = pc.invert(pc.is_finite(values))
+            bad = odd if bad is None else pc.or_(bad, odd)
+        if bad is not None:
+            suspect = pc.or_(suspect, pc.fill_null(bad, False))
+    if not pc.any(suspect).as_py():
+        return data, []
+    quarantine = []
+    keep = [True] * data.num_rows
+    index = pc.indices_nonzero(suspect).to_pylist()
+    for i, row in zip(index, data.take(index).to_pylist(), strict=True):
+        if why := row_problem(table, row):
+            keep[i] = False
+            quarantine.append(QuarantineRow(source, None, f"{table} row: {why}", _raw(row)))
+    return data.filter(pa.array(keep)), quarantine

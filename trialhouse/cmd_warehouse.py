@@ -50,9 +50,13 @@ def _print_ingest(result, as_json: bool) -> None:
 @option("--prices", type=click.Path(path_type=Path),
         help="Prices file (per model, per million tokens, dated).")
 @option("--allow-quarantine", is_flag=True, help="Exit 0 even when lines were quarantined.")
+@option("--aliases", type=click.Path(path_type=Path),
+        help="Aliases file (YAML/JSON): model and harness spellings → canonical names.")
+@option("--labels", type=click.Path(path_type=Path),
+        help="Labels file (YAML/JSON/CSV): task or repository → labels such as familiarity.")
 @json_option("json")
 def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path | None,  # noqa: A002
-           allow_quarantine: bool, json: bool) -> None:
+           allow_quarantine: bool, aliases: Path | None, labels: Path | None, json: bool) -> None:
     """Load runs (ours or other tools') into the warehouse; re-ingesting unchanged input changes nothing.
 
     PATHS are run directories, events.jsonl files or foreign results.
@@ -65,7 +69,8 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
     from ingest.api import IngestQuarantined, ingest_paths
 
     try:
-        result = ingest_paths(list(paths), warehouse, format=format, prices=prices, allow_quarantine=allow_quarantine)
+        result = ingest_paths(list(paths), warehouse, format=format, prices=prices,
+                              allow_quarantine=allow_quarantine, aliases=aliases, labels=labels)
     except IngestQuarantined as exc:
         _print_ingest(exc.result, json)
         raise

@@ -110,6 +110,23 @@ def is_swebench_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     )
 
 
+def is_swebench_submission(path: Path) -> bool:
+    """An experiments submission folder: ``metadata.yaml`` (or ``.yml``) and ``results/results.json``."""
+    return any((path / n).is_file() for n in ("metadata.yaml", "metadata.yml")) and (
+        path / "results" / "results.json").is_file()
+
+
+def swebench_submissions(path: Path) -> list[Path]:
+    """The submission folders of a split folder (``evaluation/<split>/``: its children) or of
+    an ``evaluation/`` folder (its grandchildren), in name order; [] when there are none."""
+    kids = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    found = [k for k in kids if is_swebench_submission(k)]
+    if found:
+        return found
+    return [g for k in kids for g in sorted(k.iterdir())
+            if g.is_dir() and not g.name.startswith(".") and is_swebench_submission(g)]
+
+
 def _is_runs_jsonl(path: Path) -> bool:
     for line in _head(path).splitlines():
         if line.strip():
@@ -159,9 +176,7 @@ def _detect_dir(path: Path) -> str | None:
         return "harbor"
     if (path / "run_metadata.json").is_file() and (path / "results.json").is_file():
         return "terminal-bench"
-    if any((path / n).is_file() for n in ("metadata.yaml", "metadata.yml")) and (
-        path / "results" / "results.json"
-    ).is_file():
+    if is_swebench_submission(path) or swebench_submissions(path):
         return "swebench"
     children = sorted(p for p in path.iterdir() if not p.name.startswith("."))
     if any(p.suffix == ".eval" and is_inspect_eval_zip(p) for p in children if p.is_file()):

@@ -18,12 +18,15 @@ from typing import Any
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
+from ingest.formats import swebench_names
 from ingest.formats._common import BatchBuilder, nonneg_int
 from ingest.formats.detect import (
     is_swebench_instance_report,
     is_swebench_results,
     is_swebench_run_report,
+    is_swebench_submission,
     read_json,
+    swebench_submissions,
 )
 from ingest.identity import path_key
 from ingest.prices import PriceTable
@@ -199,24 +202,24 @@ def _load_submission(folder: Path) -> SourceBatch:
         meta = yaml.safe_load(meta_file.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as e:
         raise IngestError(f"{meta_file}: unreadable metadata ({e})") from e
+    if not isinstance(meta, dict):
+        raise IngestError(f"{meta_file}: expected a mapping (info, tags, …), not {type(meta).__name__}")
     results = read_json(folder / "results" / "results.json")
     if not is_swebench_results(results):
         raise IngestError(f"{folder / 'results' / 'results.json'}: expected resolved/no_generation/no_logs lists")
-    info = meta.get("info") or {}
-    tags = meta.get("tags") or {}
-    models = tags.get("model") or meta.get("model") or []
-    models = [models] if isinstance(models, str) else [str(m) for m in models]
-    model = "+".join(sorted(models)) or None
+    info: dict[str, Any] = meta["info"] if isinstance(meta.get("info"), dict) else {}
+    tags: dict[str, Any] = meta["tags"] if isinstance(meta.get("tags"), dict) else {}
+    names = submission_name(folder.name, meta)
+    models = swebench_names.metadata_models(meta)
+    model, harness = names.model, names.harness or folder.name
     name = str(info.get("name") or meta.get("name") or folder.name)
-    harness = name
-    for m in models:  # "AgentX + Model-A" → "AgentX"
-        harness = re.sub(re.escape(m), "", harness, flags=re.IGNORECASE)
-    harness = re.sub(r"[\s+(),/-]+$", "", re.sub(r"^[\s+(),/-]+", "", harness)).strip() or name
     attempts = (tags.get("system") or {}).get("attempts") if isinstance(tags.get("system"), dict) else None
     b = BatchBuilder(f"swebench-{folder.name}-{path_key(folder)}", FORMAT, [meta_file, folder / "results" / "results.json"])
-    cid, _ = b.config(model, harness, folder.name, None)
+    cid, _ = b.config(model, harness, names.harness_version or folder.name, None)
+    if names.note:
+        b.note(names.note)
     benchmark = f"swe-bench-{folder.parent.name}" if folder.parent.name in {"lite", "verified", "test", "multimodal", "bash-only"} else "swe-bench"
-    base_labels: dict[str, Any] = {"harness_version_surrogate": "folder name"}
+    base_labels: dict[str, Any] = {} if names.harness_version else {"harness_version_surrogate": "folder name"}
     if len(models) > 1:
         base_labels["multi_model"] = True
     if attempts is not None and str(attempts).strip() not in {"1", ""}:
@@ -225,6 +228,7 @@ def _load_submission(folder: Path) -> SourceBatch:
     details = details if isinstance(details, dict) else {}
     resolved, no_gen, no_logs = (set(results.get(k) or []) for k in ("resolved", "no_generation", "no_logs"))
     predicted = _predicted_ids(folder)
+    logs = (folder / "logs").is_dir()
     universe = list(dict.fromkeys([*(predicted or []), *sorted(resolved | no_gen | no_logs), *details]))
     if predicted is None and not details:
         b.note(f"{folder.name}: no predictions file; unresolved instances cannot be listed, so only "
@@ -240,21 +244,60 @@ def _load_submission(folder: Path) -> SourceBatch:
             labels["empty_patch"] = True
         else:
             outcome, reason = "target_failed", None
+        report = read_json(folder / "logs" / iid / "report.json") if logs else None
+        if is_swebench_instance_report(report) and iid in report:  # test layers: regression is visible
+            outcome, reason, extra = outcome_from_report(report[iid])
+            labels.update(extra)
         d = details.get(iid) or {}
         calls = nonneg_int(d.get("api_calls"))
         # No tokens to price; a cost 0 next to API calls means the submission did not price it.
         cost, source = resolve_cost(None, None, reported=d.get("cost"), activity=calls, zero_is_unpriced=True)
         _trial(b, cid, folder.name, "submission", iid, outcome, reason, labels, benchmark,
                cost_usd=cost, cost_source=source, steps=calls)
-    b.run(folder, details={"name": name, "models": models, "tags": tags, "site": info.get("site")})
+    b.run(folder, details={"name": name, "models": models, "tags": tags, "site": info.get("site"),
+                           "names": names.as_dict()})
     return b.finish()
+
+
+def submission_name(folder: str, meta: dict) -> swebench_names.SubmissionName:
+    """Harness, version and model of a submission (``swebench_names.parse``), with the
+    metadata's own model ids taken out of its display name first (``"AgentX + Model-A"``
+    with ``tags.model: [model-a]`` names the harness AgentX, whatever the model looks like)."""
+    info: dict[str, Any] = meta["info"] if isinstance(meta.get("info"), dict) else {}
+    name = str(info.get("name") or meta.get("name") or "")
+    stripped = name
+    for m in swebench_names.metadata_models(meta):
+        stripped = re.sub(re.escape(m), "", stripped, flags=re.IGNORECASE)
+    stripped = re.sub(r"[\s+(),/-]+$", "", re.sub(r"^[\s+(),/-]+", "", stripped)).strip()
+    meta = {**meta, "info": {**info, "name": stripped or name}} if stripped != name else meta
+    return swebench_names.parse(folder, meta)
+
+
+def _load_submissions(path: Path, folders: list[Path]) -> list[SourceBatch]:
+    """Every submission of a split or ``evaluation/`` folder; a sibling folder in another
+    SWE-bench layout (harness logs, half a submission) is refused: ingest it on its own."""
+    parents = sorted({f.parent for f in folders})
+    for parent in parents:
+        for d in sorted(p for p in parent.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if is_swebench_submission(d):
+                continue
+            if any((d / n).is_file() for n in ("metadata.yaml", "metadata.yml")) or (d / "results").is_dir():
+                raise IngestError(f"{d}: half a submission (needs metadata.yaml and results/results.json) in "
+                                  f"a folder of submissions ({parent}); complete it or move it out")
+            if next(d.rglob("report.json"), None) is not None or any(
+                    is_swebench_run_report(read_json(p)) for p in d.glob("*.json")):
+                raise IngestError(f"{path}: mixes SWE-bench layouts: {d} holds harness logs, the "
+                                  f"others are experiments submissions; ingest {d} on its own")
+    return [_load_submission(f) for f in folders]
 
 
 def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:  # noqa: ARG001 - no tokens to price
     path = Path(path)
     if path.is_dir():
-        if any((path / n).is_file() for n in ("metadata.yaml", "metadata.yml")) and (path / "results" / "results.json").is_file():
+        if is_swebench_submission(path):
             return [_load_submission(path)]
+        if folders := swebench_submissions(path):
+            return _load_submissions(path, folders)
         run_reports = [p for p in sorted(path.glob("*.json")) if is_swebench_run_report(read_json(p))]
         batches = _load_harness(path, run_reports)
         if not batches:

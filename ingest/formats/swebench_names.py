@@ -180,7 +180,7 @@ def _name_parts(name: str) -> tuple[list[str], list[str], str | None]:
     return harness, models, version
 
 
-def _metadata_models(meta: Mapping[str, Any]) -> list[str]:
+def metadata_models(meta: Mapping[str, Any]) -> list[str]:
     tags = meta.get("tags") if isinstance(meta.get("tags"), Mapping) else {}
     raw = (tags or {}).get("model") or meta.get("model") or []
     models = [raw] if isinstance(raw, str) else [str(m) for m in raw if m]
@@ -195,7 +195,7 @@ def parse(folder: str, metadata: Mapping[str, Any] | None = None) -> SubmissionN
         return from_folder
     info = metadata.get("info") if isinstance(metadata.get("info"), Mapping) else {}
     name = str((info or {}).get("name") or metadata.get("name") or "").strip()
-    models = _metadata_models(metadata)
+    models = metadata_models(metadata)
     harness_parts, model_parts, version = _name_parts(name) if name else ([], [], None)
     notes = []
     if harness_parts:

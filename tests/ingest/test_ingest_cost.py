@@ -66,7 +66,7 @@ def test_cache_writes_without_their_price_are_unknown_not_free():
 
 
 def _trials(batches) -> list[dict]:
-    return [t for b in batches for t in b.rows["trials"]]
+    return [t for b in batches for t in b.table_rows("trials")]
 
 
 def test_our_runner_reported_zero_is_real_and_cache_writes_need_their_price(tmp_path, gen, wh):

@@ -16,7 +16,8 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "foreign"
 def check_tables(batch) -> dict[str, object]:
     """Every row must fit its warehouse table; returns the Arrow tables."""
     out = {}
-    for table, rows in batch.rows.items():
+    for table in {**batch.rows, **batch.tables}:
+        rows = batch.table_rows(table)
         filled = [{**r, "run_id": batch.run_id, "ingest_batch_id": "test"} for r in rows]
         out[table] = table_from_rows(table, filled)
     assert out["trials"].column("complete").to_pylist() == [True] * len(rows_of(batch, "trials"))
@@ -25,7 +26,7 @@ def check_tables(batch) -> dict[str, object]:
 
 
 def rows_of(batch, table: str) -> list[dict]:
-    return batch.rows.get(table, [])
+    return batch.table_rows(table)
 
 
 def labels(row: dict) -> dict:

@@ -9,7 +9,7 @@ from ingest.errors import IngestError
 from ingest.formats import load
 from ingest.prices import PriceTable
 
-from .conftest import EXAMPLES, check_tables, labels
+from .conftest import EXAMPLES, check_tables, labels, rows_of
 
 BASE = {"model": "model-a", "harness": "minimal-shell", "harness_version": "1.2.0",
         "task_id": "fix-permissions", "trial": 1, "status": "solved",
@@ -37,7 +37,7 @@ def test_maps_statuses_tokens_and_cost(write_lines, prices):
     [b] = load(path, "runs-jsonl", prices)
     check_tables(b)
     assert b.source_format == "runs-jsonl" and b.run_id.startswith("runs-jsonl-")
-    t = b.rows["trials"]
+    t = rows_of(b, "trials")
     assert [r["outcome"] for r in t] == ["accepted", "target_failed", "infra_error", "accepted"]
     assert [r["repetition"] for r in t] == [1, 2, 3, 1]
     # priced = 1M × 3 + 0.1M × 15 = 4.5
@@ -54,7 +54,7 @@ def test_maps_statuses_tokens_and_cost(write_lines, prices):
     assert len(b.rows["configs"]) == 3
     [case] = b.rows["cases"]
     assert case["repository"] == "acme/x" and case["benchmark"] == "b1" and case["holdout"] is False
-    assert [a["attempt"] for a in b.rows["attempts"]] == [1, 1, 1, 1]
+    assert [a["attempt"] for a in rows_of(b, "attempts")] == [1, 1, 1, 1]
     assert b.rows["runs"][0]["prices_as_of"] is None
     assert not b.quarantine
 
@@ -62,7 +62,7 @@ def test_maps_statuses_tokens_and_cost(write_lines, prices):
 def test_without_prices_cost_is_null_unless_reported(write_lines):
     path = write_lines([row(), row(trial=2, cost_usd=0.0)])
     [b] = load(path, "runs-jsonl")
-    t = b.rows["trials"]
+    t = rows_of(b, "trials")
     assert t[0]["cost_usd"] is None and t[0]["cost_source"] is None
     assert t[1]["cost_usd"] == 0.0 and t[1]["cost_source"] == "reported"
     assert any("prices file" in n for n in b.notes)
@@ -94,7 +94,7 @@ def test_bad_lines_quarantined_with_line_numbers(write_lines, prices):
     assert "input_tokens" in by_line[7]
     assert "invalid JSON" in by_line[8]
     assert all(q.source_file == str(path) and q.raw_text for q in b.quarantine)
-    assert [r["repetition"] for r in b.rows["trials"]] == [1, 10]
+    assert [r["repetition"] for r in rows_of(b, "trials")] == [1, 10]
 
 
 def test_stable_ids_across_reingest(write_lines):
@@ -102,7 +102,7 @@ def test_stable_ids_across_reingest(write_lines):
     [a] = load(path, "runs-jsonl")
     [b] = load(path, "runs-jsonl")
     assert a.run_id == b.run_id
-    assert [r["trial_id"] for r in a.rows["trials"]] == [r["trial_id"] for r in b.rows["trials"]]
+    assert [r["trial_id"] for r in rows_of(a, "trials")] == [r["trial_id"] for r in rows_of(b, "trials")]
     assert a.rows["configs"][0]["config_id"] == b.rows["configs"][0]["config_id"]
 
 
@@ -125,7 +125,7 @@ def test_example_file_loads_cleanly():
     prices = PriceTable.load(EXAMPLES / "prices.json")
     [b] = load(EXAMPLES / "runs.jsonl", "runs-jsonl", prices)
     check_tables(b)
-    t = b.rows["trials"]
+    t = rows_of(b, "trials")
     assert len(t) == 360 and not b.quarantine
     assert len(b.rows["configs"]) == 6 and len(b.rows["cases"]) == 20
     src = Counter(r["cost_source"] for r in t)
