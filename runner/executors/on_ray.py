@@ -25,6 +25,7 @@ A task that dies (worker process killed, node lost, out of memory) makes its tri
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from runner.manifest import Manifest
 from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec, remove_tree
 
 INSTALL_HINT = "pip install 'trialhouse[ray]'"
+PROBE_TIMEOUT_S = 5.0
 BATCH_WAIT_S = 0.05
 """How long the worker gathers events before yielding a batch (fewer, larger objects)."""
 
@@ -59,6 +61,8 @@ def connect(address: str | None) -> Any:
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    if address is not None and address != "auto":
+        _probe(address)
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
@@ -71,6 +75,22 @@ def connect(address: str | None) -> Any:
             "'ray start --head' on the head node and pass its address (host:6379), or drop "
             "--ray-address to start a local instance") from exc
     return ray
+
+
+def _probe(address: str) -> None:
+    """Fail fast (Ray itself retries a dead address for minutes) when nothing listens there."""
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise RunnerError(f"--ray-address {address}: expected host:port (the address "
+                          "'ray start --head' prints, e.g. 10.0.0.5:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise RunnerError(
+            f"--ray-address {address}: no Ray cluster reachable there ({exc.strerror or exc}); "
+            "start one with 'ray start --head' on the head node and pass the address it "
+            "prints, or drop --ray-address to start a local instance") from exc
 
 
 def _trial_task(t: TrialSlice, box: list[Any]):  # type: ignore[no-untyped-def]
@@ -154,13 +174,21 @@ class RayExecutor:
         if self.stop.is_set():
             raise TrialInterrupted(spec.trial_id)
         remove_tree(spec.trial_dir)
-        started = False
         gen = self.remote.remote(slice_of(spec), [self.payload_ref])
         with self._lock:
             self._live[spec.trial_id] = gen
         try:
-            for ref in gen:
-                kind, root, item = self.ray.get(ref)
+            return self.relay(spec, (self.ray.get(ref) for ref in gen))
+        finally:
+            with self._lock:
+                self._live.pop(spec.trial_id, None)
+
+    def relay(self, spec: TrialSpec, items: Any) -> TrialOutcome:
+        """Emit a task's event batches in order and unpack its evidence; a task that
+        fails or dies raises ``TrialLost`` (after recording a start, if none came)."""
+        started = False
+        try:
+            for kind, root, item in items:
                 if kind == "events":
                     for name, fields in item:
                         started = started or name == "TrialStarted"
@@ -182,9 +210,6 @@ class RayExecutor:
             reason = f"Ray worker lost ({type(exc).__name__}{': ' + why if why else ''})"
             self._lost(spec, started, reason)
             raise TrialLost(reason) from exc
-        finally:
-            with self._lock:
-                self._live.pop(spec.trial_id, None)
 
     def _lost(self, spec: TrialSpec, started: bool, reason: str) -> None:
         """Before the driver records ``infra_error``: a start it can attach to, and the
