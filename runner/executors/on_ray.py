@@ -97,7 +97,11 @@ def _trial_task(t: TrialSlice, box: list[Any]):  # type: ignore[no-untyped-def]
     """Ray task body (a streaming generator): ('events', [...]) batches, then the result."""
     import ray
 
-    run = worker_run(t.run_id, lambda: ray.get(box[0]))
+    try:
+        run = worker_run(t.run_id, lambda: ray.get(box[0]))
+    except Exception as exc:  # noqa: BLE001 - no bwrap, a damaged payload…: the trial's reason
+        yield ("error", "", f"{type(exc).__name__}: {exc}")
+        return
     q: queue.Queue[tuple[str, Any]] = queue.Queue()
 
     def emit(cls: type[ev._Event], **fields: Any) -> None:
