@@ -21,10 +21,10 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks]'
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,ray]'
 	touch $(STAMP)
 
-venv: $(STAMP) ## create .venv and install trialhouse with test and notebook extras
+venv: $(STAMP) ## create .venv and install trialhouse with the test, notebook and ray extras
 
 demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → controls → trials → warehouse → summary → report
 	@rm -rf $(DEMO)

@@ -9,6 +9,7 @@ average, so a result can be reproduced and compared with bench/README.md.
     .venv/bin/python bench/run_all.py            # 1M events, 1M trials (a few minutes)
     .venv/bin/python bench/run_all.py --quick    # 200k events, 100k trials (about a minute)
     .venv/bin/python bench/run_all.py --only analysis --output /tmp/results.md
+    .venv/bin/python bench/run_all.py --only runner   # also rewrites docs/performance.md
 """
 
 from __future__ import annotations
@@ -75,13 +76,16 @@ def _plan(size: dict, work: Path, only: set[str]) -> list[tuple[str, list[str]]]
         plan.append(("Analysis", [py, str(BENCH / "analysis_bench.py"), "--trials",
                                   str(size["trials"]), "--repeat", str(size["repeat"]),
                                   "--dir", str(work / "analysis")]))
+    if "runner" in only:
+        plan.append(("Runner", [py, str(BENCH / "runner_bench.py"), "--output",
+                                str(REPO / "docs" / "performance.md")] + (["--quick"] if size is SIZES["quick"] else [])))
     return plan
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    ap.add_argument("--only", choices=("ingest", "analysis"), action="append",
+    ap.add_argument("--only", choices=("ingest", "analysis", "runner"), action="append",
                     help="run only this benchmark (repeatable; default: all)")
     ap.add_argument("--output", type=Path, default=BENCH / "results.md",
                     help="where the results go (default bench/results.md)")
@@ -98,7 +102,7 @@ def main() -> int:
             "- sizes: " + ", ".join(f"{k} {v:,}" for k, v in size.items()), ""]
     body, failed = [], []
     try:
-        for name, argv in _plan(size, work, set(args.only or ("ingest", "analysis"))):
+        for name, argv in _plan(size, work, set(args.only or ("ingest", "analysis", "runner"))):
             out, secs, rc = _run(name, argv)
             shown = " ".join(a.replace(str(work), "$WORK").replace(str(REPO) + "/", "")
                              .replace(sys.executable, ".venv/bin/python") for a in argv)

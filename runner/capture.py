@@ -40,6 +40,9 @@ PATCH_LIMIT = 32 * 1024 * 1024
 """``changes.patch`` is cut at this many bytes (with a note)."""
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+LISTINGS_KEPT = 64
+"""Tree listings a run keeps (oldest dropped first): the initial and prepared trees of
+its cases, and the latest captures of running trials."""
 
 
 class WorkspaceTooLarge(GitError):
@@ -74,6 +77,10 @@ class RunStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.listings: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        """Tree sha → its ``ls-tree -r`` rows, shared by the run's trials. A tree is named
+        by the hash of its content, so its listing never changes: every trial of a case
+        lists the same initial and prepared trees, and each is listed once per run."""
         if not (path / "HEAD").exists():
             path.mkdir(parents=True, exist_ok=True)
             git(path, "init", "-q", "--bare")
@@ -232,8 +239,17 @@ class TrialGit:
                          timeout=timeout).stdout.decode().strip()
 
     # -- trees -----------------------------------------------------------------
-    def entries(self, tree: str) -> list[tuple[str, str, str]]:
+    def entries(self, tree: str) -> tuple[tuple[str, str, str], ...]:
         """(mode, sha, path) of every blob, symlink and gitlink under ``tree``."""
+        listings = self.store.listings
+        known = listings.get(tree)
+        if known is None:
+            known = listings[tree] = self._list(tree)
+            while len(listings) > LISTINGS_KEPT:  # bounded: a run's memory stays flat
+                listings.pop(next(iter(listings)), None)
+        return known
+
+    def _list(self, tree: str) -> tuple[tuple[str, str, str], ...]:
         out = self._git("ls-tree", "-r", "-z", "--full-tree", tree).stdout
         rows = []
         for rec in out.split(b"\0"):
@@ -242,7 +258,7 @@ class TrialGit:
             meta, _, name = rec.partition(b"\t")
             mode, _kind, sha = meta.decode().split(" ")
             rows.append((mode, sha, name.decode("utf-8", "surrogateescape")))
-        return rows
+        return tuple(rows)
 
     def changed_paths(self, old: str, new: str) -> int:
         """How many paths differ between two trees."""

@@ -363,6 +363,16 @@ class Isolation(_Strict):
     """Absolute host paths (tool installs, e.g. an agent CLI) visible read-only inside."""
 
 
+class Resources(_Strict):
+    """What one trial asks of a distributed executor (``--executor ray``); ignored locally."""
+
+    num_cpus: float = Field(default=1, gt=0, le=256)
+    """CPUs Ray reserves per trial; agents mostly wait on model APIs, so a fraction lets
+    more trials share a node (0.25 → four per CPU)."""
+    memory_mb: float | None = Field(default=None, gt=0)
+    """Memory Ray reserves per trial (a scheduling hint, not a limit); None → no reservation."""
+
+
 class Manifest(_Strict):
     schema_version: Literal[1]
     id: Id
@@ -382,6 +392,7 @@ class Manifest(_Strict):
     benchmark_policy: str | None = None
     """Extra policy text prepended to every stage prompt."""
     isolation: Isolation = Field(default_factory=Isolation)
+    resources: Resources = Field(default_factory=Resources)
     max_workspace_mb: float = Field(default=4096, gt=0)
     """Cap on the workspace plus the trial's HOME and TMP; above it the trial ends
     ``budget_exhausted`` (the runner's own capture would otherwise be unbounded)."""

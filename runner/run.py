@@ -485,8 +485,10 @@ def _progress(enabled: bool, total: int, label: str):
     return progress, task
 
 
-def _run_pool(items: list[Any], fn: Any, jobs: int, on_done: Any, stop: threading.Event) -> None:
-    """Run ``fn(item)`` on a thread pool; Ctrl-C sets ``stop``, kills agents, re-raises."""
+def _run_pool(items: list[Any], fn: Any, jobs: int, on_done: Any, stop: threading.Event,
+              on_stop: Any = None) -> None:
+    """Run ``fn(item)`` on a thread pool; Ctrl-C sets ``stop``, kills agents (and calls
+    ``on_stop``, e.g. to cancel remote tasks), re-raises."""
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="trial")
     futures: dict[Future[Any], Any] = {pool.submit(fn, it): it for it in items}
     try:
@@ -498,6 +500,8 @@ def _run_pool(items: list[Any], fn: Any, jobs: int, on_done: Any, stop: threadin
     except KeyboardInterrupt:
         stop.set()
         kill_all()
+        if on_stop is not None:
+            on_stop()
         pool.shutdown(wait=False, cancel_futures=True)
         # Keep killing until workers notice the stop flag (they check between steps).
         deadline = time.monotonic() + 30
@@ -634,25 +638,36 @@ def _establish_controls(s: _Setup, jobs: int, stop: threading.Event, repeats: in
 
 def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: bool = False,
                progress: bool = True, controls_dir: Path | None = None, repeats: int | None = None,
-               score_unvalidated: bool = False) -> RunResult:
+               score_unvalidated: bool = False, executor: str = "local",
+               ray_address: str | None = None, rerun: tuple[str, ...] = ()) -> RunResult:
     """Establish every case's controls, then run the trials of the cases they pass.
 
     A case that fails a control or has a criterion that disagreed with itself is not
     scored: its trials are recorded as ``trial_skipped`` (or, with
-    ``score_unvalidated``, run with ``scored: false``). Resume skips finished trials.
+    ``score_unvalidated``, run with ``scored: false``). Resume skips finished trials,
+    except those whose last outcome is in ``rerun`` (e.g. ``infra_error``).
+    ``executor="ray"`` runs each trial as a Ray task (``runner.executors.on_ray``);
+    controls always run on the driver.
     """
     start = time.monotonic()
+    if rerun and not resume:
+        raise RunnerError("--rerun applies to --resume (it re-runs finished trials of an earlier run)")
+    ray = None
+    if executor == "ray":  # before any output exists: a missing extra or a bad address is bad input
+        from runner.executors.on_ray import connect
+
+        ray = connect(ray_address)
     reused = load_controls(Path(controls_dir), Path(manifest_path)) if controls_dir is not None else None
     s = _open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs,
                   control_repeats=repeats, controls_from=reused.run_id if reused else None)
     m = s.manifest
     repeats = repeats or m.control_repeats
-    finished = {e.trial_id for e in s.prior if isinstance(e, ev.TrialFinished)}
+    last_finish = {e.trial_id: e for e in s.prior if isinstance(e, ev.TrialFinished)}
+    finished = {tid for tid, e in last_finish.items() if e.outcome not in rerun}
     skipped_before = {(e.case_id, e.variant, e.repetition) for e in s.prior if isinstance(e, ev.TrialSkipped)}
     order = trial_order(m)
     stop = threading.Event()
-    outcomes: Counter[str] = Counter(
-        e.outcome for e in s.prior if isinstance(e, ev.TrialFinished))
+    outcomes: Counter[str] = Counter(last_finish[tid].outcome for tid in finished)
     lines: list[str] = []
     status = "completed"
     unscored: dict[str, str] = {}
@@ -690,6 +705,16 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
         def work(spec: TrialSpec) -> Any:
             return run_trial(spec, s.log.emit)
 
+        on_stop = None
+        if ray is not None:
+            from runner.executors.on_ray import RayExecutor
+            from runner.executors.remote import make_payload
+
+            remote = RayExecutor(ray, make_payload(s.run_id, m, s.snapshot, s.containment.store,
+                                                   [sp.initial_commit for sp in specs]),
+                                 m, s.run_dir, s.log.emit, stop)
+            work, on_stop = remote.work, remote.cancel  # noqa: F811 - the executor's
+
         def done(spec: TrialSpec, fut: Future[Any]) -> None:
             try:
                 result = fut.result()
@@ -697,7 +722,8 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 return
             except Exception as exc:  # noqa: BLE001 - an engine bug must not lose the run
                 result = None
-                reason = f"runner error: {type(exc).__name__}: {exc}"
+                reason = (str(exc) if isinstance(exc, RunnerError)
+                          else f"runner error: {type(exc).__name__}: {exc}")
                 line = f"task={spec.case.id} variant={spec.variant.id} rep={spec.repetition} outcome=infra_error"
                 s.log.emit(ev.TrialFinished, trial_id=spec.trial_id, case_id=spec.case.id,
                            variant=spec.variant.id, config_id=spec.config_id,
@@ -718,7 +744,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
         with bar, (gateway if gateway is not None and specs else contextlib.nullcontext()):
             bar.update(task, completed=len(order) - len(specs),
                        outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
-            _run_pool(specs, work, jobs, done, stop)
+            _run_pool(specs, work, jobs, done, stop, on_stop)
     except KeyboardInterrupt:
         status = "interrupted"
     total_finished = sum(outcomes.values())

@@ -55,10 +55,18 @@ def validate(manifest: Path, json_out: bool) -> None:
         help="Reuse the controls of this --validation-only run (same manifest and inputs).")
 @option("--score-unvalidated", is_flag=True,
         help="Also run the trials of cases that fail their controls (recorded as not scored).")
+@option("--executor", type=Choice(["local", "ray"]), default="local",
+        help="Where trials run: this machine's thread pool, or one Ray task per trial "
+             "(needs the extra: pip install 'trialhouse[ray]'; docs/scale.md).")
+@option("--ray-address", default=None, metavar="ADDR",
+        help="Ray cluster to join (host:6379 of 'ray start --head'); default: a local instance.")
+@option("--rerun", multiple=True, type=Choice(["infra_error", "invalid", "budget_exhausted"]),
+        help="With --resume: also re-run finished trials whose outcome was this (repeatable).")
 @option("--no-progress", is_flag=True, help="No progress bar.")
 @json_option()
 def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: bool,
-        repeats: int | None, controls_dir: Path | None, score_unvalidated: bool, no_progress: bool,
+        repeats: int | None, controls_dir: Path | None, score_unvalidated: bool, executor: str,
+        ray_address: str | None, rerun: tuple[str, ...], no_progress: bool,
         json_out: bool) -> None:
     """Run controls (--validation-only) or all trials: cases × variants × repetitions.
 
@@ -73,6 +81,12 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
         raise click.UsageError("--resume does not apply to --validation-only runs")
     if validation_only and (controls_dir or score_unvalidated):
         raise click.UsageError("--controls and --score-unvalidated apply to scored runs, not --validation-only")
+    if rerun and not resume:
+        raise click.UsageError("--rerun applies to --resume (it re-runs trials of an earlier run)")
+    if ray_address and executor != "ray":
+        raise click.UsageError("--ray-address applies to --executor ray")
+    if validation_only and executor != "local":
+        raise click.UsageError("--validation-only runs the controls on this machine; drop --executor")
     from runner.run import run_controls, run_trials
 
     progress = not no_progress and not json_out
@@ -89,7 +103,8 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
             raise click.exceptions.Exit(1)
         return
     result = run_trials(manifest, output, jobs=jobs, resume=resume, progress=progress,
-                        controls_dir=controls_dir, repeats=repeats, score_unvalidated=score_unvalidated)
+                        controls_dir=controls_dir, repeats=repeats, score_unvalidated=score_unvalidated,
+                        executor=executor, ray_address=ray_address, rerun=rerun)
     if json_out:
         echo_json({"run_id": result.run_id, "run_dir": str(result.run_dir),
                    "events": str(result.events_path), "report": str(result.report_path),

@@ -1,0 +1,261 @@
+"""Runner benchmarks: own overhead vs a git-clone floor, concurrency, Ray vs local, memory.
+
+Not a test: nothing here asserts a speed. Each section prints a ratio against a baseline
+measured in the same run (absolute times on a shared 2-core machine are noisy), and the
+whole report is written as markdown (``make bench`` writes it to docs/performance.md).
+
+    .venv/bin/python bench/runner_bench.py --output docs/performance.md
+    .venv/bin/python bench/runner_bench.py --only overhead --only concurrency
+    .venv/bin/python bench/runner_bench.py --quick      # smaller sizes, a smoke run
+
+Sections (targets from issue 19):
+
+* overhead — the example corpus with the ``null`` agent and the Build stage only, one
+  trial per case at ``--jobs 1``: the runner's own time per trial (trial duration minus
+  agent and grader process time) vs the floor of a bare ``git clone --no-local --depth 1``
+  of the same repository plus one ``python -c pass`` per criterion (target ≤ 1.5×);
+* concurrency — 64 trials of an agent that sleeps 2 s, ``--jobs 1`` vs ``--jobs 32``
+  (target ≥ 20×);
+* ray — the same 64 trials on a local 2-CPU Ray instance with 32 concurrent tasks vs the
+  local executor at ``--jobs 32`` (target ≥ 0.8× its throughput), and the per-trial time
+  Ray adds (16 quick trials at ``--jobs 1`` under each executor);
+* memory — the driver's RSS over 1,000 quick trials (mean of the first vs the last 100).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from runner import events as ev  # noqa: E402
+from runner.eventlog import read_events  # noqa: E402
+from runner.run import run_controls, run_trials  # noqa: E402
+
+PY = sys.executable
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
+           "GIT_COMMITTER_EMAIL": "b@b", "PATH": os.environ["PATH"]}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _finished(run_dir: Path) -> list[ev.TrialFinished]:
+    return [e for e in read_events(run_dir / "events.jsonl") if isinstance(e, ev.TrialFinished)]
+
+
+# ---------------------------------------------------------------- overhead
+
+
+def overhead(work: Path, quick: bool) -> list[str]:
+    from runner.example import write_example
+
+    manifest = write_example(work / "corpus")
+    data = json.loads(manifest.read_text())
+    data["variants"] = [v for v in data["variants"] if v["agent"]["kind"] == "null"]
+    data.update(stages=["build"], repetitions=1, control_repeats=1)
+    if quick:
+        data["cases"] = data["cases"][:6]
+    small = manifest.parent / "overhead.json"
+    small.write_text(json.dumps(data))
+    run_controls(small, work / "ctl", jobs=2, progress=False)
+    run_trials(small, work / "run", jobs=1, progress=False, controls_dir=work / "ctl")
+    fins = _finished(work / "run")
+    own = [f.duration_s - (f.agent_s or 0) - (f.verification_s or 0) for f in fins]
+    floors = []
+    for case in data["cases"]:
+        repo = (manifest.parent / (case.get("repository") or data["repository"])).resolve()
+        t0 = time.perf_counter()
+        dest = work / "floor" / case["id"]
+        subprocess.run(["git", "clone", "-q", "--no-local", "--depth", "1", str(repo), str(dest)],
+                       check=True, capture_output=True)
+        for _crit in case["criteria"]:
+            subprocess.run([PY, "-c", "pass"], check=True)
+        floors.append(time.perf_counter() - t0)
+    ratio = statistics.mean(own) / statistics.mean(floors)
+    return [
+        f"trials: {len(fins)} (example corpus, null agent, build stage only, --jobs 1)",
+        f"runner's own time per trial: mean {statistics.mean(own):.3f} s, median "
+        f"{statistics.median(own):.3f} s (duration − agent − grader process time)",
+        f"floor per trial: mean {statistics.mean(floors):.3f} s (git clone --no-local --depth 1 "
+        "+ one python -c pass per criterion)",
+        f"ratio: {ratio:.2f}× the floor (target ≤ 1.5×: {'met' if ratio <= 1.5 else 'MISSED by ' + format(ratio / 1.5, '.2f') + '×'})",
+    ]
+
+
+# ---------------------------------------------------------------- sleeping trials
+
+
+def sleepy_corpus(root: Path, seconds: float, trials: int, num_cpus: float = 1.0) -> tuple[Path, Path]:
+    """One case, 8 variants × N repetitions of an agent that sleeps; controls run once."""
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "README").write_text("bench\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "initial")
+    sha = _git(repo, "rev-parse", "HEAD")
+    (repo / "done.txt").write_text("done\n")
+    _git(repo, "add", "-N", "done.txt")
+    (root / "done.patch").write_text(_git(repo, "diff") + "\n")
+    (repo / "done.txt").unlink()
+    check = [PY, "-c", "import os, sys; sys.exit(0 if os.path.exists("
+             "os.path.join(os.environ['TRIALHOUSE_WORKSPACE'], 'done.txt')) else 1)"]
+    variants = 8 if trials >= 8 else trials
+    manifest = {
+        "schema_version": 1, "id": "bench-sleep", "repository": "repo", "initial_commit": sha,
+        "repetitions": max(1, trials // variants), "control_repeats": 1, "stages": ["build"],
+        "timeout_seconds": 120, "resources": {"num_cpus": num_cpus},
+        "cases": [{"id": "done", "prompt": "create done.txt", "reference_patch": "done.patch",
+                   "criteria": [{"id": "has_done", "layer": "target", "command": check}]}],
+        "variants": [{"id": f"sleep{i}", "agent": {"kind": "command", "argv": [
+            PY, "-c", f"import time; time.sleep({seconds})"]}} for i in range(variants)],
+    }
+    path = root / "manifest.json"
+    path.write_text(json.dumps(manifest))
+    run_controls(path, root / "ctl", jobs=2, progress=False)
+    return path, root / "ctl"
+
+
+def _timed(manifest: Path, out: Path, ctl: Path, **kw) -> float:
+    t0 = time.perf_counter()
+    res = run_trials(manifest, out, progress=False, controls_dir=ctl, **kw)
+    wall = time.perf_counter() - t0
+    assert sum(res.outcomes.values()) == len(_finished(out)), res.outcomes
+    return wall
+
+
+def concurrency(work: Path, quick: bool) -> list[str]:
+    n = 16 if quick else 64
+    manifest, ctl = sleepy_corpus(work / "c", 2.0, n)
+    serial = _timed(manifest, work / "j1", ctl, jobs=1)
+    wide = _timed(manifest, work / "j32", ctl, jobs=32)
+    ratio = serial / wide
+    return [f"{n} trials of a 2 s sleeping agent: --jobs 1 {serial:.1f} s, --jobs 32 {wide:.1f} s",
+            f"speed-up: {ratio:.1f}× (target ≥ 20×: {'met' if ratio >= 20 else 'MISSED by ' + format(20 / ratio, '.2f') + '×'})"]
+
+
+def ray_section(work: Path, quick: bool) -> list[str]:
+    import ray
+
+    n = 16 if quick else 64
+    t0 = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    startup = time.perf_counter() - t0
+    try:
+        manifest, ctl = sleepy_corpus(work / "r", 2.0, n, num_cpus=2 / 32)
+        local = _timed(manifest, work / "local32", ctl, jobs=32)
+        remote = _timed(manifest, work / "ray32", ctl, jobs=32, executor="ray")
+        again = _timed(manifest, work / "ray32-warm", ctl, jobs=32, executor="ray")
+        quick_manifest, quick_ctl = sleepy_corpus(work / "q", 0.0, 16, num_cpus=2 / 32)
+        local1 = _timed(quick_manifest, work / "q-local", quick_ctl, jobs=1)
+        ray1 = _timed(quick_manifest, work / "q-ray", quick_ctl, jobs=1, executor="ray")
+    finally:
+        ray.shutdown()
+    ratio = local / remote
+    warm = local / again
+    per_trial = (ray1 - local1) / 16
+    verdict = "met" if ratio >= 0.8 else "MISSED by " + format(0.8 / ratio, ".2f") + "×"
+    return [
+        f"local 2-CPU Ray instance started in {startup:.1f} s (not counted below)",
+        f"{n} trials of a 2 s sleeping agent at 32 concurrent: local executor {local:.1f} s, "
+        f"Ray {remote:.1f} s (first run: worker processes start), Ray again {again:.1f} s",
+        f"Ray throughput vs local: {ratio:.2f}× first run, {warm:.2f}× with warm workers "
+        f"(target ≥ 0.8×: {verdict} on the first run)",
+        f"per-trial time Ray adds (16 quick trials, --jobs 1): {per_trial:+.3f} s "
+        f"(local {local1 / 16:.3f} s/trial, Ray {ray1 / 16:.3f} s/trial)",
+    ]
+
+
+# ---------------------------------------------------------------- memory
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def memory(work: Path, quick: bool) -> list[str]:
+    n = 200 if quick else 1000
+    root = work / "m"
+    manifest, ctl = sleepy_corpus(root, 0.0, 8)
+    data = json.loads(manifest.read_text())
+    data.update(repetitions=10, variants=data["variants"][:1],
+                cases=[{**data["cases"][0], "id": f"done{i}"} for i in range(n // 10)])
+    manifest.write_text(json.dumps(data))
+    run_controls(manifest, root / "ctl-all", jobs=2, progress=False)
+    samples: list[tuple[int, int]] = []
+    stop = threading.Event()
+    events = root / "run" / "events.jsonl"
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                done = events.read_bytes().count(b'"event":"trial_finished"')
+            except OSError:
+                done = 0
+            samples.append((done, _rss_kib()))
+            stop.wait(0.25)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    t0 = time.perf_counter()
+    run_trials(manifest, root / "run", jobs=4, progress=False, controls_dir=root / "ctl-all")
+    wall = time.perf_counter() - t0
+    stop.set()
+    thread.join()
+    first = [r for d, r in samples if d < 100]
+    last = [r for d, r in samples if d >= n - 100]
+    a, b = statistics.mean(first) / 1024, statistics.mean(last or [_rss_kib()]) / 1024
+    return [f"{n} quick trials (--jobs 4) in {wall:.0f} s; driver RSS mean over the first 100 "
+            f"trials {a:.1f} MiB, over the last 100 {b:.1f} MiB ({(b - a) / a * 100:+.1f}%)"]
+
+
+SECTIONS = {"overhead": overhead, "concurrency": concurrency, "ray": ray_section, "memory": memory}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=list(SECTIONS), action="append")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--output", type=Path, default=None, help="write the markdown report here")
+    args = ap.parse_args()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    out = ["# Runner performance", "",
+           "Written by `make bench` (`bench/runner_bench.py --output docs/performance.md`); "
+           "every ratio is against a baseline measured in the same run. The machine is shared "
+           "(2 cores, other work running): absolute times are noisy.", "",
+           f"- generated: {datetime.now(UTC):%Y-%m-%d %H:%M UTC}" + (" (--quick sizes)" if args.quick else ""),
+           f"- machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+           f"- load average before: {load}", ""]
+    for name in args.only or list(SECTIONS):
+        with tempfile.TemporaryDirectory(prefix=f"trialhouse-bench-{name}-") as tmp:
+            t0 = time.perf_counter()
+            lines = SECTIONS[name](Path(tmp), args.quick)
+        out += [f"## {name}", "", *[f"- {line}" for line in lines],
+                f"- (section took {time.perf_counter() - t0:.0f} s)", ""]
+        print("\n".join(out[-len(lines) - 3:]), flush=True)
+    out.append(f"- load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.output:
+        args.output.write_text("\n".join(out) + "\n", encoding="utf-8")
+        print(f"wrote {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""The Ray executor: one Ray task per trial, the driver still the single writer.
+
+``RayExecutor.work(spec)`` replaces ``run_trial(spec, emit)`` in the driver's thread
+pool (``--jobs`` threads, so ``--jobs`` caps the outstanding Ray tasks). Each call
+submits one task with ``max_retries=0`` — Ray's default of 3 would silently re-run a
+trial whose worker died and record it twice — and the manifest's resource hints
+(``resources.num_cpus``, ``resources.memory_mb``). The task is a streaming generator:
+the worker runs the ordinary ``run_trial`` (``runner.executors.remote``) and yields its
+events in batches as they happen, then the trial's evidence as one archive; the driver
+thread emits each event through the run's ``EventLog`` and unpacks the evidence into
+``trials/<id>/``. Paths the worker's events name (its own scratch copy of the run) are
+rewritten to the driver's run directory, so ``events.jsonl`` and the trial directories
+have the shape of a local run.
+
+The run's payload (manifest, input bytes with hashes, git bundle of the pinned
+commits) is ``ray.put`` once per run and handed to tasks inside a list, so Ray does
+not resolve it per task: a worker process ``ray.get``s it only the first time it sees
+the run. Credentials never travel in it: workers read the variables a variant's
+``pass_env``/``secret_env`` names from their own environment (docs/scale.md).
+
+A task that dies (worker process killed, node lost, out of memory) makes its trial
+``infra_error`` with the reason; ``--resume --rerun infra_error`` runs it again.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from runner import events as ev
+from runner.errors import RunnerError
+from runner.executors.remote import RunPayload, TrialSlice, slice_of, unpack, worker_run
+from runner.manifest import Manifest
+from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec, remove_tree
+
+INSTALL_HINT = "pip install 'trialhouse[ray]'"
+PROBE_TIMEOUT_S = 5.0
+BATCH_WAIT_S = 0.05
+"""How long the worker gathers events before yielding a batch (fewer, larger objects)."""
+
+
+class TrialLost(RunnerError):
+    """The Ray task running a trial ended without a result (worker or node died)."""
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise RunnerError(
+            f"--executor ray needs Ray, which is not installed here ({exc}); install the "
+            f"extra with: {INSTALL_HINT}  (or run with --executor local)") from exc
+    return ray
+
+
+def connect(address: str | None) -> Any:
+    """Join the cluster at ``address`` (or start a local Ray instance when None)."""
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    if address is not None and address != "auto":
+        _probe(address)
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+    except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError…
+        if address is None:
+            raise RunnerError(f"could not start a local Ray instance: {exc}") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RunnerError(
+            f"--ray-address {address}: no Ray cluster reachable there ({first}); start one with "
+            "'ray start --head' on the head node and pass its address (host:6379), or drop "
+            "--ray-address to start a local instance") from exc
+    return ray
+
+
+def _probe(address: str) -> None:
+    """Fail fast (Ray itself retries a dead address for minutes) when nothing listens there."""
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise RunnerError(f"--ray-address {address}: expected host:port (the address "
+                          "'ray start --head' prints, e.g. 10.0.0.5:6379)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise RunnerError(
+            f"--ray-address {address}: no Ray cluster reachable there ({exc.strerror or exc}); "
+            "start one with 'ray start --head' on the head node and pass the address it "
+            "prints, or drop --ray-address to start a local instance") from exc
+
+
+def _trial_task(t: TrialSlice, box: list[Any]):  # type: ignore[no-untyped-def]
+    """Ray task body (a streaming generator): ('events', [...]) batches, then the result."""
+    import ray
+
+    try:
+        run = worker_run(t.run_id, lambda: ray.get(box[0]))
+    except Exception as exc:  # noqa: BLE001 - no bwrap, a damaged payload…: the trial's reason
+        yield ("error", "", f"{type(exc).__name__}: {exc}")
+        return
+    q: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def emit(cls: type[ev._Event], **fields: Any) -> None:
+        q.put(("event", (cls.__name__, fields)))
+
+    def body() -> None:
+        try:
+            q.put(("done", run.run(t, emit)))
+        except BaseException as exc:  # noqa: BLE001 - reported to the driver as the reason
+            q.put(("error", f"{type(exc).__name__}: {exc}"))
+
+    threading.Thread(target=body, name=f"trial-{t.trial_id}", daemon=True).start()
+    while True:
+        kind, item = q.get()
+        batch = []
+        while kind == "event":
+            batch.append(item)
+            try:
+                kind, item = q.get(timeout=BATCH_WAIT_S if len(batch) < 64 else 0)
+            except queue.Empty:
+                kind, item = "flush", None
+        if batch:
+            yield ("events", str(run.root), batch)
+        if kind == "done":
+            outcome, evidence = item
+            yield ("result", str(run.root), (outcome, evidence))
+            return
+        if kind == "error":
+            yield ("error", str(run.root), item)
+            return
+
+
+def _rewrite(value: Any, old: str, new: str) -> Any:
+    """Worker paths → driver paths in an event's fields (strings, lists, dicts)."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value.startswith(old) else value
+    if isinstance(value, list):
+        return [_rewrite(v, old, new) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_rewrite(v, old, new) for v in value)
+    if isinstance(value, dict):
+        return {k: _rewrite(v, old, new) for k, v in value.items()}
+    return value
+
+
+class RayExecutor:
+    """Submits each trial of one run as a Ray task and relays it to the driver's log."""
+
+    def __init__(self, ray: Any, payload: RunPayload, manifest: Manifest, run_dir: Path,
+                 emit: Any, stop: threading.Event) -> None:
+        self.ray = ray
+        self.run_dir = run_dir
+        self.emit = emit
+        self.stop = stop
+        self.payload_ref = ray.put(payload)
+        hints: dict[str, Any] = {"num_cpus": manifest.resources.num_cpus}
+        if manifest.resources.memory_mb is not None:
+            hints["memory"] = int(manifest.resources.memory_mb * 2**20)
+        self.remote = ray.remote(max_retries=0, num_returns="streaming", **hints)(_trial_task)
+        self._live: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        """Ctrl-C: cancel every outstanding task (running ones are killed)."""
+        with self._lock:
+            live = list(self._live.values())
+        for gen in live:
+            try:
+                self.ray.cancel(gen, force=True)
+            except Exception:  # noqa: BLE001, S110 - already finished or gone
+                pass
+
+    def work(self, spec: TrialSpec) -> TrialOutcome:
+        if self.stop.is_set():
+            raise TrialInterrupted(spec.trial_id)
+        remove_tree(spec.trial_dir)
+        gen = self.remote.remote(slice_of(spec), [self.payload_ref])
+        with self._lock:
+            self._live[spec.trial_id] = gen
+        try:
+            return self.relay(spec, (self.ray.get(ref) for ref in gen))
+        finally:
+            with self._lock:
+                self._live.pop(spec.trial_id, None)
+
+    def relay(self, spec: TrialSpec, items: Any) -> TrialOutcome:
+        """Emit a task's event batches in order and unpack its evidence; a task that
+        fails or dies raises ``TrialLost`` (after recording a start, if none came)."""
+        started = False
+        try:
+            for kind, root, item in items:
+                if kind == "events":
+                    for name, fields in item:
+                        started = started or name == "TrialStarted"
+                        self.emit(getattr(ev, name), **_rewrite(fields, root, str(self.run_dir)))
+                elif kind == "result":
+                    outcome, evidence = item
+                    unpack(evidence, spec.trial_dir)
+                    return outcome
+                else:
+                    raise TrialLost(f"the trial failed on its Ray worker: {item}")
+            raise TrialLost("the Ray task ended without a result")
+        except TrialLost as exc:
+            self._lost(spec, started, str(exc))
+            raise
+        except self.ray.exceptions.RayError as exc:
+            if self.stop.is_set():
+                raise TrialInterrupted(spec.trial_id) from exc
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            reason = f"Ray worker lost ({type(exc).__name__}{': ' + why if why else ''})"
+            self._lost(spec, started, reason)
+            raise TrialLost(reason) from exc
+
+    def _lost(self, spec: TrialSpec, started: bool, reason: str) -> None:
+        """Before the driver records ``infra_error``: a start it can attach to, and the
+        evidence directory present (empty) as a local trial's always is."""
+        if self.stop.is_set():
+            raise TrialInterrupted(spec.trial_id)
+        if not started:
+            self.emit(ev.TrialStarted, trial_id=spec.trial_id, case_id=spec.case.id,
+                      variant=spec.variant.id, config_id=spec.config_id,
+                      repetition=spec.repetition, seed=spec.seed,
+                      workspace=str(spec.trial_dir / "workspace"), order=spec.order,
+                      case_fingerprint=spec.case_fingerprint)
+        remove_tree(spec.trial_dir)
+        spec.trial_dir.mkdir(parents=True)
+        (spec.trial_dir / "lost.txt").write_text(reason + "\n")

@@ -1,0 +1,178 @@
+"""The executor parts that need no cluster: bad input, the run payload, the evidence round trip."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tarfile
+from collections import Counter
+
+import pytest
+
+from runner import events as ev
+from runner.errors import RunnerError
+from runner.eventlog import read_verified
+from runner.executors import remote
+from runner.executors.on_ray import connect
+from runner.run import run_trials
+
+
+class _Done:
+    def __init__(self, exit_code: int, output: str) -> None:
+        self.exit_code, self.output = exit_code, output
+
+
+@pytest.fixture
+def cli(capsys):
+    from trialhouse.cli import main
+
+    def run(*args: str) -> _Done:
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+        out = capsys.readouterr()
+        return _Done(done.value.code, out.out + out.err)
+
+    return run
+
+
+def test_ray_not_installed_names_the_install_command(cli, kit, corpus_root, tmp_path, monkeypatch):
+    manifest = kit.make_corpus(corpus_root)
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    res = cli("run", "-m", str(manifest), "-o", str(tmp_path / "run"), "--executor", "ray")
+    assert res.exit_code == 2, res.output
+    assert "pip install 'trialhouse[ray]'" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "run").exists()  # refused before any output was made
+
+
+@pytest.mark.parametrize("address, says", [
+    ("127.0.0.1:1", "no Ray cluster reachable there"),
+    ("no-such-host.invalid:6379", "no Ray cluster reachable there"),
+    ("headnode", "expected host:port"),
+])
+def test_an_unreachable_ray_address_is_one_clear_message(cli, kit, corpus_root, tmp_path, address, says):
+    pytest.importorskip("ray", reason="the ray extra is installed by `make venv`")
+    manifest = kit.make_corpus(corpus_root)
+    res = cli("run", "-m", str(manifest), "-o", str(tmp_path / "run"), "--executor", "ray",
+               "--ray-address", address)
+    assert res.exit_code == 2, res.output
+    assert f"--ray-address {address}: {says}" in res.output and "ray start --head" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_connect_refuses_without_starting_anything():
+    pytest.importorskip("ray")
+    import ray
+
+    with pytest.raises(RunnerError, match="Connection refused"):
+        connect("127.0.0.1:1")
+    assert not ray.is_initialized()
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--rerun", "infra_error"], "--rerun applies to --resume"),
+    (["--ray-address", "10.0.0.5:6379"], "--ray-address applies to --executor ray"),
+    (["--validation-only", "--executor", "ray"], "--validation-only runs the controls on this machine"),
+])
+def test_option_combinations_that_make_no_sense(cli, kit, corpus_root, tmp_path, args, says):
+    manifest = kit.make_corpus(corpus_root)
+    res = cli("run", "-m", str(manifest), "-o", str(tmp_path / "run"), *args)
+    assert res.exit_code == 2 and says in res.output, res.output
+
+
+def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_root, tmp_path):
+    """What a worker does, in-process: build the run from its payload alone, run, pack."""
+    manifest = kit.make_corpus(corpus_root)
+    local = run_trials(manifest, tmp_path / "local", progress=False)
+    fins = {e.trial_id: e for e in read_verified(local.events_path).events
+            if isinstance(e, ev.TrialFinished)}
+
+    from runner.run import _open_run
+
+    s = _open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
+    s.log.close()
+    payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
+                                  [s.manifest.initial_commit])
+    assert payload.bundle.startswith(b"# v2 git bundle")
+    run = remote.WorkerRun(payload, tmp_path / "worker")
+    assert run.containment.store.tree_of(s.manifest.initial_commit)
+    for tid, fin in fins.items():
+        case_id, variant, _r = tid.split("__")
+        t = remote.TrialSlice(s.run_id, tid, 0, case_id, variant, s.config_ids[variant], 1, 1,
+                              s.manifest.initial_commit, s.texts[variant], {}, None, True)
+        seen: list[str] = []
+        outcome, evidence = run.run(t, lambda cls, seen=seen, **_f: seen.append(cls.__name__))
+        assert outcome.outcome == fin.outcome, (tid, outcome.reason)
+        assert seen[0] == "TrialStarted" and seen[-1] == "TrialFinished"
+        assert not (tmp_path / "worker" / "trials" / tid).exists()  # packed, then removed
+        dest = tmp_path / "unpacked" / tid
+        remote.unpack(evidence, dest)
+        local_files = {p.relative_to(local.run_dir / "trials" / tid).as_posix()
+                       for p in (local.run_dir / "trials" / tid).rglob("*")}
+        assert {p.relative_to(dest).as_posix() for p in dest.rglob("*")} == local_files
+
+
+def test_a_damaged_payload_is_refused_on_the_worker(cli, kit, corpus_root, tmp_path):
+    manifest = kit.make_corpus(corpus_root)
+    from runner.run import _open_run
+
+    s = _open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
+    s.log.close()
+    payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store, [])
+    rel = sorted(payload.input_contents)[0]
+    bad = remote.RunPayload(payload.run_id, payload.manifest, payload.input_hashes,
+                            {**payload.input_contents, rel: b"import sys; sys.exit(0)\n"},
+                            payload.bundle, payload.commits)
+    with pytest.raises(RunnerError, match=f"arrived damaged on this worker \\({rel}"):
+        remote.WorkerRun(bad, tmp_path / "worker")
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    return buf.getvalue()
+
+
+def _file(name: str, data: bytes = b"x") -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    return info, data
+
+
+def _link(name: str, target: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info, None
+
+
+def test_unpack_never_writes_outside_the_trial_directory(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data = _tar([
+        _file("logs/ok.txt", b"kept"),
+        _file("../escape.txt"),
+        _file("/abs.txt"),
+        _link("workspace/out", str(outside)),
+        _file("workspace/out/planted.txt"),  # below a symlink member: never written through
+        _link("workspace/etc", "/etc/passwd"),  # an agent's symlink stays a symlink
+    ])
+    dest = tmp_path / "trial"
+    remote.unpack(data, dest)
+    assert (dest / "logs" / "ok.txt").read_bytes() == b"kept"
+    assert not (tmp_path / "escape.txt").exists() and not list(outside.iterdir())
+    assert (dest / "workspace" / "etc").is_symlink()
+    assert Counter(p.name for p in dest.rglob("*")) == Counter(["logs", "ok.txt", "workspace", "out", "etc"])
+
+
+def test_pack_keeps_symlinks_as_links(tmp_path):
+    src = tmp_path / "src"
+    (src / "workspace").mkdir(parents=True)
+    (src / "workspace" / "a.txt").write_text("a")
+    (src / "workspace" / "link").symlink_to("/etc")
+    dest = tmp_path / "dest"
+    remote.unpack(remote.pack(src), dest)
+    assert (dest / "workspace" / "a.txt").read_text() == "a"
+    assert (dest / "workspace" / "link").is_symlink()
+    assert os.readlink(dest / "workspace" / "link") == "/etc"
