@@ -275,3 +275,26 @@ def latency(warehouse: Path, run: Many, since: str | None, until: str | None, la
     fmt = output_format(json_out, csv_out)
     filters = _filters(run, since, until, label, holdout)
     _emit(_ask(warehouse, ask, filters, by=listed(by)), "latency", fmt, filters)
+
+
+@app.command()
+@warehouse_option
+@filter_options(by=False)
+@json_option()
+@csv_option
+def trajectory(warehouse: Path, run: Many, since: str | None, until: str | None, label: Many,
+               holdout: str, json_out: bool, csv_out: bool) -> None:
+    """Trajectory metrics per configuration and stage: median / p90, accepted trials beside the others.
+
+    How the agents worked (repeated calls, failed check → edit, reads outside the patch, final
+    check, time to first edit, model share of time, tokens per step): read next to outcomes,
+    never as a score (docs/trajectories.md).
+
+    Example: trialhouse trajectory --warehouse w.duckdb --run r1
+    """
+    from analysis.trajectory import summary as ask
+    from trialhouse.render import output_format
+
+    fmt = output_format(json_out, csv_out)
+    filters = _filters(run, since, until, label, holdout)
+    _emit(_ask(warehouse, ask, filters), "trajectory", fmt, filters)
