@@ -110,6 +110,17 @@ def is_swebench_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     )
 
 
+def is_mini_trajectory(obj: Any) -> TypeGuard[dict[str, Any]]:
+    """A mini-swe-agent trajectory (``*.traj.json``)."""
+    return isinstance(obj, dict) and str(obj.get("trajectory_format", "")).startswith("mini-swe-agent") \
+        and isinstance(obj.get("messages"), list)
+
+
+def _is_mini_run_dir(path: Path) -> bool:
+    """A ``mini-extra swebench`` output directory: ``<iid>/<iid>.traj.json`` trajectories."""
+    return any(is_mini_trajectory(read_json(p)) for p in sorted(path.glob("*/*.traj.json"))[:3])
+
+
 def _is_runs_jsonl(path: Path) -> bool:
     for line in _head(path).splitlines():
         if line.strip():
@@ -144,6 +155,8 @@ def _detect_file(path: Path) -> str | None:
         return "terminal-bench"
     if is_swebench_instance_report(obj) or is_swebench_run_report(obj) or is_swebench_results(obj):
         return "swebench"
+    if is_mini_trajectory(obj):
+        return "mini-swe-agent"
     if isinstance(obj, dict) and _is_runs_jsonl(path):  # a one-line runs-jsonl file
         return "runs-jsonl"
     return None
@@ -163,6 +176,8 @@ def _detect_dir(path: Path) -> str | None:
         path / "results" / "results.json"
     ).is_file():
         return "swebench"
+    if _is_mini_run_dir(path):  # before SWE-bench: its evaluation report may sit beside preds.json
+        return "mini-swe-agent"
     children = sorted(p for p in path.iterdir() if not p.name.startswith("."))
     if any(p.suffix == ".eval" and is_inspect_eval_zip(p) for p in children if p.is_file()):
         return "inspect"
