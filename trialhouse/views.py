@@ -202,21 +202,6 @@ def latency(res: Any) -> View:
 
 
 def trajectory(res: Any) -> View:
-    from analysis import formatting as fmt
+    from analysis.report.sections.trajectory import NOT_A_SCORE, table
 
-    def dist(r: dict, prefix: str) -> str:
-        if r["metric"] == "final_check":
-            share = r[f"{prefix}share" if prefix else "share"]
-            return fmt.DASH if share is None else f"{fmt.rate(share)} ({fmt.count(r[f'{prefix}n'])})"
-        if not r[f"{prefix}n"]:
-            return fmt.DASH
-        return (f"{fmt.number(r[f'{prefix}median'], 2)} / {fmt.number(r[f'{prefix}p90'], 2)}"
-                f" (n={fmt.count(r[f'{prefix}n'])})")
-
-    rows = [[_name(r), r["stage"], r["metric"] if r["category"] is None else f"final_check: {r['category']}",
-             dist(r, ""), dist(r, "accepted_"), dist(r, "other_"), fmt.count(r["unknown"])] for r in res.rows]
-    return View(tables=[_table("Trajectory metrics: median / p90 (final_check: share of stages)",
-                               ["configuration", "stage", "metric", "all", "accepted", "not accepted",
-                                "unknown"], rows, [False] * 3 + [True] * 4)],
-                after=["Descriptions of how agents worked, not quality scores: read them next to outcomes."],
-                notes=list(res.warnings))
+    return View(tables=[table(res.rows, _name)], after=[NOT_A_SCORE], notes=list(res.warnings))

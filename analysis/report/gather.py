@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from analysis.pareto import Pareto
     from analysis.period import Period
     from analysis.summary import Summary
+    from analysis.trajectory import TrajectorySummary
 
 
 @dataclass
@@ -61,6 +62,7 @@ class ReportData:
     flags: Flags
     blockers: Blockers
     period: Period | None = None
+    trajectory: TrajectorySummary | None = None  # None: the selected runs recorded no step
     notes: list[str] = field(default_factory=list)
 
 
@@ -179,4 +181,17 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         matrix=mat, matrix_absent=mat_absent, failures=failures.failures(con, filters),
         familiarity=fam, familiarity_absent=fam_absent,
         latency=latency.latency(con, filters), flags=flags.flags(con, filters),
-        blockers=_blockers(trials, configs, comps, period, roles, simulated), period=period)
+        blockers=_blockers(trials, configs, comps, period, roles, simulated), period=period,
+        trajectory=_trajectory(con, filters, run_ids))
+
+
+_HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
+
+
+def _trajectory(con: duckdb.DuckDBPyConnection, filters: Filters, run_ids: list[str]) -> TrajectorySummary | None:
+    """The trajectory metrics, or None when the selected runs recorded no step at all."""
+    from analysis.trajectory import summary
+
+    if not con.execute(_HAS_STEPS_SQL, [run_ids]).fetchall()[0][0]:
+        return None
+    return summary(con, filters)
