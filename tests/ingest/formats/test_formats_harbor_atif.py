@@ -59,3 +59,24 @@ def test_a_trajectory_that_is_not_atif_is_a_note_not_an_error(tmp_path):
     (job / "hello-world__00ab1cd" / "agent" / "trajectory.json").write_text("{not json")
     [b] = load(job, "harbor")
     assert not b.rows.get("steps") and len(b.rows["trials"]) == 8
+
+
+def test_a_credential_in_a_trajectory_command_is_not_stored(tmp_path):
+    from ingest.api import ingest_paths
+    from warehouse import db
+
+    job = tmp_path / "job"
+    shutil.copytree(JOB, job)
+    path = job / "hello-world__00ab1cd" / "agent" / "trajectory.json"
+    doc = json.loads(path.read_text())
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+    doc["steps"][1]["tool_calls"][0]["arguments"]["keystrokes"] = f"OPENAI_API_KEY={secret} ls /app\n"
+    path.write_text(json.dumps(doc))
+    ingest_paths([job], tmp_path / "w.duckdb")
+    con = db.open(tmp_path / "w.duckdb", read_only=True)
+    try:
+        commands = [c for (c,) in con.sql("SELECT command FROM steps WHERE command IS NOT NULL").fetchall()]
+    finally:
+        con.close()
+    assert len(commands) == 4 and not any(secret in c for c in commands)
+    assert any("ls /app" in c for c in commands)
