@@ -92,6 +92,10 @@ def outcome_for(status: str | None, patch: str, grade: tuple[str, str | None, di
     return grade
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _trajectories(root: Path) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for path in sorted(root.glob("*/*.traj.json")) + sorted(root.glob("*.traj.json")):
@@ -116,14 +120,14 @@ def _load_dir(root: Path, prices: PriceTable | None) -> SourceBatch:
     grades = _grades(root, b)
     ungraded, versions = [], set()
     for iid in sorted(set(trajectories) | set(preds)):
-        pred = preds.get(iid) if isinstance(preds.get(iid), dict) else {}
+        pred = _obj(preds.get(iid))
         doc: dict[str, Any] = {}
         if iid in trajectories:
             b.batch.source_files.append(trajectories[iid])
-            doc = read_json(trajectories[iid]) or {}
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
-        model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+            doc = _obj(read_json(trajectories[iid]))
+        info = _obj(doc.get("info"))
+        config = _obj(info.get("config"))
+        model_cfg = _obj(config.get("model"))
         model = model_cfg.get("model_name") or pred.get("model_name_or_path")
         patch = pred.get("model_patch") if isinstance(pred.get("model_patch"), str) else info.get("submission")
         patch = patch if isinstance(patch, str) else ""
@@ -138,7 +142,7 @@ def _load_dir(root: Path, prices: PriceTable | None) -> SourceBatch:
         versions.add(version)
         cid, _ = b.config(str(model) if model else None, HARNESS, str(version) if version else None)
         b.case(iid, repository=repository_of(iid), benchmark="swe-bench")
-        env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+        env = _obj(config.get("environment"))
         steps = mini_trajectory_steps(doc, workspace=env.get("cwd") if isinstance(env.get("cwd"), str) else None)
         times = [t for s in steps for t in (s.get("started_at"), s.get("ended_at")) if t is not None]
         if not times:  # a trajectory without steps: the timestamps of its messages
@@ -149,7 +153,7 @@ def _load_dir(root: Path, prices: PriceTable | None) -> SourceBatch:
         tokens = {k: sum(s[k] for s in turns) if turns and all(s.get(k) is not None for s in turns) else None
                   for k in ("input_tokens", "output_tokens")}
         cached = sum(s.get("cache_read_tokens") or 0 for s in turns) if tokens["input_tokens"] is not None else None
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        stats = _obj(info.get("model_stats"))
         calls = nonneg_int(stats.get("api_calls"))
         cost, source = resolve_cost(prices, model, reported=stats.get("instance_cost"), input_tokens=tokens["input_tokens"],
                                     output_tokens=tokens["output_tokens"], cache_read_tokens=cached, activity=calls,

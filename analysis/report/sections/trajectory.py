@@ -7,7 +7,7 @@ command show the same cells.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from analysis import formatting as fmt
@@ -29,7 +29,7 @@ def _cell(r: Mapping[str, Any], prefix: str) -> str:
             f" (n={fmt.count(r[f'{prefix}n'])})")
 
 
-def table(rows: list[Mapping[str, Any]], label: Callable[[Mapping[str, Any]], str]) -> Table:
+def table(rows: Sequence[Mapping[str, Any]], label: Callable[[Mapping[str, Any]], str]) -> Table:
     """One row per configuration, stage and metric: median / p90 (n) over all stages, the
     accepted trials' and the others'; ``final_check`` as shares of stages per category."""
     return Table(
