@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from statistics import median
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from analysis import trajectory_metrics as tm
-from analysis.data import trials_sql
+from analysis.data import CONFIG_KEYS, load_trials, require_trials, trials_sql
 from analysis.filters import Filters
+from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
@@ -247,3 +248,65 @@ def by_configuration(con: duckdb.DuckDBPyConnection, filters: Filters | None = N
     parts.append(shares)
     out = pl.concat([p.select(shares.columns) for p in parts], how="vertical_relaxed")
     return out.sort(["config_id", "stage", "metric", "category", "accepted"], nulls_last=True)
+
+
+class TrajectorySummary(RowsResult):
+    """Per configuration, stage and metric (``trialhouse trajectory``): the distribution over
+    all stages (``n`` measured, ``unknown``, median, p90) and the same among the stages of
+    accepted trials (``accepted_*``) and of the others (``other_*``). ``final_check`` has one
+    row per category, with ``share`` of the stages in it (all, accepted, others) instead of
+    quantiles. A description next to outcomes, never a score."""
+
+    SCHEMA: ClassVar[dict[str, str]] = {
+        **CONFIG_SCHEMA, "stage": "String", "metric": "String", "category": "String",
+        "stages": "Int64", "n": "Int64", "unknown": "Int64", "median": "Float64", "p90": "Float64",
+        "accepted_n": "Int64", "accepted_median": "Float64", "accepted_p90": "Float64",
+        "other_n": "Int64", "other_median": "Float64", "other_p90": "Float64",
+        "share": "Float64", "accepted_share": "Float64", "other_share": "Float64"}
+
+
+def summary(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> TrajectorySummary:
+    """The trajectory metrics per configuration and stage, accepted trials beside the others.
+
+    Quantiles are linear-interpolated over the stages where the metric is known; a stage
+    without any step row counts as ``unknown`` for every metric (and in no ``final_check``
+    category's numerator). Raises ``AnalysisError`` when no trial matches ``filters``."""
+    import polars as pl
+
+    filters = filters or Filters()
+    require_trials(load_trials(con, filters, columns=["trial_id"]), filters)
+    group = [*CONFIG_KEYS, "stage"]
+    frames = {name: question(con, filters).select(*group, "accepted", pl.col(column).alias("x"))
+              for name, (question, column) in NUMERIC.items()}
+
+    def dist(x: pl.Expr, prefix: str) -> list[pl.Expr]:
+        return [x.count().cast(pl.Int64).alias(f"{prefix}n"), x.median().alias(f"{prefix}median"),
+                x.quantile(0.9, "linear").alias(f"{prefix}p90")]
+
+    rows: list[dict[str, Any]] = []
+    for name, frame in frames.items():
+        x, acc = pl.col("x"), pl.col("accepted")
+        out = frame.group_by(group).agg(
+            pl.len().cast(pl.Int64).alias("stages"), *dist(x, ""), x.is_null().sum().cast(pl.Int64).alias("unknown"),
+            *dist(x.filter(acc), "accepted_"), *dist(x.filter(~acc), "other_"))
+        rows += out.with_columns(pl.lit(name).alias("metric")).to_dicts()
+    checks = final_check(con, filters)
+    totals = checks.group_by(group).agg(pl.len().alias("stages"), pl.col("accepted").sum().alias("acc"),
+                                        (~pl.col("accepted")).sum().alias("rest"),
+                                        pl.col("final_check").is_null().sum().alias("unknown"))
+    for r in checks.join(totals, on=group, nulls_equal=True).group_by([*group, "final_check"]).agg(
+            pl.len().cast(pl.Int64).alias("n"), pl.col("accepted").sum().alias("k_acc"),
+            (~pl.col("accepted")).sum().alias("k_rest"), pl.col("stages").first().cast(pl.Int64),
+            pl.col("acc").first(), pl.col("rest").first(), pl.col("unknown").first().cast(pl.Int64)).to_dicts():
+        rows.append({**{k: r[k] for k in group}, "metric": "final_check", "category": r["final_check"] or "unknown",
+                     "stages": r["stages"], "n": r["n"], "unknown": r["unknown"],
+                     "accepted_n": r["k_acc"], "other_n": r["k_rest"], "share": r["n"] / r["stages"],
+                     "accepted_share": r["k_acc"] / r["acc"] if r["acc"] else None,
+                     "other_share": r["k_rest"] / r["rest"] if r["rest"] else None})
+    order = {m: i for i, m in enumerate([*NUMERIC, "final_check"])}
+    rows.sort(key=lambda r: (str(r["model"]), str(r["harness"]), str(r["harness_version"]), str(r["config_id"]),
+                             str(r["stage"]), order[r["metric"]], str(r.get("category") or "")))
+    warnings = []
+    if all(r["n"] == 0 for r in rows if r["metric"] != "final_check"):
+        warnings.append("no trajectory steps recorded for the selected trials: every metric is unknown")
+    return TrajectorySummary([{c: r.get(c) for c in TrajectorySummary.SCHEMA} for r in rows], warnings=warnings)

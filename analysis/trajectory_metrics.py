@@ -195,26 +195,34 @@ def time_to_first_edit(steps: Sequence[StepLike], stage_started_at: datetime | N
 
 @dataclass(frozen=True)
 class TimeSplit:
-    model_s: float
-    tool_s: float
+    model_s: float | None
+    """Seconds in model turns with both times; None when the stage has model turns and none
+    of them is timed (mini-swe-agent and ATIF stamp a turn only when it ends): unknown, not 0."""
+    tool_s: float | None
+    """The same for tool calls."""
     untimed: int
     """Steps without both timestamps (left out of both sums)."""
 
     @property
     def model_share(self) -> float | None:
+        if self.model_s is None or self.tool_s is None:
+            return None
         total = self.model_s + self.tool_s
         return self.model_s / total if total > 0 else None
 
 
 def model_vs_tool_time(steps: Sequence[StepLike]) -> TimeSplit:
     sums = {"model": 0.0, "tool": 0.0}
-    untimed = 0
+    seen = {"model": 0, "tool": 0}
+    timed = {"model": 0, "tool": 0}
     for step in steps:
+        seen[step.kind] += 1
         if step.started_at is None or step.ended_at is None:
-            untimed += 1
             continue
+        timed[step.kind] += 1
         sums[step.kind] += max((step.ended_at - step.started_at).total_seconds(), 0.0)
-    return TimeSplit(sums["model"], sums["tool"], untimed)
+    side = {k: None if seen[k] and not timed[k] else sums[k] for k in sums}
+    return TimeSplit(side["model"], side["tool"], len(steps) - timed["model"] - timed["tool"])
 
 
 # ---------------------------------------------------------------- 7. tokens per step

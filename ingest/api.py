@@ -32,7 +32,8 @@ from ingest.rows import checked
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
 
-FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench")
+FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench",
+           "mini-swe-agent")
 
 __all__ = ["FORMATS", "BatchSummary", "IngestResult", "IngestInputError", "IngestQuarantined",
            "IngestPartial", "ingest_paths", "ingest_batch"]

@@ -33,7 +33,7 @@ FOREIGN_ID_MAX = 512
 _ID_COLUMNS = frozenset({"trial_id", "case_id", "config_id", "variant"})
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _RANGES = {"int32": (INT32_MIN, INT32_MAX), "int64": (INT64_MIN, INT64_MAX)}
-_TRIAL_TABLES = ("attempts", "stages", "gradings", "judgments", "flags")
+_TRIAL_TABLES = ("attempts", "stages", "gradings", "judgments", "flags", "steps")
 
 
 def value_problem(kind: str, value: object, *, nullable: bool = True, identifier: bool = False) -> str | None:

@@ -67,7 +67,7 @@ def test_cli_choices_match_the_library() -> None:
     assert _choices("annotate", "kind") == tuple(KINDS)
     assert _choices("pareto", "x") == tuple(X_CHOICES)
     for name in ("summarize", "compare", "consistency", "pareto", "matrix", "failures",
-                 "familiarity", "latency"):
+                 "familiarity", "latency", "trajectory"):
         assert _choices(name, "holdout") == get_args(Holdout)
 
 

@@ -310,3 +310,13 @@ _question("latency", "analysis.latency.latency", "latency", """Latency by phase 
 
     Example: trialhouse latency --warehouse w.duckdb --by difficulty
     """)
+
+
+_question("trajectory", "analysis.trajectory.summary", "trajectory", """Trajectory metrics per configuration and stage: median / p90, accepted trials beside the others.
+
+    How the agents worked (repeated calls, failed check → edit, reads outside the patch, final
+    check, time to first edit, model share of time, tokens per step): read next to outcomes,
+    never as a score (docs/trajectories.md).
+
+    Example: trialhouse trajectory --warehouse w.duckdb --run r1
+    """, by=False)

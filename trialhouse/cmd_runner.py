@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -77,16 +78,8 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
 
     Example: trialhouse run --manifest demo/corpus/manifest.json --output demo/runs/r1 --jobs 4
     """
-    if validation_only and resume:
-        raise click.UsageError("--resume does not apply to --validation-only runs")
-    if validation_only and (controls_dir or score_unvalidated):
-        raise click.UsageError("--controls and --score-unvalidated apply to scored runs, not --validation-only")
-    if rerun and not resume:
-        raise click.UsageError("--rerun applies to --resume (it re-runs trials of an earlier run)")
-    if ray_address and executor != "ray":
-        raise click.UsageError("--ray-address applies to --executor ray")
-    if validation_only and executor != "local":
-        raise click.UsageError("--validation-only runs the controls on this machine; drop --executor")
+    _check_run_options(validation_only, resume, bool(controls_dir or score_unvalidated), rerun,
+                       executor, ray_address)
     from runner.run import run_controls, run_trials
 
     progress = not no_progress and not json_out
@@ -115,6 +108,26 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
         if result.unscored:
             raise click.exceptions.Exit(1)
         return
+    _print_run(result, progress)
+
+
+def _check_run_options(validation_only: bool, resume: bool, scoring_options: bool,
+                       rerun: tuple[str, ...], executor: str, ray_address: str | None) -> None:
+    """Option combinations that mean nothing, refused before anything runs."""
+    if validation_only and resume:
+        raise click.UsageError("--resume does not apply to --validation-only runs")
+    if validation_only and scoring_options:
+        raise click.UsageError("--controls and --score-unvalidated apply to scored runs, not --validation-only")
+    if rerun and not resume:
+        raise click.UsageError("--rerun applies to --resume (it re-runs trials of an earlier run)")
+    if ray_address and executor != "ray":
+        raise click.UsageError("--ray-address applies to --executor ray")
+    if validation_only and executor != "local":
+        raise click.UsageError("--validation-only runs the controls on this machine; drop --executor")
+
+
+def _print_run(result: Any, progress: bool) -> None:
+    """The terminal form of a scored run's result; exit 1 when a case was not scored."""
     for number, why in result.refused[:20]:
         click.echo(f"warning: {result.events_path}:{number}: refused on resume: {why}", err=True)
     if len(result.refused) > 20:

@@ -18,7 +18,8 @@ from trialhouse.app import (
 
 # Same values as ingest.api.FORMATS and ingest.annotations.KINDS (tests/test_cli_docs.py checks);
 # spelled out here so that parsing the command line does not import the ingest package.
-INGEST_FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench")
+INGEST_FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench",
+                  "mini-swe-agent")
 ANNOTATION_KINDS = ("failure_category", "review_decision")
 
 

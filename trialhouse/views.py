@@ -346,3 +346,9 @@ def eligibility(res: Any) -> View:
     return View(tables=[_table("Eligibility per configuration", cols, rows,
                                [False, False, True, True, True, False, False])],
                 notes=list(res.warnings))
+
+
+def trajectory(res: Any) -> View:
+    from analysis.report.sections.trajectory import NOT_A_SCORE, table
+
+    return View(tables=[table(res.rows, _name)], after=[NOT_A_SCORE], notes=list(res.warnings))

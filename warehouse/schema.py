@@ -43,7 +43,7 @@ def _spec(doc: str, *columns: Column) -> tuple[str, tuple[Column, ...]]:
 SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
     "runs": _spec(
         "One row per run (our runner's run, or one foreign source: an Inspect log, a Harbor job, a runs-jsonl file).",
-        Column("source_format", "string", False),  # trialhouse | runs-jsonl | inspect | harbor | terminal-bench | swebench
+        Column("source_format", "string", False),  # trialhouse | runs-jsonl | inspect | harbor | terminal-bench | swebench | mini-swe-agent
         Column("source_path", "string"),
         Column("manifest_id", "string"),
         Column("manifest_sha256", "string"),

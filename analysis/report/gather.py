@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from analysis.period import Period
     from analysis.sanity import SanityWarning
     from analysis.summary import Summary
+    from analysis.trajectory import TrajectorySummary
     from analysis.unscored import Unscored
 
 
@@ -63,6 +64,7 @@ class ReportData:
     flags: Flags
     blockers: Blockers
     period: Period | None = None
+    trajectory: TrajectorySummary | None = None  # None: the selected runs recorded no step
     notes: list[str] = field(default_factory=list)
     unscored: Unscored | None = None  # cases left out (or counted) as unscored
     invalidated: list[dict[str, Any]] = field(default_factory=list)  # runs excluded, why
@@ -204,4 +206,17 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
                            gates(con, filters)), period=period,
         unscored=unscored(con, filters), sanity=sanity(con, filters),
         invalidated=_records(con, _INVALIDATED_SQL,
-                             [list(filters.runs), list(filters.runs), run_ids]))
+                             [list(filters.runs), list(filters.runs), run_ids]),
+        trajectory=_trajectory(con, filters, run_ids))
+
+
+_HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
+
+
+def _trajectory(con: duckdb.DuckDBPyConnection, filters: Filters, run_ids: list[str]) -> TrajectorySummary | None:
+    """The trajectory metrics, or None when the selected runs recorded no step at all."""
+    from analysis.trajectory import summary
+
+    if not con.execute(_HAS_STEPS_SQL, [run_ids]).fetchall()[0][0]:
+        return None
+    return summary(con, filters)

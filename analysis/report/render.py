@@ -143,6 +143,7 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
         "flags": d.flags.as_dict()["rows"],
         "familiarity": d.familiarity.as_dict()["rows"] if d.familiarity is not None else [],
         "latency": d.latency.as_dict()["rows"],
+        "trajectory": d.trajectory.as_dict()["rows"] if d.trajectory is not None else None,
         "previous_period": d.period.as_dict() if d.period is not None else None,
         "charts": charts, "charts_skipped": skipped,
     })

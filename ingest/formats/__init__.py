@@ -23,6 +23,7 @@ FORMATS: dict[str, str] = {
     "harbor": "ingest.formats.harbor",
     "terminal-bench": "ingest.formats.terminal_bench",
     "swebench": "ingest.formats.swebench",
+    "mini-swe-agent": "ingest.formats.mini_swe_agent",
 }
 """Foreign format name → importer module (each has ``load(path, prices)``)."""
 

@@ -14,7 +14,10 @@ from typing import Any
 
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.identity import config_id_for, run_key, variant_label
-from runner.events import as_amount, as_count, file_sha256
+from runner.events import as_amount, as_count, as_text, file_sha256
+
+STEP_COMMAND_MAX = 2000
+"""Longest command kept on a step row (as the ``step`` event's ``command``)."""
 
 
 def labels_json(labels: dict[str, Any]) -> str | None:
@@ -189,6 +192,32 @@ class BatchBuilder:
                 "finished_at": row.get("finished_at"),
             }
         )
+
+    def trajectory(self, trial_id: str, steps: list[dict[str, Any]], source: str, *, stage: str = "build",
+                   started_at: datetime | None = None, finished_at: datetime | None = None) -> None:
+        """A foreign trial's trajectory (``runner.events`` reader output) as its one stage
+        (attempt 1) and that stage's ``steps`` rows, so the trajectory metrics read imported
+        trials like ours. No steps: no stage row (the trial has no trajectory, not an empty one)."""
+        if not steps:
+            return
+        self.rows.setdefault("stages", []).append({
+            "trial_id": trial_id, "attempt": 1, "stage": stage, "started_at": started_at,
+            "finished_at": finished_at, "steps": sum(1 for s in steps if s["kind"] == "model"),
+            "trajectory_steps": len(steps)})
+        out = self.rows.setdefault("steps", [])
+        for i, s in enumerate(steps):
+            start, end = s.get("started_at"), s.get("ended_at")
+            command = s.get("command")
+            out.append({
+                "trial_id": trial_id, "attempt": 1, "stage": stage, "step_index": i, "kind": s["kind"],
+                "source": source, "tool": s.get("tool"), "action": s.get("action"),
+                "paths_json": json.dumps(list(s.get("paths") or ())),
+                "command": None if command is None else as_text(command, STEP_COMMAND_MAX),
+                "exit_code": s.get("exit_code"), "ok": s.get("ok"), "started_at": start, "ended_at": end,
+                "duration_s": max((end - start).total_seconds(), 0.0) if start and end else None,
+                **{k: s.get(k) for k in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")},
+                "call_id": None if s.get("call_id") is None else str(s["call_id"]),
+                "tokens_from": "harness" if s["kind"] == "model" else None})
 
     def quarantine(self, source_file: Path | str, line: int | None, reason: str, raw: str | None = None) -> None:
         q = QuarantineRow(source_file=str(source_file), line=line, reason=reason, raw_text=raw)

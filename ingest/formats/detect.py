@@ -127,6 +127,17 @@ def swebench_submissions(path: Path) -> list[Path]:
             if g.is_dir() and not g.name.startswith(".") and is_swebench_submission(g)]
 
 
+def is_mini_trajectory(obj: Any) -> TypeGuard[dict[str, Any]]:
+    """A mini-swe-agent trajectory (``*.traj.json``)."""
+    return isinstance(obj, dict) and str(obj.get("trajectory_format", "")).startswith("mini-swe-agent") \
+        and isinstance(obj.get("messages"), list)
+
+
+def _is_mini_run_dir(path: Path) -> bool:
+    """A ``mini-extra swebench`` output directory: ``<iid>/<iid>.traj.json`` trajectories."""
+    return any(is_mini_trajectory(read_json(p)) for p in sorted(path.glob("*/*.traj.json"))[:3])
+
+
 def _is_runs_jsonl(path: Path) -> bool:
     for line in _head(path).splitlines():
         if line.strip():
@@ -161,6 +172,8 @@ def _detect_file(path: Path) -> str | None:
         return "terminal-bench"
     if is_swebench_instance_report(obj) or is_swebench_run_report(obj) or is_swebench_results(obj):
         return "swebench"
+    if is_mini_trajectory(obj):
+        return "mini-swe-agent"
     if isinstance(obj, dict) and _is_runs_jsonl(path):  # a one-line runs-jsonl file
         return "runs-jsonl"
     return None
@@ -178,6 +191,8 @@ def _detect_dir(path: Path) -> str | None:
         return "terminal-bench"
     if is_swebench_submission(path) or swebench_submissions(path):
         return "swebench"
+    if _is_mini_run_dir(path):  # before SWE-bench: its evaluation report may sit beside preds.json
+        return "mini-swe-agent"
     children = sorted(p for p in path.iterdir() if not p.name.startswith("."))
     if any(p.suffix == ".eval" and is_inspect_eval_zip(p) for p in children if p.is_file()):
         return "inspect"

@@ -3,7 +3,8 @@
 Outcome follows the exception embedded in each trial result and its policy
 (FORMATS.md §3): a valid reward is graded (an agent timeout that still fails is
 ``budget_exhausted``), a missing or invalid reward is ``infra_error``. Harbor's
-``n_input_tokens`` includes cache reads, so uncached input = input − cache.
+``n_input_tokens`` includes cache reads, so uncached input = input − cache. A trial's
+ATIF ``agent/trajectory.json``, when there, becomes its ``steps`` (one ``build`` stage).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ingest.formats._common import (
 from ingest.formats.detect import is_harbor_job_result, is_harbor_trial_result, read_json
 from ingest.identity import path_key
 from ingest.prices import PriceTable
+from runner.events import atif_trajectory_steps
 
 FORMAT = "harbor"
 REWARD_KEY = "reward"
@@ -105,6 +107,23 @@ def outcome_for(result: dict, reward: float | None) -> tuple[str, str | None, di
     if not valid:
         return "infra_error", etype or "no valid reward", labels
     return ("accepted", None, labels) if passed else ("target_failed", etype, labels)
+
+
+def _trajectory(b: BatchBuilder, trial_id: str, trial_dir: Path, execution: Any) -> None:
+    """The trial's ATIF ``agent/trajectory.json`` as its agent stage's steps (docs/trajectories.md);
+    the stage runs from ``agent_execution``'s start. Paths stay as the agent wrote them (ATIF
+    does not say where the workspace is)."""
+    path = trial_dir / "agent" / "trajectory.json"
+    if not path.is_file():
+        return
+    b.batch.source_files.append(path)
+    steps = atif_trajectory_steps(read_json(path))
+    if not steps:
+        b.note(f"{path}: not an ATIF v1.x trajectory with agent steps; the trial has no steps")
+        return
+    block = execution if isinstance(execution, dict) else {}
+    b.trajectory(trial_id, steps, "atif", stage="build", started_at=parse_ts(block.get("started_at"))[0],
+                 finished_at=parse_ts(block.get("finished_at"))[0])
 
 
 def _job_dirs(path: Path) -> list[Path]:
@@ -199,8 +218,9 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
         if cost is None:
             labels["cost_unpriced"] = True
         labels["harbor_version"] = harbor_version
+        trial_id = str(r.get("id") or f.parent.name)
         b.trial(
-            trial_id=str(r.get("id") or f.parent.name),
+            trial_id=trial_id,
             config_id=cid,
             case_id=task,
             repetition=repetition[f],
@@ -221,6 +241,7 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
             failure_mode=(r.get("exception_info") or {}).get("exception_type"),
             labels=labels,
         )
+        _trajectory(b, trial_id, f.parent, r.get("agent_execution"))
     stats = (job_result or {}).get("stats") if not single else None
     stats = stats if isinstance(stats, dict) else {}
     run_started, _ = parse_ts((job_result or {}).get("started_at")) if not single else (None, False)

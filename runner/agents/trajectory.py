@@ -39,31 +39,16 @@ from typing import Any
 from runner.agents.steps import Action, Step
 from runner.agents.usage import count, iter_json_lines
 from runner.agents.usage_claude import timestamp
-from runner.agents.usage_mini import EDIT_COMMAND, commands, epoch
-
-CLAUDE_ACTIONS: dict[str, Action] = {
-    "Read": "read", "NotebookRead": "read",
-    "Edit": "edit", "MultiEdit": "edit", "Write": "edit", "NotebookEdit": "edit",
-    "Bash": "run", "BashOutput": "run",
-    "Grep": "search", "Glob": "search", "LS": "search", "WebSearch": "search", "WebFetch": "search",
-}
-READ_COMMANDS = frozenset({"cat", "head", "tail", "nl", "less", "more", "wc", "file", "stat", "bat", "view"})
-SEARCH_COMMANDS = frozenset({"grep", "rg", "ag", "find", "ls", "tree", "fd", "locate", "which"})
-PATTERN_FIRST = frozenset({"sed", "grep", "rg", "ag", "awk", "perl", "egrep", "fgrep"})
-SUBMIT = re.compile(r"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT|MINI_SWE_AGENT_FINAL_OUTPUT")
-
+from runner.events import (
+    CLAUDE_ACTIONS,
+    atif_trajectory_steps,
+    classify_command,
+    mini_trajectory_steps,
+)
+from runner.events import epoch_time as epoch
+from runner.events import relative_path as relative
 
 # ---------------------------------------------------------------- shared helpers
-
-
-def relative(path: str, workspace: str | Path | None) -> str:
-    """``path`` relative to the workspace when it lies inside, else as given."""
-    if workspace is None:
-        return path
-    try:
-        return PurePosixPath(path).relative_to(PurePosixPath(str(workspace))).as_posix()
-    except ValueError:
-        return path
 
 
 def unwrap_shell(command: str) -> str:
@@ -75,59 +60,6 @@ def unwrap_shell(command: str) -> str:
     if len(words) == 3 and PurePosixPath(words[0]).name in ("bash", "sh", "zsh") and words[1] in ("-lc", "-c"):
         return words[2]
     return command
-
-
-def classify_command(command: str) -> tuple[Action, tuple[str, ...]]:
-    """What a shell command does and the files it names (a heuristic, see module doc).
-
-    Edits: in-place editors, patch tools, redirections into a file (``EDIT_COMMAND``).
-    Reads: ``cat``/``head``/``tail``/``nl``/``sed -n`` …; searches: ``grep``/``find``/``ls`` ….
-    Anything else is ``run`` (tests, builds, scripts). A submit marker is ``other``.
-    """
-    if SUBMIT.search(command):
-        return "other", ()
-    paths = _shell_paths(command)
-    if "apply_patch" in command or EDIT_COMMAND.search(command):
-        return "edit", tuple(_patched_paths(command)) or paths
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    head = PurePosixPath(words[0]).name if words else ""
-    if head in READ_COMMANDS or (head == "sed" and "-n" in words):
-        return "read", paths
-    if head in SEARCH_COMMANDS or words[:2] == ["git", "grep"]:
-        return "search", paths
-    return "run", ()
-
-
-def _shell_paths(command: str) -> tuple[str, ...]:
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return ()
-    out = []
-    skip_pattern = False
-    for word in words:
-        if word in ("&&", "||", ";", "|"):
-            skip_pattern = False
-            continue
-        name = PurePosixPath(word).name
-        if name in PATTERN_FIRST:  # the first operand is a pattern or script, not a file
-            skip_pattern = True
-            continue
-        if word.startswith("-") or "=" in word:
-            continue
-        if skip_pattern:
-            skip_pattern = False
-            continue
-        if re.fullmatch(r"[\w./-]+\.[A-Za-z0-9]+|[\w.-]+/[\w./-]*", word) and not word.startswith("http"):
-            out.append(word)
-    return tuple(dict.fromkeys(out))
-
-
-def _patched_paths(command: str) -> list[str]:
-    return re.findall(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", command, re.M)
 
 
 def _renumber(steps: list[Step]) -> list[Step]:
@@ -303,42 +235,19 @@ def _ms(value: object) -> datetime | None:
 
 
 def mini_steps(path: Path, *, workspace: str | Path | None = None, stage: str | None = None) -> list[Step]:
+    """A mini-swe-agent trajectory file (``runner.events.mini_trajectory_steps``)."""
+    return _from_fields(_read_json(path), mini_trajectory_steps, "mini-trajectory", workspace, stage)
+
+
+def _read_json(path: Path) -> Any:
     try:
-        doc = json.loads(Path(path).read_bytes().decode("utf-8", errors="replace"))
+        return json.loads(Path(path).read_bytes().decode("utf-8", errors="replace"))
     except (OSError, ValueError):
-        return []
-    messages = [m for m in doc.get("messages", []) if isinstance(m, dict)] if isinstance(doc, dict) else []
-    observations: dict[str, dict[str, Any]] = {}
-    for message in messages:
-        if message.get("role") in ("tool", "user") and isinstance(message.get("tool_call_id"), str):
-            observations[message["tool_call_id"]] = message.get("extra") or {}
-    steps: list[Step] = []
-    for message in messages:
-        if message.get("role") != "assistant":
-            continue
-        extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
-        response = extra.get("response") if isinstance(extra.get("response"), dict) else {}
-        usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
-        total = count(usage.get("prompt_tokens"))
-        details = usage.get("prompt_tokens_details")
-        cached = count(details.get("cached_tokens")) if isinstance(details, dict) else None
-        at = epoch(extra.get("timestamp"))
-        steps.append(Step(0, "model", "mini-trajectory", stage, ok=True, ended_at=at, call_id=response.get("id"),
-                          input_tokens=None if total is None else max(total - (cached or 0), 0),
-                          output_tokens=count(usage.get("completion_tokens")), cache_read_tokens=cached))
-        actions = extra.get("actions") if isinstance(extra.get("actions"), list) else []
-        for action_obj, command in zip(actions, commands(message), strict=False):
-            seen = observations.get(str(action_obj.get("tool_call_id")), {})
-            action, paths = classify_command(command)
-            code = seen.get("returncode")
-            code = code if isinstance(code, int) and not isinstance(code, bool) else None
-            if SUBMIT.search(command):
-                code = None  # the submit marker is never executed (returncode -1): not a failure
-            steps.append(Step(0, "tool", "mini-trajectory", stage, "bash", action,
-                              tuple(relative(p, workspace) for p in paths), command, code,
-                              None if code is None else code == 0, at, epoch(seen.get("timestamp")),
-                              call_id=action_obj.get("tool_call_id")))
-    return _renumber(steps)
+        return None
+
+
+def _from_fields(doc: Any, reader: Any, source: str, workspace: str | Path | None, stage: str | None) -> list[Step]:
+    return [Step(index=i, source=source, stage=stage, **fields) for i, fields in enumerate(reader(doc, workspace))]
 
 
 # ---------------------------------------------------------------- agent events, gateway, ATIF
@@ -419,51 +328,6 @@ def attach_gateway(steps: list[Step], calls: Iterable[Any]) -> list[Step]:
     return out
 
 
-ATIF_FILE_TOOLS: dict[str, Action] = {
-    "read_file": "read", "view": "read", "open_file": "read",
-    "write_file": "edit", "edit_file": "edit", "str_replace_editor": "edit", "create_file": "edit",
-    "apply_patch": "edit", "search": "search", "grep": "search", "find_file": "search",
-}
-
-
 def atif_steps(path: Path, *, workspace: str | Path | None = None, stage: str | None = None) -> list[Step]:
-    """Harbor ``agent/trajectory.json`` (ATIF v1.x): agent steps → a model turn plus its tool calls.
-
-    ATIF's ``prompt_tokens`` include ``cached_tokens``; ``metrics.extra`` may carry
-    ``cache_creation_input_tokens``. A step has one timestamp (when it occurred): it is
-    the model turn's end and its tool calls' start. Observations carry no exit status.
-    """
-    try:
-        doc = json.loads(Path(path).read_bytes().decode("utf-8", errors="replace"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(doc, dict) or not str(doc.get("schema_version", "")).startswith("ATIF-v1"):
-        return []
-    steps: list[Step] = []
-    for item in doc.get("steps") or []:
-        if not isinstance(item, dict) or item.get("source") != "agent":
-            continue
-        at = timestamp(item.get("timestamp"))
-        metrics = item.get("metrics") if isinstance(item.get("metrics"), dict) else {}
-        extra = metrics.get("extra") if isinstance(metrics.get("extra"), dict) else {}
-        total, cached = count(metrics.get("prompt_tokens")), count(metrics.get("cached_tokens"))
-        steps.append(Step(0, "model", "atif", stage, ok=True, ended_at=at, call_id=str(item.get("step_id")),
-                          input_tokens=None if total is None else max(total - (cached or 0), 0),
-                          output_tokens=count(metrics.get("completion_tokens")), cache_read_tokens=cached,
-                          cache_write_tokens=count(extra.get("cache_creation_input_tokens"))))
-        for call in item.get("tool_calls") or []:
-            if not isinstance(call, dict):
-                continue
-            name = str(call.get("function_name") or "tool")
-            args = call.get("arguments") if isinstance(call.get("arguments"), dict) else {}
-            command = next((args[k] for k in ("command", "cmd", "keystrokes") if isinstance(args.get(k), str)), None)
-            named = [args[k] for k in ("path", "file_path", "file", "notebook_path") if isinstance(args.get(k), str)]
-            if command is not None:
-                action, paths = classify_command(command.strip())
-            else:  # structured tools: Harbor keeps the harness's own names (Claude's Read/Edit …)
-                action, paths = ATIF_FILE_TOOLS.get(name) or CLAUDE_ACTIONS.get(name, "other"), ()
-            steps.append(Step(0, "tool", "atif", stage, name, action,
-                              tuple(relative(p, workspace) for p in (named or paths)),
-                              command.strip() if command else None, started_at=at,
-                              call_id=call.get("tool_call_id")))
-    return _renumber(steps)
+    """Harbor ``agent/trajectory.json`` (``runner.events.atif_trajectory_steps``)."""
+    return _from_fields(_read_json(path), atif_trajectory_steps, "atif", workspace, stage)

@@ -36,7 +36,7 @@ from runner.agents.harness_result import (
     stderr_excerpt,
 )
 from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines, short
-from runner.events import Usage
+from runner.events import Usage, iso_time
 
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 BUDGET_SUBTYPES = frozenset({"error_max_turns", "error_max_budget_usd"})
@@ -329,15 +329,8 @@ def _denials(result: dict[str, Any]) -> tuple[PermissionDenial, ...]:
     )
 
 
-def timestamp(value: object) -> datetime | None:
-    """An ISO 8601 timestamp with a zone, or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return ts if ts.tzinfo is not None else None
+timestamp = iso_time
+"""An ISO 8601 timestamp with a zone, or None (``runner.events.iso_time``)."""
 
 
 def _plain_text_hint(path: Path) -> str | None:

@@ -19,8 +19,7 @@ Checked on real mini-swe-agent 2.4.6 output (tests/runner/agents/fixtures/real/m
 from __future__ import annotations
 
 import json
-import re
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,20 +31,14 @@ from runner.agents.harness_result import (
     stderr_excerpt,
 )
 from runner.agents.usage import AgentReport, add, amount, count, short
-from runner.events import Usage
+from runner.events import EDIT_COMMAND, Usage
+from runner.events import epoch_time as epoch
+from runner.events import mini_commands as commands
 
 KNOWN_FORMATS = frozenset({"mini-swe-agent-1", "mini-swe-agent-1.1"})
 BUDGET_STATUSES = frozenset({"LimitsExceeded", "TimeExceeded"})
 AGENT_STATUSES = frozenset({"Submitted", "RepeatedFormatError", "ContextWindowExceededError"})
 """Exit statuses that are the agent's own ending (never infrastructure)."""
-EDIT_COMMAND = re.compile(
-    r"(^|[;&|]\s*)(sed\s+(-[a-zA-Z]*i|--in-place)|perl\s+-[a-zA-Z]*i|patch\b|git\s+apply\b|tee\b|truncate\b"
-    r"|touch\b|mv\b|cp\b|rm\b)|(?<![<>&0-9])>{1,2}\s*(?!&|/dev/null)[\w./-]",
-)
-"""A shell command that changes files: in-place editors, patch tools, redirections into
-a file. A heuristic: ``python -c "open(...,'w')"`` is not recognised."""
-
-
 def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datetime | None = None,
               secrets: tuple[str, ...] = ()) -> HarnessResult:
     """A mini-swe-agent trajectory file (plus stderr); never raises."""
@@ -145,22 +138,6 @@ def _exit_text(messages: list[dict[str, Any]]) -> str | None:
             text = extra.get("exception_str") or message.get("content")
             return str(text) if text else None
     return None
-
-
-def commands(message: dict[str, Any]) -> list[str]:
-    """The shell commands an assistant message asked for (``extra.actions``)."""
-    extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
-    actions = extra.get("actions") if isinstance(extra.get("actions"), list) else []
-    return [str(a.get("command")) for a in actions if isinstance(a, dict) and a.get("command")]
-
-
-def epoch(value: object) -> datetime | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return datetime.fromtimestamp(float(value), UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _first_edit(messages: list[dict[str, Any]]) -> datetime | None:

@@ -12,6 +12,7 @@ Three stages, values worked out by hand in the comments:
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -38,21 +39,9 @@ def step(trial: str, index: int, kind: str, action=None, t=(None, None), command
             "cache_read_tokens": tokens[2], "cache_write_tokens": tokens[3], "ingest_batch_id": B}
 
 
-@pytest.fixture
-def con(tmp_path):
-    trials = [("cand-1", "cand", 1, "accepted", ["src/a.py"]), ("base-1", "base", 1, "target_failed", []),
-              ("cand-2", "cand", 2, "accepted", None)]
-    steps = [
-        step("cand-1", 0, "tool", "read", (1, 2), paths=["src/a.py"]),
-        step("cand-1", 1, "tool", "run", (2, 4), "pytest", 1, ok=False),
-        step("cand-1", 2, "model", t=(4, 6), tokens=(100, 10, 50, None)),
-        step("cand-1", 3, "tool", "edit", (6, 7), paths=["src/a.py"]),
-        step("cand-1", 4, "tool", "run", (7, 9), "pytest", 0),
-        step("cand-1", 5, "tool", "run", (9, 10), "pytest", 0),
-        step("cand-1", 6, "tool", "read", (10, 11), paths=["docs/x.md"]),
-        step("base-1", 0, "tool", "edit", (1, 2), paths=["src/b.py"]),
-        step("base-1", 1, "tool", "run", (2, 3), "pytest", 1, ok=False),
-    ]
+def build(tmp_path, trials, steps):
+    """A read-only warehouse of run r1: ``trials`` as (trial_id, variant, repetition, outcome,
+    patch paths or None), each with one build stage starting at T0, and the ``steps`` rows."""
     tables = {
         "runs": table_from_rows("runs", [{"run_id": "r1", "source_format": "trialhouse", "started_at": T0,
                                           "ingest_batch_id": B}]),
@@ -77,7 +66,30 @@ def con(tmp_path):
     with db.write_lock(path):
         db.replace_run(path, "r1", tables)
         db.open(path).close()
-    c = db.open(path, read_only=True)
+    return path
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    trials = [("cand-1", "cand", 1, "accepted", ["src/a.py"]), ("base-1", "base", 1, "target_failed", []),
+              ("cand-2", "cand", 2, "accepted", None)]
+    steps = [
+        step("cand-1", 0, "tool", "read", (1, 2), paths=["src/a.py"]),
+        step("cand-1", 1, "tool", "run", (2, 4), "pytest", 1, ok=False),
+        step("cand-1", 2, "model", t=(4, 6), tokens=(100, 10, 50, None)),
+        step("cand-1", 3, "tool", "edit", (6, 7), paths=["src/a.py"]),
+        step("cand-1", 4, "tool", "run", (7, 9), "pytest", 0),
+        step("cand-1", 5, "tool", "run", (9, 10), "pytest", 0),
+        step("cand-1", 6, "tool", "read", (10, 11), paths=["docs/x.md"]),
+        step("base-1", 0, "tool", "edit", (1, 2), paths=["src/b.py"]),
+        step("base-1", 1, "tool", "run", (2, 3), "pytest", 1, ok=False),
+    ]
+    return build(tmp_path, trials, steps)
+
+
+@pytest.fixture
+def con(warehouse):
+    c = db.open(warehouse, read_only=True)
     yield c
     c.close()
 
@@ -137,3 +149,82 @@ def test_by_configuration_sets_accepted_beside_the_rest(con):
     assert rows[("cand", "final_check", None, True)]["value"] == 0.5  # the other: unknown
     assert rows[("base", "final_check", "failed_after_last_edit", False)]["value"] == 1.0
     assert {r["metric"] for r in frame.iter_rows(named=True)} == {*tr.NUMERIC, "final_check"}
+
+
+def test_summary_puts_accepted_beside_the_others_per_configuration(con):
+    res = tr.summary(con)
+    rows = {(r["variant"], r["metric"], r["category"]): r for r in res.rows}
+    # cand: cand-1 (first edit at 7 s) and cand-2 (no trajectory: unknown), both accepted
+    t = rows[("cand", "time_to_first_edit_s", None)]
+    assert (t["stages"], t["n"], t["unknown"], t["median"], t["p90"]) == (2, 1, 1, 7.0, 7.0)
+    assert (t["accepted_n"], t["accepted_median"], t["other_n"], t["other_median"]) == (1, 7.0, 0, None)
+    b = rows[("base", "time_to_first_edit_s", None)]  # base-1, not accepted, first edit at 2 s
+    assert (b["accepted_n"], b["other_n"], b["other_median"], b["other_p90"]) == (0, 1, 2.0, 2.0)
+    assert rows[("cand", "repeated_share", None)]["median"] == 1 / 6
+    passed = rows[("cand", "final_check", "passed_after_last_edit")]
+    assert (passed["n"], passed["unknown"], passed["share"], passed["accepted_share"], passed["other_share"]) == \
+        (1, 1, 0.5, 0.5, None)
+    assert rows[("cand", "final_check", "unknown")]["share"] == 0.5
+    failed = rows[("base", "final_check", "failed_after_last_edit")]
+    assert (failed["share"], failed["accepted_share"], failed["other_share"]) == (1.0, None, 1.0)
+    assert {r["metric"] for r in res.rows} == {*tr.NUMERIC, "final_check"} and res.warnings == []
+    assert tr.summary(con).as_dict()["rows"][0].keys() == set(res.columns)
+
+
+def test_summary_quantiles_match_numpy(tmp_path):
+    import numpy as np
+
+    # five accepted stages whose single edit ends at 1, 2, 3, 4 and 10 s; two others at 5 and 8 s
+    ends = {"a1": 1, "a2": 2, "a3": 3, "a4": 4, "a5": 10, "o1": 5, "o2": 8}
+    trials = [(t, "cand", i, "accepted" if t[0] == "a" else "target_failed", ["src/a.py"])
+              for i, t in enumerate(ends, 1)]
+    steps = [step(t, 0, "tool", "edit", (e - 1, e), paths=["src/a.py"]) for t, e in ends.items()]
+    c = db.open(build(tmp_path, trials, steps), read_only=True)
+    try:
+        row = next(r for r in tr.summary(c).rows if r["metric"] == "time_to_first_edit_s")
+    finally:
+        c.close()
+    acc, other = [1, 2, 3, 4, 10], [5, 8]
+    assert row["accepted_median"] == np.median(acc) and row["accepted_p90"] == pytest.approx(np.percentile(acc, 90))
+    assert row["other_median"] == np.median(other) and row["other_p90"] == pytest.approx(np.percentile(other, 90))
+    assert row["p90"] == pytest.approx(np.percentile(acc + other, 90)) and row["n"] == 7
+
+
+def test_summary_without_steps_warns_and_no_trial_is_an_error(tmp_path, con):
+    from analysis.errors import AnalysisError
+
+    c = db.open(build(tmp_path / "empty", [("t1", "cand", 1, "accepted", ["a.py"])], []), read_only=True)
+    try:
+        res = tr.summary(c)
+    finally:
+        c.close()
+    assert res.warnings and "no trajectory steps" in res.warnings[0]
+    assert all(r["n"] == 0 for r in res.rows if r["metric"] != "final_check")
+    with pytest.raises(AnalysisError, match="no trials match"):
+        tr.summary(con, Filters(runs=("other",)))
+
+
+def test_trajectory_command_table_json_and_csv(warehouse):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "trialhouse", "trajectory", "-w", str(warehouse), *args],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    doc = json.loads(cli("--json"))
+    assert doc["filters"]["holdout"] == "include"
+    row = next(r for r in doc["rows"] if r["variant"] == "cand" and r["metric"] == "time_to_first_edit_s")
+    assert (row["median"], row["unknown"]) == (7.0, 1)
+    table = cli()
+    line = next(ln for ln in table.splitlines() if "cand" in ln and "time_to_first_edit_s" in ln)
+    assert "7 / 7 (n=1)" in line and "not quality scores" in table
+    assert "final_check: passed_after_last_edit" in table
+    header, *records = cli("--csv").splitlines()
+    assert header.split(",")[:6] == ["config_id", "variant", "model", "harness", "harness_version", "stage"]
+    assert len(records) == len(doc["rows"])
+    proc = subprocess.run([sys.executable, "-m", "trialhouse", "trajectory", "-w", str(warehouse), "--run", "nope"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "no trials match" in proc.stderr and "Traceback" not in proc.stderr

@@ -134,6 +134,15 @@ def test_model_vs_tool_time_and_untimed_steps():
     assert model_vs_tool_time([tool("edit")]).model_share is None
 
 
+def test_a_side_with_no_timed_step_is_unknown_not_zero():
+    # mini-swe-agent / ATIF: model turns carry only an end time, tool calls both
+    steps = [model(None, 2.0), tool("read", t0=2.0, t1=2.5), model(None, 4.0), tool("run", t0=4.0, t1=5.0)]
+    split = model_vs_tool_time(steps)
+    assert (split.model_s, split.tool_s, split.untimed, split.model_share) == (None, 1.5, 2, None)
+    only_tools = model_vs_tool_time([tool("read", t0=0.0, t1=1.0)])  # no model turn at all: 0 s of model time
+    assert (only_tools.model_s, only_tools.tool_s, only_tools.model_share) == (0.0, 1.0, 0.0)
+
+
 def test_tokens_per_step_counts_only_turns_that_reported():
     steps = [model(tokens=(100, 10, 900, 0)), model(tokens=(200, 20, None, None)), model(tokens=None),
              tool("read")]

@@ -1,7 +1,8 @@
 """Report sections: one module per section, each ``section(data) -> Section``, a pure
 function of the gathered analysis results (``analysis.report.gather.ReportData``).
 
-``ORDER`` is the page order; a new section is a new module added here.
+``ORDER`` is the page order; a new section is a new module added here. A section with
+nothing to say for this warehouse returns None and is left out (``trajectory`` without steps).
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from analysis.report.sections import (
     pareto,
     period,
     summary,
+    trajectory,
 )
 
 ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, matrix,
-         failures, flags, familiarity, distributions, period)
+         failures, flags, familiarity, trajectory, distributions, period)
 
 
 def build(data: ReportData) -> list[Section]:
-    """Every section, in page order."""
-    return [module.section(data) for module in ORDER]
+    """Every section, in page order; a section that returns None is left out (nothing to show)."""
+    return [s for module in ORDER if (s := module.section(data)) is not None]

@@ -44,6 +44,39 @@ def _phase(start: datetime, seconds: float) -> tuple[dict, datetime]:
     return {"started_at": _iso(start), "finished_at": _iso(end)}, end
 
 
+def _atif(start: datetime) -> dict:
+    """An ATIF v1.4 trajectory (harbor docs/rfcs/0001-trajectory-format.md) of the agent stage
+    that starts at ``start``: look, a failing check, an edit, a passing check."""
+    def at(s: float) -> str:
+        return (start + timedelta(seconds=s)).isoformat().replace("+00:00", "Z")
+
+    def call(cid: str, keys: str) -> dict:
+        return {"tool_call_id": cid, "function_name": "bash_command", "arguments": {"keystrokes": keys, "duration": 1}}
+
+    return {
+        "schema_version": "ATIF-v1.4", "session_id": "5b0c5f7e-1d2a-4c3b-9e8f-000000000000",
+        "agent": {"name": "terminus-2", "version": "2.0.0", "model_name": "acme/model-a"},
+        "steps": [
+            {"step_id": 1, "timestamp": at(0), "source": "user", "message": "Write hello.txt containing Hello, world!"},
+            {"step_id": 2, "timestamp": at(6), "source": "agent", "model_name": "acme/model-a", "message": "Look first.",
+             "tool_calls": [call("call_1", "ls /app\n"), call("call_2", "bash /app/check.sh\n")],
+             "observation": {"results": [{"source_call_id": "call_1", "content": "check.sh\n"},
+                                         {"source_call_id": "call_2", "content": "missing hello.txt\n"}]},
+             "metrics": {"prompt_tokens": 2400, "completion_tokens": 80, "cached_tokens": 2000,
+                         "extra": {"cache_creation_input_tokens": 300}}},
+            {"step_id": 3, "timestamp": at(15), "source": "agent", "message": "Write it and check.",
+             "tool_calls": [call("call_3", "echo 'Hello, world!' > /app/hello.txt\n"), call("call_4", "bash /app/check.sh\n")],
+             "observation": {"results": [{"source_call_id": "call_3", "content": ""},
+                                         {"source_call_id": "call_4", "content": "ok\n"}]},
+             "metrics": {"prompt_tokens": 2700, "completion_tokens": 60, "cached_tokens": 2400}},
+            {"step_id": 4, "timestamp": at(20), "source": "agent", "message": "Done.",
+             "metrics": {"prompt_tokens": 2800, "completion_tokens": 10, "cached_tokens": 2700}},
+        ],
+        "final_metrics": {"total_prompt_tokens": 7900, "total_completion_tokens": 150, "total_cached_tokens": 7100,
+                          "total_steps": 4},
+    }
+
+
 def write_job(root: Path) -> None:
     if root.exists():
         shutil.rmtree(root)
@@ -119,6 +152,9 @@ def write_job(root: Path) -> None:
         (tdir / "result.json").write_text(json.dumps(result, indent=2))
         (tdir / "config.json").write_text(json.dumps(result["config"], indent=2))
         (tdir / "trial.log").write_text("invented log\n")
+        if i == 0:  # one trial with its ATIF trajectory (agent/trajectory.json)
+            exec_start = datetime.fromisoformat(agent_exec["started_at"])
+            (tdir / "agent" / "trajectory.json").write_text(json.dumps(_atif(exec_start), indent=2))
         lock_trials.append({"task": {"name": task, "digest": result["task_checksum"]}, "agent": agent})
     # a trial still running: no result.json yet → not a trial
     (root / "still-running__zz99zz9" / "agent").mkdir(parents=True)
