@@ -637,7 +637,7 @@ class JudgeInfo(BaseModel):
     provider: Literal["anthropic", "openai"] | None = None
     model: str | None = None
     reasoning_effort: str | None = None
-    timeout_s: float = Field(gt=0, le=3600)
+    timeout_s: float = Field(ge=0, le=3600)
     source: Literal["variant", "default"] = "default"
     """``variant``: from ``evaluations.judge``; ``default``: derived from the variant's host."""
 

@@ -1,0 +1,130 @@
+"""Human review as data: grader–reviewer agreement, review minutes, failure categories by
+who assigned them, and the inspection queue (``trialhouse inspect-queue``).
+
+Agreement is per configuration: Cohen's kappa (statsmodels) between the grader's verdict
+(accept = outcome ``accepted``) and the latest decision of each reviewer, with the
+disagreeing trials listed. Minutes per accepted result: the review minutes of trials the
+reviewer accepted (median and 90th percentile, next to the known cost).
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+
+LATEST_REVIEWS = """
+SELECT r.*, t.config_id, t.case_id, t.outcome, t.cost_usd, t.duration_s
+FROM (SELECT *, row_number() OVER (PARTITION BY trial_run_id, trial_id, reviewer ORDER BY reviewed_at DESC,
+                                   source_line DESC) AS k FROM reviews) r
+JOIN trials t ON t.run_id = r.trial_run_id AND t.trial_id = r.trial_id
+WHERE r.k = 1
+"""
+
+
+def reviews(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    return con.execute(LATEST_REVIEWS).pl()
+
+
+def _kappa(grader: list[str], reviewer: list[str]) -> tuple[float | None, float | None, float | None]:
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    labels = ("accept", "reject")
+    table = np.array([[sum(1 for g, r in zip(grader, reviewer, strict=True) if g == a and r == b) for b in labels]
+                      for a in labels], dtype=float)
+    if table.sum() == 0 or (table.sum(axis=0) > 0).sum() + (table.sum(axis=1) > 0).sum() <= 2:
+        return None, None, None
+    res = cohens_kappa(table)
+    vals = (float(res.kappa), float(res.kappa_low), float(res.kappa_upp))
+    return vals if all(np.isfinite(vals)) else (None, None, None)
+
+
+def agreement(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Per configuration: reviewed trials, disagreement rate, kappa [95% CI], disagreeing trials."""
+    df = reviews(con)
+    rows = []
+    for (config,), g in df.group_by(["config_id"], maintain_order=True):
+        grader, decided = g["grader_verdict"].to_list(), g["decision"].to_list()
+        k, lo, hi = _kappa(grader, decided)
+        dis = g.filter(pl.col("grader_verdict") != pl.col("decision"))
+        rows.append({"config_id": config, "reviewed": g.height, "disagreements": dis.height,
+                     "disagreement_rate": dis.height / g.height, "kappa": k, "kappa_low": lo, "kappa_high": hi,
+                     "disagreeing_trials": ", ".join(sorted(set(dis["trial_id"].to_list())))})
+    return pl.DataFrame(rows, schema={"config_id": pl.String, "reviewed": pl.Int64, "disagreements": pl.Int64,
+                                      "disagreement_rate": pl.Float64, "kappa": pl.Float64, "kappa_low": pl.Float64,
+                                      "kappa_high": pl.Float64, "disagreeing_trials": pl.String})
+
+
+def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Review minutes per accepted result, per configuration (median, p90), next to known cost."""
+    return con.execute(f"""
+        SELECT config_id, count(*) FILTER (WHERE decision = 'accept') AS accepted_by_review,
+               median(minutes) FILTER (WHERE decision = 'accept') AS minutes_median,
+               quantile_cont(minutes, 0.9) FILTER (WHERE decision = 'accept') AS minutes_p90,
+               sum(minutes) / nullif(count(*) FILTER (WHERE decision = 'accept'), 0) AS minutes_per_accepted,
+               count(minutes) AS minutes_known, count(*) AS reviewed,
+               median(cost_usd) FILTER (WHERE decision = 'accept') AS cost_median_usd
+        FROM ({LATEST_REVIEWS}) GROUP BY config_id ORDER BY config_id""").pl()
+
+
+def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Failure categories with lost spend (known cost of the trials), by who assigned them:
+    reviewers (``reviews``), annotators and judges (``judgments`` of kind failure_category)."""
+    return con.execute(f"""
+        WITH cats AS (
+          SELECT trial_run_id AS run_id, trial_id, failure_category AS category, 'reviewer:' || reviewer AS assigned_by
+          FROM ({LATEST_REVIEWS}) WHERE failure_category IS NOT NULL
+          UNION ALL
+          SELECT run_id, trial_id, category, 'annotator:' || coalesce(annotator, '?') FROM judgments
+          WHERE kind = 'failure_category' AND category IS NOT NULL)
+        SELECT c.category, c.assigned_by, count(*) AS trials, sum(t.cost_usd) AS lost_spend_usd,
+               count(t.cost_usd) AS cost_known
+        FROM cats c LEFT JOIN trials t ON t.trial_id = c.trial_id
+             AND (t.run_id = c.run_id OR c.run_id LIKE 'annotations-%')
+        GROUP BY ALL ORDER BY lost_spend_usd DESC NULLS LAST, c.category""").pl()
+
+
+QUEUE_SQL = """
+WITH t AS (SELECT * FROM trials WHERE complete AND ($run IS NULL OR run_id = $run)),
+med AS (SELECT case_id, median(duration_s) AS med FROM t WHERE outcome NOT IN ('infra_error', 'invalid')
+        GROUP BY case_id),
+every_fail AS (SELECT case_id FROM t GROUP BY case_id
+               HAVING count(*) FILTER (WHERE outcome = 'accepted') = 0
+                  AND count(*) FILTER (WHERE outcome NOT IN ('infra_error', 'invalid')) > 0
+                  AND count(DISTINCT config_id) > 1)
+SELECT 'infra_error' AS kind, run_id, trial_id, case_id, config_id, reason AS detail FROM t WHERE outcome = 'infra_error'
+UNION ALL
+SELECT 'fast_success', t.run_id, trial_id, t.case_id, config_id,
+       printf('accepted in %.1fs, under a tenth of the case median %.1fs', duration_s, med.med)
+FROM t JOIN med USING (case_id) WHERE outcome = 'accepted' AND duration_s < med.med / 10
+UNION ALL
+SELECT 'every_configuration_fails', min(run_id), NULL, case_id, NULL, 'no configuration solved this case'
+FROM t WHERE case_id IN (SELECT case_id FROM every_fail) GROUP BY case_id
+UNION ALL
+SELECT 'judge_abstained', j.run_id, j.trial_id, t.case_id, t.config_id, coalesce(j.error, 'inconclusive')
+FROM judgments j JOIN t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
+WHERE j.kind = 'judge' AND j.verdict IN ('abstained', 'inconclusive')
+ORDER BY kind, trial_id
+"""
+
+
+def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
+                  runs_root: str | None = None) -> pl.DataFrame:
+    """What to look at by hand, each with the path to its evidence (``<runs_root>/trials/<trial>``)."""
+    q = con.execute(QUEUE_SQL, {"run": run_id}).pl()
+    try:
+        rev = reviews(con).filter(pl.col("grader_verdict") != pl.col("decision"))
+    except duckdb.Error:
+        rev = pl.DataFrame()
+    if rev.height:
+        extra = rev.select(pl.lit("review_disagreement").alias("kind"), pl.col("trial_run_id").alias("run_id"),
+                           "trial_id", "case_id", "config_id",
+                           (pl.col("reviewer") + pl.lit(" said ") + pl.col("decision") + pl.lit(" (")
+                            + pl.col("reason_code").fill_null("?") + pl.lit("), grader ")
+                            + pl.col("grader_verdict")).alias("detail"))
+        if run_id is not None:
+            extra = extra.filter(pl.col("run_id") == run_id)
+        q = pl.concat([q, extra], how="vertical_relaxed")
+    root = runs_root or "<run dir>"
+    return q.with_columns(pl.when(pl.col("trial_id").is_not_null())
+                          .then(pl.lit(root + "/trials/") + pl.col("trial_id")).otherwise(None).alias("evidence"))
