@@ -128,3 +128,45 @@ def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
     root = runs_root or "<run dir>"
     return q.with_columns(pl.when(pl.col("trial_id").is_not_null())
                           .then(pl.lit(root + "/trials/") + pl.col("trial_id")).otherwise(None).alias("evidence"))
+
+
+def _safe(fn, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """An analysis over a table an older warehouse may lack: empty, never an error."""
+    try:
+        return fn(con)
+    except duckdb.CatalogException:
+        return pl.DataFrame()
+
+
+def judged_and_reviewed(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str, pl.DataFrame]:
+    """What the report's judgments-and-review section lays out, for the report's runs:
+    judgments per configuration and calibration status, the calibrations, grader–reviewer
+    agreement and review minutes (reviews of these runs' trials only)."""
+    from analysis.judges import judgment_status
+
+    try:
+        status = judgment_status(con).filter(pl.col("run_id").is_in(run_ids))
+    except duckdb.CatalogException:
+        status = pl.DataFrame()
+    by = pl.DataFrame()
+    if status.height:
+        by = (status.group_by(["config_id", "criterion_id", "judge_host", "judge_model", "calibration"])
+              .agg(pl.len().alias("judgments"), (pl.col("verdict") == "passed").sum().alias("passed"),
+                   (pl.col("verdict") == "failed").sum().alias("failed"),
+                   pl.col("verdict").is_in(["abstained", "inconclusive"]).sum().alias("abstained"),
+                   pl.col("kappa").first(), pl.col("kappa_low").first(), pl.col("kappa_high").first())
+              .sort(["config_id", "criterion_id"]))
+    try:
+        cal = con.execute("SELECT * EXCLUDE (run_id, ingest_batch_id) FROM judge_calibrations "
+                          "ORDER BY calibrated_at").pl()
+    except duckdb.CatalogException:
+        cal = pl.DataFrame()
+
+    agree = _safe(agreement, con)
+    minutes = _safe(review_minutes, con)
+    if run_ids and agree.height:
+        configs = set(con.execute("SELECT DISTINCT config_id FROM trials WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
+                                  [run_ids]).pl()["config_id"].to_list())
+        agree = agree.filter(pl.col("config_id").is_in(configs))
+        minutes = minutes.filter(pl.col("config_id").is_in(configs))
+    return {"judgments": by, "calibrations": cal, "agreement": agree, "minutes": minutes}

@@ -35,8 +35,7 @@ def calibrate_judge(manifest: Path, rubric: str, dataset: Path, variant: str | N
                     json: bool) -> None:
     """Run a judge over human-labelled examples; store agreement, kappa [95% CI], confusion.
 
-    Example: trialhouse calibrate-judge --manifest demo/corpus/manifest.json --rubric rubrics/fits-the-codebase.md
-    --dataset demo/corpus/rubrics/fits-the-codebase.calibration.json --variant sim-alpha-planner -w WH
+    Example: trialhouse calibrate-judge --manifest demo/corpus/manifest.json --rubric rubrics/fits-the-codebase.md --dataset demo/corpus/rubrics/fits-the-codebase.calibration.json --variant sim-alpha-planner -w demo/warehouse/trialhouse.duckdb
     """
     from analysis.judges import calibration_stats
     from ingest.judges import store_calibration
@@ -85,7 +84,10 @@ def calibrate_judge(manifest: Path, rubric: str, dataset: Path, variant: str | N
 
 @app.group()
 def review() -> None:
-    """Human review as data: import decisions, then read agreement and minutes (summaries)."""
+    """Human review as data: import decisions, then read agreement and minutes (summaries).
+
+    Example: trialhouse review import demo/corpus/reviews/reviews.csv --rubric demo/corpus/reviews/grid.yaml -w demo/warehouse/trialhouse.duckdb
+    """
 
 
 @review.command("import")
@@ -98,7 +100,7 @@ def review() -> None:
 def review_import(file: Path, warehouse: Path, rubric: Path | None, allow_quarantine: bool, json: bool) -> None:
     """Import review decisions (CSV or JSONL) into the reviews table; bad rows are quarantined.
 
-    Example: trialhouse review import demo/corpus/reviews/reviews.csv --rubric demo/corpus/reviews/grid.yaml -w WH
+    Example: trialhouse review import demo/corpus/reviews/reviews.csv --rubric demo/corpus/reviews/grid.yaml -w demo/warehouse/trialhouse.duckdb
     """
     from ingest.api import IngestQuarantined
     from ingest.judges import import_reviews
@@ -116,7 +118,10 @@ def review_import(file: Path, warehouse: Path, rubric: Path | None, allow_quaran
 @warehouse_option
 @json_option("json")
 def review_summary(warehouse: Path, json: bool) -> None:
-    """Grader–reviewer agreement and review minutes per configuration; categories by assigner."""
+    """Grader–reviewer agreement and review minutes per configuration; categories by assigner.
+
+    Example: trialhouse review summary -w demo/warehouse/trialhouse.duckdb
+    """
     from analysis.review import agreement, categories_by_assigner, review_minutes
     from warehouse import db
 
@@ -140,7 +145,10 @@ def review_summary(warehouse: Path, json: bool) -> None:
 @json_option("json")
 def inspect_queue_cmd(warehouse: Path, run_id: str | None, runs_root: str | None, json: bool) -> None:
     """What to inspect by hand: infra errors, suspiciously fast successes, cases every configuration
-    fails, grader–reviewer disagreements, judge abstentions; each with its evidence path."""
+    fails, grader–reviewer disagreements, judge abstentions; each with its evidence path.
+
+    Example: trialhouse inspect-queue -w demo/warehouse/trialhouse.duckdb --runs-root demo/runs/main
+    """
     from analysis.review import inspect_queue
     from warehouse import db
 

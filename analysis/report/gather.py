@@ -62,6 +62,9 @@ class ReportData:
     blockers: Blockers
     period: Period | None = None
     notes: list[str] = field(default_factory=list)
+    review: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Judgments with calibration status, calibrations, grader–reviewer agreement, review
+    minutes (``analysis.review.judged_and_reviewed``)."""
 
 
 _RUNS_SQL = """
@@ -152,6 +155,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     from analysis.eligibility import eligibility
     from analysis.headline import headline
     from analysis.period import period_changes
+    from analysis.review import judged_and_reviewed
     from analysis.summary import summarize
 
     trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
@@ -179,4 +183,5 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         matrix=mat, matrix_absent=mat_absent, failures=failures.failures(con, filters),
         familiarity=fam, familiarity_absent=fam_absent,
         latency=latency.latency(con, filters), flags=flags.flags(con, filters),
-        blockers=_blockers(trials, configs, comps, period, roles, simulated), period=period)
+        blockers=_blockers(trials, configs, comps, period, roles, simulated), period=period,
+        review=judged_and_reviewed(con, run_ids))

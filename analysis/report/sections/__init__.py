@@ -18,6 +18,7 @@ from analysis.report.sections import (
     familiarity,
     flags,
     headline,
+    judgments,
     matrix,
     pareto,
     period,
@@ -25,7 +26,7 @@ from analysis.report.sections import (
 )
 
 ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, matrix,
-         failures, flags, familiarity, distributions, period)
+         failures, flags, judgments, familiarity, distributions, period)
 
 
 def build(data: ReportData) -> list[Section]:
