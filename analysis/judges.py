@@ -6,7 +6,8 @@ wrong answer. Kappa and its 95% interval come from statsmodels
 (``statsmodels.stats.inter_rater.cohens_kappa``, asymptotic standard error). A
 calibration holds for a judgment only when rubric hash, host, provider, model and effort
 are all equal; otherwise the judgment is ``stale`` (calibrated for something else) or
-``uncalibrated``, and every judgment stays labelled advisory.
+``uncalibrated``, and every judgment stays labelled advisory. Stale: the rubric (by path) has
+a calibration, but none for this rubric version and judge.
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ WITH cal AS (
                                ORDER BY calibrated_at DESC) AS k
   FROM judge_calibrations
 ), latest AS (SELECT * FROM cal WHERE k = 1),
-any_cal AS (SELECT DISTINCT rubric_sha256 FROM judge_calibrations)
+any_cal AS (SELECT DISTINCT rubric FROM judge_calibrations)
 SELECT j.run_id, j.trial_id, t.config_id, j.criterion_id, j.verdict, j.annotator AS judge_model, j.judge_host,
        j.judge_effort, j.rubric_sha256, j.error,
        CASE WHEN l.kappa IS NOT NULL THEN 'calibrated'
-            WHEN a.rubric_sha256 IS NOT NULL THEN 'stale' ELSE 'uncalibrated' END AS calibration,
+            WHEN a.rubric IS NOT NULL THEN 'stale' ELSE 'uncalibrated' END AS calibration,
        l.kappa, l.kappa_low, l.kappa_high, l.calibration_id
 FROM judgments j
 LEFT JOIN trials t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
@@ -87,7 +88,7 @@ LEFT JOIN latest l ON l.rubric_sha256 = j.rubric_sha256 AND l.judge_host = j.jud
      AND coalesce(l.judge_provider, '') = coalesce(j.judge_provider, '')
      AND coalesce(l.judge_model, '') = coalesce(j.annotator, '')
      AND coalesce(l.judge_effort, '') = coalesce(j.judge_effort, '')
-LEFT JOIN any_cal a ON a.rubric_sha256 = j.rubric_sha256
+LEFT JOIN any_cal a ON a.rubric = j.rubric
 WHERE j.kind = 'judge' AND ($run IS NULL OR j.run_id = $run)
 ORDER BY j.trial_id, j.criterion_id
 """
@@ -96,4 +97,4 @@ ORDER BY j.trial_id, j.criterion_id
 def judgment_status(con: duckdb.DuckDBPyConnection, run_id: str | None = None) -> pl.DataFrame:
     """Every judge judgment with its calibration status (``calibrated``/``stale``/``uncalibrated``).
     All judgments are advisory; ``calibrated`` says how well (kappa and interval) only."""
-    return con.execute(JUDGMENT_STATUS_SQL, {"run": run_id}).pl()
+    return con.sql(JUDGMENT_STATUS_SQL, params={"run": run_id}).pl()

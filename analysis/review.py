@@ -23,7 +23,7 @@ WHERE r.k = 1
 
 
 def reviews(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    return con.execute(LATEST_REVIEWS).pl()
+    return con.sql(LATEST_REVIEWS).pl()
 
 
 def _kappa(grader: list[str], reviewer: list[str]) -> tuple[float | None, float | None, float | None]:
@@ -57,7 +57,7 @@ def agreement(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Review minutes per accepted result, per configuration (median, p90), next to known cost."""
-    return con.execute(f"""
+    return con.sql(f"""
         SELECT config_id, count(*) FILTER (WHERE decision = 'accept') AS accepted_by_review,
                median(minutes) FILTER (WHERE decision = 'accept') AS minutes_median,
                quantile_cont(minutes, 0.9) FILTER (WHERE decision = 'accept') AS minutes_p90,
@@ -70,7 +70,7 @@ def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Failure categories with lost spend (known cost of the trials), by who assigned them:
     reviewers (``reviews``), annotators and judges (``judgments`` of kind failure_category)."""
-    return con.execute(f"""
+    return con.sql(f"""
         WITH cats AS (
           SELECT trial_run_id AS run_id, trial_id, failure_category AS category, 'reviewer:' || reviewer AS assigned_by
           FROM ({LATEST_REVIEWS}) WHERE failure_category IS NOT NULL
@@ -111,7 +111,7 @@ ORDER BY kind, trial_id
 def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
                   runs_root: str | None = None) -> pl.DataFrame:
     """What to look at by hand, each with the path to its evidence (``<runs_root>/trials/<trial>``)."""
-    q = con.execute(QUEUE_SQL, {"run": run_id}).pl()
+    q = con.sql(QUEUE_SQL, params={"run": run_id}).pl()
     try:
         rev = reviews(con).filter(pl.col("grader_verdict") != pl.col("decision"))
     except duckdb.Error:
@@ -157,16 +157,16 @@ def judged_and_reviewed(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> d
                    pl.col("kappa").first(), pl.col("kappa_low").first(), pl.col("kappa_high").first())
               .sort(["config_id", "criterion_id"]))
     try:
-        cal = con.execute("SELECT * EXCLUDE (run_id, ingest_batch_id) FROM judge_calibrations "
-                          "ORDER BY calibrated_at").pl()
+        cal = con.sql("SELECT * EXCLUDE (run_id, ingest_batch_id) FROM judge_calibrations "
+                      "ORDER BY calibrated_at").pl()
     except duckdb.CatalogException:
         cal = pl.DataFrame()
 
     agree = _safe(agreement, con)
     minutes = _safe(review_minutes, con)
     if run_ids and agree.height:
-        configs = set(con.execute("SELECT DISTINCT config_id FROM trials WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
-                                  [run_ids]).pl()["config_id"].to_list())
+        configs = {r[0] for r in con.execute(
+            "SELECT DISTINCT config_id FROM trials WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [run_ids]).fetchall()}
         agree = agree.filter(pl.col("config_id").is_in(configs))
         minutes = minutes.filter(pl.col("config_id").is_in(configs))
     return {"judgments": by, "calibrations": cal, "agreement": agree, "minutes": minutes}

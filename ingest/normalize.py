@@ -120,7 +120,7 @@ TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "gradings": ("trial_id", "case_id", "control", "ts", *_GRADING),
     "judgments": ("trial_id", "criterion_id", "kind", "verdict", "category", "note", "annotator", "ts",
-                  "attempt", "judge_host", "judge_provider", "judge_effort", "rubric_sha256", "error"),
+                  "attempt", "judge_host", "judge_provider", "judge_effort", "rubric_sha256", "error", "rubric"),
     "flags": ("trial_id", "kind", "path", "detail"),
 }
 """The order of the values in the row tuples ``RunNormalizer`` emits for each per-trial table
@@ -507,7 +507,7 @@ class RunNormalizer:
                     trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, None,
                     e.rationale or None, e.judge_model, m, e.attempt,
                     *((e.judge.host, e.judge.provider, e.judge.reasoning_effort) if e.judge else (None, None, None)),
-                    e.rubric_sha256, e.error,
+                    e.rubric_sha256, e.error, e.rubric,
                 ))
             elif k == "flag":
                 nflags += 1

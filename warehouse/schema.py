@@ -241,6 +241,7 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("judge_effort", "string"),
         Column("rubric_sha256", "string"),  # judge: the rubric as snapshotted by the run
         Column("error", "string"),  # judge: why the answer was unusable (then inconclusive)
+        Column("rubric", "string"),  # judge: the rubric path (relative to the manifest)
     ),
     "judge_calibrations": _spec(
         "One row per `calibrate-judge` run: the judge (host, provider, model, effort) and rubric hash "
