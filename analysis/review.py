@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 LATEST_REVIEWS = """
-SELECT r.*, t.config_id, t.case_id, t.outcome, t.cost_usd, t.duration_s
+SELECT r.*, t.config_id, t.case_id, t.outcome, t.cost_usd, t.duration_s, t.started_at
 FROM (SELECT *, row_number() OVER (PARTITION BY trial_run_id, trial_id, reviewer ORDER BY reviewed_at DESC,
                                    source_line DESC) AS k FROM reviews) r
 JOIN trials t ON t.run_id = r.trial_run_id AND t.trial_id = r.trial_id
@@ -39,49 +39,76 @@ def _kappa(grader: list[str], reviewer: list[str]) -> tuple[float | None, float 
     return vals if all(np.isfinite(vals)) else (None, None, None)
 
 
-def agreement(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Per configuration: reviewed trials, disagreement rate, kappa [95% CI], disagreeing trials."""
-    df = reviews(con)
+PERIODS = ("week", "month")
+
+
+def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.DataFrame:
+    """Per configuration (and per ``period`` of the trials' start, ``week``/``month``, for
+    agreement over time): reviewed trials, disagreement rate, kappa [95% CI], disagreeing trials."""
+    df = reviews(con).sort("config_id", "trial_id")
+    keys = ["config_id"]
+    if period is not None:
+        if period not in PERIODS:
+            raise ValueError(f"period {period!r}: expected one of {', '.join(PERIODS)}")
+        df = df.with_columns(pl.col("started_at").dt.truncate("1w" if period == "week" else "1mo")
+                             .dt.date().cast(pl.String).alias("period"))
+        keys.append("period")
     rows = []
-    for (config,), g in df.group_by(["config_id"], maintain_order=True):
+    for key, g in df.group_by(keys, maintain_order=True):
+        config = key[0]
         grader, decided = g["grader_verdict"].to_list(), g["decision"].to_list()
         k, lo, hi = _kappa(grader, decided)
         dis = g.filter(pl.col("grader_verdict") != pl.col("decision"))
-        rows.append({"config_id": config, "reviewed": g.height, "disagreements": dis.height,
+        rows.append({"config_id": config, **({"period": key[1]} if period else {}),
+                     "reviewed": g.height, "disagreements": dis.height,
                      "disagreement_rate": dis.height / g.height, "kappa": k, "kappa_low": lo, "kappa_high": hi,
                      "disagreeing_trials": ", ".join(sorted(set(dis["trial_id"].to_list())))})
-    return pl.DataFrame(rows, schema={"config_id": pl.String, "reviewed": pl.Int64, "disagreements": pl.Int64,
+    return pl.DataFrame(rows, schema={"config_id": pl.String, **({"period": pl.String} if period else {}),
+                                      "reviewed": pl.Int64, "disagreements": pl.Int64,
                                       "disagreement_rate": pl.Float64, "kappa": pl.Float64, "kappa_low": pl.Float64,
                                       "kappa_high": pl.Float64, "disagreeing_trials": pl.String})
 
 
 def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Review minutes per accepted result, per configuration (median, p90), next to known cost."""
-    return con.sql(f"""
-        SELECT config_id, count(*) FILTER (WHERE decision = 'accept') AS accepted_by_review,
-               median(minutes) FILTER (WHERE decision = 'accept') AS minutes_median,
-               quantile_cont(minutes, 0.9) FILTER (WHERE decision = 'accept') AS minutes_p90,
-               sum(minutes) / nullif(count(*) FILTER (WHERE decision = 'accept'), 0) AS minutes_per_accepted,
-               count(minutes) AS minutes_known, count(*) AS reviewed,
-               median(cost_usd) FILTER (WHERE decision = 'accept') AS cost_median_usd
-        FROM ({LATEST_REVIEWS}) GROUP BY config_id ORDER BY config_id""").pl()
+    """Review minutes per accepted result, per configuration (median, p90 linear), next to known cost."""
+    df = reviews(con)
+    acc = pl.col("decision") == "accept"
+    return (df.group_by("config_id")
+            .agg(acc.sum().cast(pl.Int64).alias("accepted_by_review"),
+                 pl.col("minutes").filter(acc).median().alias("minutes_median"),
+                 pl.col("minutes").filter(acc).quantile(0.9, "linear").alias("minutes_p90"),
+                 (pl.col("minutes").sum() / acc.sum()).alias("minutes_per_accepted"),
+                 pl.col("minutes").count().cast(pl.Int64).alias("minutes_known"),
+                 pl.len().cast(pl.Int64).alias("reviewed"),
+                 pl.col("cost_usd").filter(acc).median().alias("cost_median_usd"))
+            .with_columns(pl.when(pl.col("accepted_by_review") > 0).then(pl.col("minutes_per_accepted"))
+                          .otherwise(None).alias("minutes_per_accepted"))
+            .sort("config_id"))
+
+
+ANNOTATED_CATEGORIES = """
+SELECT j.category, CASE WHEN j.kind = 'judge' THEN 'judge:' || coalesce(j.judge_host, '?') || ' '
+                        || coalesce(j.annotator, '?') ELSE 'annotator:' || coalesce(j.annotator, '?') END AS assigned_by,
+       t.cost_usd
+FROM judgments j LEFT JOIN trials t ON t.trial_id = j.trial_id
+     AND (t.run_id = j.run_id OR j.run_id LIKE 'annotations-%')
+WHERE j.kind IN ('failure_category', 'judge') AND j.category IS NOT NULL
+"""
 
 
 def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Failure categories with lost spend (known cost of the trials), by who assigned them:
-    reviewers (``reviews``), annotators and judges (``judgments`` of kind failure_category)."""
-    return con.sql(f"""
-        WITH cats AS (
-          SELECT trial_run_id AS run_id, trial_id, failure_category AS category, 'reviewer:' || reviewer AS assigned_by
-          FROM ({LATEST_REVIEWS}) WHERE failure_category IS NOT NULL
-          UNION ALL
-          SELECT run_id, trial_id, category, 'annotator:' || coalesce(annotator, '?') FROM judgments
-          WHERE kind = 'failure_category' AND category IS NOT NULL)
-        SELECT c.category, c.assigned_by, count(*) AS trials, sum(t.cost_usd) AS lost_spend_usd,
-               count(t.cost_usd) AS cost_known
-        FROM cats c LEFT JOIN trials t ON t.trial_id = c.trial_id
-             AND (t.run_id = c.run_id OR c.run_id LIKE 'annotations-%')
-        GROUP BY ALL ORDER BY lost_spend_usd DESC NULLS LAST, c.category""").pl()
+    reviewers (``reviews``) and annotators or judges (``judgments`` of kind failure_category)."""
+    rev = reviews(con).filter(pl.col("failure_category").is_not_null()).select(
+        pl.col("failure_category").alias("category"), (pl.lit("reviewer:") + pl.col("reviewer")).alias("assigned_by"),
+        "cost_usd")
+    cats = pl.concat([rev, con.sql(ANNOTATED_CATEGORIES).pl()], how="vertical_relaxed")
+    return (cats.group_by(["category", "assigned_by"])
+            .agg(pl.len().cast(pl.Int64).alias("trials"), pl.col("cost_usd").sum().alias("lost_spend_usd"),
+                 pl.col("cost_usd").count().cast(pl.Int64).alias("cost_known"))
+            .with_columns(pl.when(pl.col("cost_known") > 0).then(pl.col("lost_spend_usd")).otherwise(None)
+                          .alias("lost_spend_usd"))
+            .sort(["lost_spend_usd", "category"], descending=[True, False], nulls_last=True))
 
 
 QUEUE_SQL = """

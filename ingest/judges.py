@@ -85,7 +85,7 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
     if rubric is not None:
         files.append({"path": str(rubric), "sha256": hashlib.sha256(rubric.read_bytes()).hexdigest(),
                       "bytes": rubric.stat().st_size})
-    run_id = f"reviews-{hashlib.sha256(''.join(f['sha256'] for f in files).encode()).hexdigest()[:12]}"
+    run_id = f"reviews-{hashlib.sha256(''.join(str(f['sha256']) for f in files).encode()).hexdigest()[:12]}"
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:

@@ -504,7 +504,7 @@ class RunNormalizer:
                 gradings.append((trial_id, case_id, None, m, *_get_grading(e)))
             elif k == "judgment":
                 judgments.append((
-                    trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, None,
+                    trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, e.failure_category,
                     e.rationale or None, e.judge_model, m, e.attempt,
                     *((e.judge.host, e.judge.provider, e.judge.reasoning_effort) if e.judge else (None, None, None)),
                     e.rubric_sha256, e.error, e.rubric,

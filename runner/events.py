@@ -627,6 +627,11 @@ class Grading(_Event):
     note: str = ""
 
 
+FailureCategory = Literal["environment_discovery", "task_interpretation", "source_of_truth", "dependency_choice",
+                          "impact_analysis", "implementation", "verification"]
+"""The first decisive wrong choice of a failed trial (SPEC §4), whoever assigns it."""
+
+
 class JudgeInfo(BaseModel):
     """The judge that gave a judgment (``runner.judges.config``): part of the evaluator
     fingerprint, never of ``config_id``; a calibration holds only for the same values."""
@@ -666,6 +671,8 @@ class Judgment(_Event):
     duration_s: float | None = Field(default=None, ge=0)
     model_calls: Count32 = 0
     advisory: bool = True
+    failure_category: FailureCategory | None = None
+    """The judge's failure category for a ``failed`` verdict (who said it: the judge)."""
 
 
 class Budget(_Event):

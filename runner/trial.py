@@ -648,8 +648,8 @@ class _Trial:
         criteria = [c for c in self.spec.case.criteria if c.judge is not None]
         if not criteria or self.box.judges is None or self.current is None:
             return []
-        from runner.judges.trial import trial_evidence
         from runner.judges.invoke import judge_trial
+        from runner.judges.trial import trial_evidence
 
         te = trial_evidence(self.git, self.box.store.tree_of(self.spec.initial_commit), self.current.tree,
                             results, trial_id=self.tid, variant=self.spec.variant, attempt=attempt,

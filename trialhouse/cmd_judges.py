@@ -116,8 +116,9 @@ def review_import(file: Path, warehouse: Path, rubric: Path | None, allow_quaran
 
 @review.command("summary")
 @warehouse_option
+@option("--over", "period", type=click.Choice(["week", "month"]), help="Agreement per period of the trials' start.")
 @json_option("json")
-def review_summary(warehouse: Path, json: bool) -> None:
+def review_summary(warehouse: Path, period: str | None, json: bool) -> None:
     """Grader–reviewer agreement and review minutes per configuration; categories by assigner.
 
     Example: trialhouse review summary -w demo/warehouse/trialhouse.duckdb
@@ -127,7 +128,7 @@ def review_summary(warehouse: Path, json: bool) -> None:
 
     con = db.open(warehouse, read_only=True)
     try:
-        frames = {"agreement": agreement(con), "minutes": review_minutes(con), "categories": categories_by_assigner(con)}
+        frames = {"agreement": agreement(con, period), "minutes": review_minutes(con), "categories": categories_by_assigner(con)}
     finally:
         con.close()
     if json:

@@ -4,6 +4,7 @@ Shape (docs/judges.md)::
 
     {"verdict": "pass" | "fail" | "inconclusive", "reasons": ["...", ...]}
 
+``failure_category`` (one of ``runner.events.FailureCategory``) may come with ``fail``.
 ``edited_files`` (a list) may be present and must be empty: a judge works on a read-only
 copy, so an answer claiming edits is not trusted. One surrounding Markdown code fence is
 tolerated (models add them); any other text, a missing field or an unknown one makes
@@ -19,6 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from runner.events import FailureCategory
+
 MAX_REASONS = 20
 MAX_REASON_CHARS = 2000
 VERDICTS = {"pass": "passed", "fail": "failed", "inconclusive": "inconclusive"}
@@ -30,6 +33,8 @@ class JudgeAnswer(BaseModel):
     verdict: Literal["pass", "fail", "inconclusive"]
     reasons: list[str] = Field(min_length=1, max_length=MAX_REASONS)
     edited_files: list[str] = Field(default_factory=list)
+    failure_category: FailureCategory | None = None
+    """Optional with ``fail``: the first decisive wrong choice."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class Parsed:
     """passed | failed | inconclusive (the events' Verdict)."""
     reasons: list[str]
     error: str | None = None
+    failure_category: str | None = None
 
     @property
     def abstained(self) -> bool:
@@ -70,4 +76,6 @@ def parse_answer(text: str | None) -> Parsed:
         return Parsed("inconclusive", reasons,
                       f"the judge claims to have edited files ({', '.join(answer.edited_files[:5])}); "
                       "judges work on a read-only copy, so the answer is not trusted")
-    return Parsed(VERDICTS[answer.verdict], reasons)
+    if answer.failure_category is not None and answer.verdict != "fail":
+        return Parsed("inconclusive", reasons, "failure_category: only with verdict fail")
+    return Parsed(VERDICTS[answer.verdict], reasons, failure_category=answer.failure_category)

@@ -26,7 +26,10 @@ Do not edit anything. Answer with exactly one JSON object and nothing else:
 
 {{"verdict": "pass" | "fail" | "inconclusive", "reasons": ["short reason", ...]}}
 
-Use "inconclusive" when the evidence does not let you decide.
+Use "inconclusive" when the evidence does not let you decide. With "fail" you may add
+"failure_category": the first decisive wrong choice, one of environment_discovery,
+task_interpretation, source_of_truth, dependency_choice, impact_analysis, implementation,
+verification.
 
 Criterion `{criterion}`: {description}
 

@@ -199,7 +199,9 @@ def _judge_one(rt: JudgeRuntime, crit: Criterion, te: TrialEvidence, emit: Emit)
     error = problem or (parsed.error if parsed else None)
     verdict = parsed.verdict if parsed and not error else "inconclusive"
     reasons = parsed.reasons if parsed else []
+    category = parsed.failure_category if parsed and not error else None
     return {**common, "verdict": verdict, "abstained": verdict == "inconclusive", "reasons": reasons,
+            "failure_category": category,
             "rationale": "; ".join(reasons)[:2000], "error": error, "duration_s": duration,
             "model_calls": len(calls)}
 

@@ -24,6 +24,18 @@ def test_answer_shapes():
     edits = parse_answer('{"verdict": "pass", "reasons": ["fixed it"], "edited_files": ["shop/orders.py"]}')
     assert edits.verdict == "inconclusive" and "edited files" in edits.error
     assert parse_answer("").error == "the judge gave no answer"
+    cat = parse_answer('{"verdict": "fail", "reasons": ["x"], "failure_category": "verification"}')
+    assert (cat.verdict, cat.failure_category) == ("failed", "verification")
+    assert "only with verdict fail" in parse_answer(
+        '{"verdict": "pass", "reasons": ["x"], "failure_category": "verification"}').error
+    assert parse_answer('{"verdict": "fail", "reasons": ["x"], "failure_category": "luck"}').verdict == "inconclusive"
+
+
+def test_one_list_of_failure_categories():
+    from ingest.annotations import CATEGORIES
+    from runner.events import FailureCategory
+
+    assert CATEGORIES == FailureCategory.__args__ and len(CATEGORIES) == 7
 
 
 def _dataset(tmp_path, examples):

@@ -102,6 +102,9 @@ def test_calibration_review_and_queue(kit, corpus_root, tmp_path):
     assert [(r["accepted_by_review"], r["minutes_median"], r["minutes_known"]) for r in minutes] == [(1, 4.0, 2)]
     cats = {(r["category"], r["assigned_by"]) for r in summary["categories"]}
     assert cats == {("implementation", "reviewer:bob"), ("task_interpretation", "reviewer:alice")}
+    weekly = json.loads(th("review", "summary", "-w", str(wh), "--over", "week", "--json").stdout)["agreement"]
+    assert sorted((r["reviewed"], r["disagreements"]) for r in weekly) == [(2, 0), (2, 1)]
+    assert all(len(r["period"]) == 10 for r in weekly)  # the week's first day, e.g. 2026-11-30
 
     queue = json.loads(th("inspect-queue", "-w", str(wh), "--run", run1, "--runs-root", str(tmp_path / "run"),
                           "--json").stdout)

@@ -43,8 +43,9 @@ def by_variant(events: list, cls) -> dict[str, object]:
     return {names[e.trial_id]: e for e in events if isinstance(e, cls)}
 
 
-def answer(verdict: str, *reasons: str) -> dict:
-    return {"steps": [{"text": json.dumps({"verdict": verdict, "reasons": list(reasons) or ["r"]}),
+def answer(verdict: str, *reasons: str, category: str | None = None) -> dict:
+    doc = {"verdict": verdict, "reasons": list(reasons) or ["r"], **({"failure_category": category} if category else {})}
+    return {"steps": [{"text": json.dumps(doc),
                        "usage": {"input_tokens": 700, "output_tokens": 20}}]}
 
 
@@ -58,12 +59,14 @@ def test_scripted_judges_are_recorded_and_never_change_the_outcome(kit, corpus_r
                                                                   "script": "fail.json"}}},
     ]
     m = judged_corpus(kit, corpus_root, variants, {"pass.json": answer("pass", "looks right"),
-                                                   "fail.json": answer("fail", "parallel mechanism")})
+                                                   "fail.json": answer("fail", "parallel mechanism",
+                                                                       category="implementation")})
     events = run(m, tmp_path / "out")
     fin, judged = by_variant(events, ev.TrialFinished), by_variant(events, ev.Judgment)
     assert (fin["noop"].outcome, fin["fixer"].outcome) == ("target_failed", "accepted")
     assert (judged["noop"].verdict, judged["noop"].reasons) == ("passed", ["looks right"])
     assert (judged["fixer"].verdict, judged["fixer"].rationale) == ("failed", "parallel mechanism")
+    assert (judged["fixer"].failure_category, judged["noop"].failure_category) == ("implementation", None)
     j = judged["fixer"]
     assert (j.judge.host, j.judge.provider, j.judge.model, j.judge.reasoning_effort, j.judge.source) == (
         "builtin", "anthropic", "judge-m", "medium", "variant")

@@ -9,11 +9,11 @@ from analysis.report.document import Section, Table
 from analysis.report.gather import ReportData
 
 
-def _num(x: object, digits: int = 2) -> str:
-    return "—" if x is None else f"{x:.{digits}f}"  # type: ignore[str-format]
+def _num(x: float | None, digits: int = 2) -> str:
+    return "—" if x is None else f"{x:.{digits}f}"
 
 
-def _kappa(k: object, lo: object, hi: object) -> str:
+def _kappa(k: float | None, lo: float | None, hi: float | None) -> str:
     return "—" if k is None else f"{_num(k)} [{_num(lo)}, {_num(hi)}]"
 
 
