@@ -141,5 +141,6 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
         "familiarity": d.familiarity.as_dict()["rows"] if d.familiarity is not None else [],
         "latency": d.latency.as_dict()["rows"],
         "previous_period": d.period.as_dict() if d.period is not None else None,
+        "judgments_and_review": {k: v.to_dicts() for k, v in d.review.items()},
         "charts": charts, "charts_skipped": skipped,
     })
