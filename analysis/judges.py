@@ -6,8 +6,9 @@ wrong answer. Kappa and its 95% interval come from statsmodels
 (``statsmodels.stats.inter_rater.cohens_kappa``, asymptotic standard error). A
 calibration holds for a judgment only when rubric hash, host, provider, model and effort
 are all equal; otherwise the judgment is ``stale`` (calibrated for something else) or
-``uncalibrated``, and every judgment stays labelled advisory. Stale: the rubric (by path) has
-a calibration, but none for this rubric version and judge.
+``uncalibrated``, and every judgment stays labelled advisory. Stale: the same judge host was
+calibrated for the rubric (by path), but not for this rubric version, model, provider and
+effort; a host never calibrated for the rubric is uncalibrated.
 """
 
 from __future__ import annotations
@@ -42,10 +43,25 @@ class CalibrationStats:
         return self.abstained / self.examples if self.examples else None
 
 
-def calibration_stats(pairs: list[tuple[str, str, str]]) -> CalibrationStats:
-    """``pairs``: (example id, human label, judge answer)."""
+def kappa_interval(table: np.ndarray) -> tuple[float | None, float | None, float | None]:
+    """Cohen's kappa and its 95% interval for a 2 × 2 table (rows: one rater, columns: the
+    other), the interval cut to [-1, 1]; all None when either rater used one label only: kappa is then 0 by
+    construction (observed = chance agreement) and its variance degenerate, which says
+    nothing about agreement."""
     from statsmodels.stats.inter_rater import cohens_kappa
 
+    if (table.sum(axis=0) > 0).sum() < 2 or (table.sum(axis=1) > 0).sum() < 2:
+        return None, None, None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = cohens_kappa(table)
+    vals = (float(res.kappa), float(res.kappa_low), float(res.kappa_upp))
+    if not all(math.isfinite(x) for x in vals):
+        return None, None, None
+    return vals[0], max(vals[1], -1.0), min(vals[2], 1.0)  # shown within the possible range
+
+
+def calibration_stats(pairs: list[tuple[str, str, str]]) -> CalibrationStats:
+    """``pairs``: (example id, human label, judge answer)."""
     confusion = {h: {j: 0 for j in ANSWERS} for h in LABELS}
     for _eid, human, judge in pairs:
         confusion[human][judge] += 1
@@ -54,11 +70,7 @@ def calibration_stats(pairs: list[tuple[str, str, str]]) -> CalibrationStats:
     n = len(answered)
     agreement = float(np.trace(table) / n) if n else None
     kappa = low = high = None
-    if n and (table.sum(axis=0) > 0).sum() + (table.sum(axis=1) > 0).sum() > 2:
-        res = cohens_kappa(table)
-        kappa, low, high = float(res.kappa), float(res.kappa_low), float(res.kappa_upp)
-        if not all(math.isfinite(x) for x in (kappa, low, high)):
-            kappa = low = high = None
+    kappa, low, high = kappa_interval(table)
     per_label: dict[str, dict[str, float | int | None]] = {}
     for i, label in enumerate(LABELS):
         said = table[:, i].sum()
@@ -76,7 +88,7 @@ WITH cal AS (
                                ORDER BY calibrated_at DESC) AS k
   FROM judge_calibrations
 ), latest AS (SELECT * FROM cal WHERE k = 1),
-any_cal AS (SELECT DISTINCT rubric FROM judge_calibrations)
+any_cal AS (SELECT DISTINCT rubric, judge_host FROM judge_calibrations)
 SELECT j.run_id, j.trial_id, t.config_id, j.criterion_id, j.verdict, j.annotator AS judge_model, j.judge_host,
        j.judge_effort, j.rubric_sha256, j.error,
        CASE WHEN l.kappa IS NOT NULL THEN 'calibrated'
@@ -88,7 +100,7 @@ LEFT JOIN latest l ON l.rubric_sha256 = j.rubric_sha256 AND l.judge_host = j.jud
      AND coalesce(l.judge_provider, '') = coalesce(j.judge_provider, '')
      AND coalesce(l.judge_model, '') = coalesce(j.annotator, '')
      AND coalesce(l.judge_effort, '') = coalesce(j.judge_effort, '')
-LEFT JOIN any_cal a ON a.rubric = j.rubric
+LEFT JOIN any_cal a ON a.rubric = j.rubric AND a.judge_host = j.judge_host
 WHERE j.kind = 'judge' AND ($run IS NULL OR j.run_id = $run)
 ORDER BY j.trial_id, j.criterion_id
 """

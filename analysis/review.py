@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 LATEST_REVIEWS = """
-SELECT r.*, t.config_id, t.case_id, t.outcome, t.cost_usd, t.duration_s, t.started_at
+SELECT r.*, t.config_id, t.variant, t.case_id, t.outcome, t.cost_usd, t.duration_s, t.started_at
 FROM (SELECT *, row_number() OVER (PARTITION BY trial_run_id, trial_id, reviewer ORDER BY reviewed_at DESC,
                                    source_line DESC) AS k FROM reviews) r
 JOIN trials t ON t.run_id = r.trial_run_id AND t.trial_id = r.trial_id
@@ -27,16 +27,12 @@ def reviews(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 
 def _kappa(grader: list[str], reviewer: list[str]) -> tuple[float | None, float | None, float | None]:
-    from statsmodels.stats.inter_rater import cohens_kappa
+    from analysis.judges import kappa_interval
 
     labels = ("accept", "reject")
     table = np.array([[sum(1 for g, r in zip(grader, reviewer, strict=True) if g == a and r == b) for b in labels]
                       for a in labels], dtype=float)
-    if table.sum() == 0 or (table.sum(axis=0) > 0).sum() + (table.sum(axis=1) > 0).sum() <= 2:
-        return None, None, None
-    res = cohens_kappa(table)
-    vals = (float(res.kappa), float(res.kappa_low), float(res.kappa_upp))
-    return vals if all(np.isfinite(vals)) else (None, None, None)
+    return kappa_interval(table)
 
 
 PERIODS = ("week", "month")
@@ -59,11 +55,12 @@ def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.D
         grader, decided = g["grader_verdict"].to_list(), g["decision"].to_list()
         k, lo, hi = _kappa(grader, decided)
         dis = g.filter(pl.col("grader_verdict") != pl.col("decision"))
-        rows.append({"config_id": config, **({"period": key[1]} if period else {}),
+        rows.append({"config_id": config, "variant": g["variant"][0], **({"period": key[1]} if period else {}),
                      "reviewed": g.height, "disagreements": dis.height,
                      "disagreement_rate": dis.height / g.height, "kappa": k, "kappa_low": lo, "kappa_high": hi,
                      "disagreeing_trials": ", ".join(sorted(set(dis["trial_id"].to_list())))})
-    return pl.DataFrame(rows, schema={"config_id": pl.String, **({"period": pl.String} if period else {}),
+    return pl.DataFrame(rows, schema={"config_id": pl.String, "variant": pl.String,
+                                      **({"period": pl.String} if period else {}),
                                       "reviewed": pl.Int64, "disagreements": pl.Int64,
                                       "disagreement_rate": pl.Float64, "kappa": pl.Float64, "kappa_low": pl.Float64,
                                       "kappa_high": pl.Float64, "disagreeing_trials": pl.String})
@@ -74,7 +71,7 @@ def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     df = reviews(con)
     acc = pl.col("decision") == "accept"
     return (df.group_by("config_id")
-            .agg(acc.sum().cast(pl.Int64).alias("accepted_by_review"),
+            .agg(pl.col("variant").first(), acc.sum().cast(pl.Int64).alias("accepted_by_review"),
                  pl.col("minutes").filter(acc).median().alias("minutes_median"),
                  pl.col("minutes").filter(acc).quantile(0.9, "linear").alias("minutes_p90"),
                  (pl.col("minutes").sum() / acc.sum()).alias("minutes_per_accepted"),

@@ -88,7 +88,16 @@ def test_kappa_and_interval_hand_worked():
     assert {d["example_id"] for d in st.disagreements} == {"p5", "p6", "f7", "f8", "f9"}
 
 
-def test_constant_judge_is_no_better_than_chance():
-    st = calibration_stats([("a", "pass", "pass"), ("b", "fail", "pass")])
-    assert st.kappa == 0 and st.agreement == 0.5
-    assert calibration_stats([("a", "pass", "pass")]).kappa is None  # one label only: undefined
+def test_the_interval_stays_within_the_possible_range():
+    # human/judge: 5 agreeing passes, 1 pass judged fail: kappa 2/3, the asymptotic upper bound > 1
+    st = calibration_stats([(f"p{i}", "pass", "pass") for i in range(4)] + [("x", "pass", "fail"),
+                           ("f", "fail", "fail")])
+    k, var = _fleiss_var(np.array([[4, 1], [0, 1]], dtype=float))
+    assert st.kappa == pytest.approx(k) and k + 1.96 * math.sqrt(var) > 1
+    assert st.kappa_high == 1.0 and st.kappa_low == pytest.approx(k - 1.959963984540054 * math.sqrt(var))
+
+
+def test_a_rater_with_one_label_gets_no_kappa():
+    st = calibration_stats([("a", "pass", "pass"), ("b", "fail", "pass")])  # a constant judge
+    assert (st.kappa, st.kappa_low, st.kappa_high, st.agreement) == (None, None, None, 0.5)
+    assert calibration_stats([("a", "pass", "pass"), ("b", "pass", "fail")]).kappa is None  # constant humans

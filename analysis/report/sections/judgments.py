@@ -7,6 +7,7 @@ import polars as pl
 from analysis import formatting as fmt
 from analysis.report.document import Section, Table
 from analysis.report.gather import ReportData
+from analysis.report.sections.common import name
 
 
 def _num(x: float | None, digits: int = 2) -> str:
@@ -14,11 +15,11 @@ def _num(x: float | None, digits: int = 2) -> str:
 
 
 def _kappa(k: float | None, lo: float | None, hi: float | None) -> str:
-    return "—" if k is None else f"{_num(k)} [{_num(lo)}, {_num(hi)}]"
+    return "— (a rater used one label)" if k is None else f"{_num(k)} [{_num(lo)}, {_num(hi)}]"
 
 
 def _names(d: ReportData) -> dict[str, str]:
-    return {c["config_id"]: c.get("variant") or c["config_id"] for c in d.configs}
+    return {c["config_id"]: name(d, c) for c in d.configs}
 
 
 def section(d: ReportData) -> Section:
@@ -30,7 +31,9 @@ def section(d: ReportData) -> Section:
         "Model judgments are supplementary and advisory: they never change an outcome and are "
         "not part of any rate. A judge is calibrated for a rubric when calibrate-judge compared it "
         "with human labels for the same rubric hash, host, provider, model and effort; a calibration "
-        "for another rubric version or judge is stale.")
+        "for another version of the rubric, model, provider or effort of the same judge host is stale. "
+        "Kappa is not given when a rater used one label only (it is then 0 by construction and "
+        "says nothing about agreement).")
     if judged.height:
         s.tables.append(Table(
             "Judgments (advisory) per configuration and criterion",
@@ -39,7 +42,8 @@ def section(d: ReportData) -> Section:
             [[names.get(x["config_id"], x["config_id"] or "?"), x["criterion_id"] or "",
               f"{x['judge_host']} {x['judge_model'] or ''}".strip(), fmt.count(x["judgments"]),
               fmt.count(x["passed"]), fmt.count(x["failed"]), fmt.count(x["abstained"]),
-              f"advisory, {x['calibration']}", _kappa(x["kappa"], x["kappa_low"], x["kappa_high"])]
+              f"advisory, {x['calibration']}",
+              _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]) if x["calibration"] == "calibrated" else "—"]
              for x in judged.to_dicts()],
             [False, False, False, True, True, True, True, False, False]))
     cal: pl.DataFrame = r.get("calibrations", pl.DataFrame())
