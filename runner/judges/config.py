@@ -11,9 +11,10 @@ fingerprint; a calibration holds only for the same host/provider/model/effort.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from runner.events import JudgeInfo
-from runner.manifest import Criterion, JudgeSettings, Variant
+from runner.manifest import Criterion, JudgeSettings, Manifest, Variant
 
 PROVIDER = {"claude-code": "anthropic", "codex": "openai", "builtin": "anthropic"}
 ECONOMICAL_MODEL = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5.1-codex-mini"}
@@ -45,3 +46,36 @@ def resolve(variant: Variant, criterion: Criterion | None = None) -> ResolvedJud
     info = JudgeInfo(host=host, provider=provider, model=model, reasoning_effort=effort,
                      timeout_s=s.timeout_seconds, source="variant" if configured else "default")
     return ResolvedJudge(info, s)
+
+
+def judge_problems(manifest: Manifest, base: Path) -> list[tuple[str, str]]:
+    """What ``validate`` can say about the judges on this machine: an explicitly chosen
+    claude-code/codex host whose CLI is not found, a judge script that does not parse.
+    (A default judge whose CLI is missing is not refused: each of its judgments is then
+    inconclusive with the reason, and no outcome depends on it.)"""
+    from runner import sandbox
+    from runner.agents.harness_stage import agent_path
+    from runner.errors import RunnerError
+    from runner.judges.invoke import judge_criteria, load_judge_script
+
+    if not judge_criteria(manifest):
+        return []
+    out = []
+    for i, v in enumerate(manifest.variants):
+        s = v.evaluations.judge
+        loc = f"variants[{i}].evaluations.judge"
+        if s.host in ("claude-code", "codex"):
+            binary = s.binary or {"claude-code": "claude", "codex": "codex"}[s.host]
+            if "/" in binary and not Path(binary).is_absolute():
+                binary = str((base / binary).resolve())
+            found = sandbox.program_mounts(binary, agent_path())
+            if found.path is None:
+                out.append((f"{loc}.{'binary' if s.binary else 'host'}",
+                            f"{s.host}: {binary!r} is not installed or not on the agent's PATH; run `make tools` "
+                            "(then put tools/bin on PATH) or set evaluations.judge.binary"))
+        if s.script is not None and (base / s.script).is_file():
+            try:
+                load_judge_script((base / s.script).read_text(encoding="utf-8"), s.script)
+            except (RunnerError, OSError, UnicodeDecodeError) as exc:
+                out.append((f"{loc}.script", str(exc)))
+    return out

@@ -191,3 +191,17 @@ def test_a_real_cli_judge_against_the_scripted_gateway(kit, corpus_root, tmp_pat
     assert calls and all(c.api == api and c.status == 200 and not c.tool_calls for c in calls)
     (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
     assert fin.outcome == "accepted"  # a real judge's "fail" is advisory
+
+
+def test_validate_names_a_missing_judge_cli_and_a_broken_judge_script(kit, corpus_root):
+    variants = [{"id": "a", "agent": kit.agent("noop"),
+                 "evaluations": {"judge": {"host": "claude-code", "binary": "/nonexistent/claude"}}},
+                {"id": "b", "agent": kit.agent("noop"), "evaluations": {"judge": {"host": "builtin",
+                                                                                  "script": "bad.json"}}}]
+    m = judged_corpus(kit, corpus_root, variants, {"bad.json": {"steps": []}})
+    proc = subprocess.run([PY, "-m", "trialhouse", "validate", "--manifest", str(m)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "variants[0].evaluations.judge.binary: claude-code: '/nonexistent/claude' is not installed" in out
+    assert "variants[1].evaluations.judge.script: bad.json: not a gateway script" in out
