@@ -13,6 +13,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from warehouse.rules import trial_status
+
 LATEST_REVIEWS = """
 SELECT r.*, t.config_id, t.variant, t.case_id, t.outcome, t.cost_usd, t.duration_s, t.started_at
 FROM (SELECT *, row_number() OVER (PARTITION BY trial_run_id, trial_id, reviewer ORDER BY reviewed_at DESC,
@@ -108,13 +110,12 @@ def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             .sort(["lost_spend_usd", "category"], descending=[True, False], nulls_last=True))
 
 
-QUEUE_SQL = """
-WITH t AS (SELECT * FROM trials WHERE complete AND ($run IS NULL OR run_id = $run)),
-med AS (SELECT case_id, median(duration_s) AS med FROM t WHERE outcome NOT IN ('infra_error', 'invalid')
-        GROUP BY case_id),
+_QUEUE_TEMPLATE = """
+WITH t AS (SELECT * FROM {trials} WHERE complete AND ($run IS NULL OR run_id = $run)),
+med AS (SELECT case_id, median(duration_s) AS med FROM t WHERE valid GROUP BY case_id),
 every_fail AS (SELECT case_id FROM t GROUP BY case_id
-               HAVING count(*) FILTER (WHERE outcome = 'accepted') = 0
-                  AND count(*) FILTER (WHERE outcome NOT IN ('infra_error', 'invalid')) > 0
+               HAVING count(*) FILTER (WHERE solved) = 0
+                  AND count(*) FILTER (WHERE valid) > 0
                   AND count(DISTINCT config_id) > 1)
 SELECT 'infra_error' AS kind, run_id, trial_id, case_id, config_id, reason AS detail FROM t WHERE outcome = 'infra_error'
 UNION ALL
@@ -130,6 +131,8 @@ FROM judgments j JOIN t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
 WHERE j.kind = 'judge' AND j.verdict IN ('abstained', 'inconclusive')
 ORDER BY kind, trial_id
 """
+QUEUE_SQL = _QUEUE_TEMPLATE.replace("{trials}", trial_status())
+"""The queue over ``trials`` with the one valid-trial rule (``warehouse.rules.trial_status``)."""
 
 
 def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
