@@ -33,6 +33,10 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/controls --validation-only --jobs $(JOBS)
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/main --jobs $(JOBS)
 	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
+	$(TH) calibrate-judge --manifest $(DEMO)/corpus/manifest.json --rubric rubrics/fits-the-codebase.md --dataset $(DEMO)/corpus/rubrics/fits-the-codebase.calibration.json --variant sim-alpha-planner --warehouse $(WH)
+	$(TH) review import $(DEMO)/corpus/reviews/reviews.csv --rubric $(DEMO)/corpus/reviews/grid.yaml --warehouse $(WH)
+	$(TH) review summary --warehouse $(WH)
+	$(TH) inspect-queue --warehouse $(WH) --run $$($(RUN_ID)) --runs-root $(DEMO)/runs/main
 	$(TH) summarize --warehouse $(WH)
 	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE)
 	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest

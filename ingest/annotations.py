@@ -19,17 +19,10 @@ from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
 from ingest.rows import row_problem
 from ingest.write import new_batch_id, unchanged, write_batch
+from runner.events import FailureCategory
 from warehouse import db
 
-CATEGORIES = (
-    "environment_discovery",
-    "task_interpretation",
-    "source_of_truth",
-    "dependency_choice",
-    "impact_analysis",
-    "implementation",
-    "verification",
-)
+CATEGORIES: tuple[str, ...] = FailureCategory.__args__  # type: ignore[attr-defined]
 """First decisive wrong choice (SPEC §4)."""
 DECISIONS = ("accept", "reject")
 KINDS = {"failure_category": ("category", CATEGORIES), "review_decision": ("decision", DECISIONS)}

@@ -119,7 +119,8 @@ TRIAL_COLUMNS: dict[str, tuple[str, ...]] = {
         *_STAGE_FIN, *(c if c != "source" else "usage_source" for c in _USAGE),
     ),
     "gradings": ("trial_id", "case_id", "control", "ts", *_GRADING),
-    "judgments": ("trial_id", "criterion_id", "kind", "verdict", "category", "note", "annotator", "ts"),
+    "judgments": ("trial_id", "criterion_id", "kind", "verdict", "category", "note", "annotator", "ts",
+                  "attempt", "judge_host", "judge_provider", "judge_effort", "rubric_sha256", "error", "rubric"),
     "flags": ("trial_id", "kind", "path", "detail"),
 }
 """The order of the values in the row tuples ``RunNormalizer`` emits for each per-trial table
@@ -503,8 +504,10 @@ class RunNormalizer:
                 gradings.append((trial_id, case_id, None, m, *_get_grading(e)))
             elif k == "judgment":
                 judgments.append((
-                    trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, None,
-                    e.rationale or None, e.judge_model, m,
+                    trial_id, e.criterion_id, "judge", "abstained" if e.abstained else e.verdict, e.failure_category,
+                    e.rationale or None, e.judge_model, m, e.attempt,
+                    *((e.judge.host, e.judge.provider, e.judge.reasoning_effort) if e.judge else (None, None, None)),
+                    e.rubric_sha256, e.error, e.rubric,
                 ))
             elif k == "flag":
                 nflags += 1

@@ -627,8 +627,32 @@ class Grading(_Event):
     note: str = ""
 
 
+FailureCategory = Literal["environment_discovery", "task_interpretation", "source_of_truth", "dependency_choice",
+                          "impact_analysis", "implementation", "verification"]
+"""The first decisive wrong choice of a failed trial (SPEC §4), whoever assigns it."""
+
+
+class JudgeInfo(BaseModel):
+    """The judge that gave a judgment (``runner.judges.config``): part of the evaluator
+    fingerprint, never of ``config_id``; a calibration holds only for the same values."""
+
+    model_config = _CONFIG
+
+    host: Literal["claude-code", "codex", "command", "builtin"]
+    provider: Literal["anthropic", "openai"] | None = None
+    model: str | None = None
+    reasoning_effort: str | None = None
+    timeout_s: float = Field(ge=0, le=3600)
+    source: Literal["variant", "default"] = "default"
+    """``variant``: from ``evaluations.judge``; ``default``: derived from the variant's host."""
+
+
 class Judgment(_Event):
-    """A supplementary model judgment: recorded apart, never turns a failure into a pass."""
+    """A supplementary model judgment: recorded apart, never turns a failure into a pass.
+
+    Advisory: the trial's outcome is decided before any judge runs and never read back.
+    ``verdict`` is ``inconclusive`` when the judge abstained or its answer was unusable
+    (``error`` says why: timeout, not JSON, claimed edits, ...)."""
 
     event: Literal["judgment"] = "judgment"
     attempt: Positive32
@@ -637,6 +661,18 @@ class Judgment(_Event):
     judge_model: str | None = None
     abstained: bool = False
     rationale: str = ""
+    judge: JudgeInfo | None = None
+    rubric: str | None = None
+    """The rubric path (relative to the manifest)."""
+    rubric_sha256: str | None = None
+    reasons: list[str] = Field(default_factory=list)
+    error: str | None = None
+    """Why the answer was not usable (then ``verdict`` is inconclusive)."""
+    duration_s: float | None = Field(default=None, ge=0)
+    model_calls: Count32 = 0
+    advisory: bool = True
+    failure_category: FailureCategory | None = None
+    """The judge's failure category for a ``failed`` verdict (who said it: the judge)."""
 
 
 class Budget(_Event):

@@ -13,12 +13,24 @@ from __future__ import annotations
 import hashlib
 import json
 
-from runner.manifest import Case, Manifest
+from runner.manifest import Case, Criterion, Manifest
 from runner.paths import inputs_in_argv
 
 GRADING_SEMANTICS = 2
 """1: graders ran in the agent's workspace (before isolation). 2: graders run on fresh
 copies of a runner-captured tree in the sandbox, with success tokens."""
+
+
+def judge_keys(manifest: Manifest, criterion: Criterion) -> list[dict[str, object]]:
+    """The distinct judges (host, provider, model, effort, timeout) the run's variants use
+    for a judge criterion: the evaluator includes them, so a change of judge is a new task
+    version for its judgments. Per case, not per variant, so the configurations under
+    comparison still share one fingerprint (judgments never decide a grade)."""
+    from runner.judges.config import resolve
+
+    keys = {json.dumps({**resolve(v, criterion).key(), "timeout_s": v.evaluations.judge.timeout_seconds},
+                       sort_keys=True) for v in manifest.variants}
+    return [json.loads(k) for k in sorted(keys)]
 
 
 def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], initial_commit: str) -> str:
@@ -29,7 +41,7 @@ def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], ini
         judge = None
         if c.judge is not None:
             files |= {c.judge.rubric} | ({c.judge.calibration} if c.judge.calibration else set())
-            judge = {"model": c.judge.model}
+            judge = {"model": c.judge.model, "judges": judge_keys(manifest, c)}
         criteria.append({
             "id": c.id, "layer": c.layer, "severity": c.resolved_severity, "command": c.command,
             "judge": judge, "files": {f: hashes.get(f) for f in sorted(files)},

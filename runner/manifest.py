@@ -290,6 +290,38 @@ class Agent(_Strict):
         return self
 
 
+class JudgeSettings(_Strict):
+    """How a variant's judge criteria are judged (docs/judges.md). Omitted fields follow
+    ``runner.judges.config.resolve``: the variant's host (Codex for the other hosts), that
+    provider's economical model, low effort. Never changes the builder's own pins."""
+
+    host: Literal["claude-code", "codex", "command", "builtin"] | None = None
+    """``builtin``: trialhouse's tool-free Messages client (``runner.judges.client``)."""
+    model: NonEmptyStr | None = None
+    reasoning_effort: NonEmptyStr | None = None
+    timeout_seconds: float = Field(default=120, gt=0, le=3600)
+    argv: list[NonEmptyStr] | None = None
+    """``command`` host: argv; placeholders ``{evidence}`` (the read-only evidence
+    directory), ``{prompt_file}``, ``{model}``, ``{model_base_url}``."""
+    binary: NonEmptyStr | None = None
+    """claude-code/codex: the CLI (as ``agent.binary``)."""
+    script: PathStr | None = None
+    """A gateway script (relative to the manifest) answering this judge: the judge's
+    gateway runs in scripted mode. Without one, judges go to the providers (forward)."""
+
+    @model_validator(mode="after")
+    def _host_fields(self) -> JudgeSettings:
+        if (self.host == "command") != bool(self.argv):
+            raise ValueError("argv: needed by, and only for, host command")
+        if self.binary and self.host not in ("claude-code", "codex"):
+            raise ValueError("binary: only for hosts claude-code and codex")
+        return self
+
+
+class Evaluations(_Strict):
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+
+
 class Variant(_Strict):
     id: CaseVariantId
     model: str | None = None
@@ -301,6 +333,9 @@ class Variant(_Strict):
     agent: Agent
     stage_instructions: dict[StageName, list[PathStr]] = Field(default_factory=dict)
     """Stage → markdown paths (relative to the manifest) snapshotted into the stage prompt."""
+    evaluations: Evaluations = Field(default_factory=Evaluations)
+    """How this variant's results are evaluated (judges): part of the evaluator
+    fingerprint, not of ``config_id`` (it changes no behaviour of the agent)."""
 
 
 class Upstream(_Strict):
@@ -446,7 +481,7 @@ def config_id(variant: Variant, instruction_texts: dict[str, str], extra: dict[s
     script or recording answering it; ``runner.run.variant_record``); absent for the
     other kinds, so their ids are what they always were.
     """
-    payload = variant.model_dump(mode="json", exclude={"id"})
+    payload = variant.model_dump(mode="json", exclude={"id", "evaluations"})
     agent = payload["agent"]
     for name in ("gateway", *_HARNESS_FIELDS):  # fields added later: at their defaults they change nothing
         if agent.get(name) == Agent.model_fields[name].get_default(call_default_factory=True):

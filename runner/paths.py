@@ -136,6 +136,16 @@ def input_refs(raw: dict[str, Any]) -> list[InputRef]:
             for stage, paths in instr.items():
                 for pi, p in enumerate(_list(paths)):
                     add(f"variants[{vi}].stage_instructions.{stage}[{pi}]", p)
+        evaluations = var.get("evaluations")
+        judge = evaluations.get("judge") if isinstance(evaluations, dict) else None
+        if isinstance(judge, dict):
+            add(f"variants[{vi}].evaluations.judge.script", judge.get("script"))
+            argv = judge.get("argv")
+            if isinstance(argv, list):
+                for ai, arg in enumerate(argv):
+                    if isinstance(arg, str):
+                        for rel in inputs_in_argv([arg]):
+                            add(f"variants[{vi}].evaluations.judge.argv[{ai}]", rel)
         agent = var.get("agent")
         if isinstance(agent, dict):
             add(f"variants[{vi}].agent.patches_dir", agent.get("patches_dir"), "dir")

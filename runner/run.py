@@ -8,6 +8,7 @@ at the end (or on Ctrl-C), so partial and resumed runs report the same way.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -296,6 +297,13 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
 
         gateway = RunGateway(manifest, snapshot, run_dir, secrets=secrets_, trial_id=trial_id)
     containment = _containment(manifest, run_dir, redactor, gateway)
+    if not validation_only:
+        from runner.judges.invoke import JudgeRuntime, judge_criteria
+
+        if judge_criteria(manifest):
+            containment = dataclasses.replace(containment, judges=JudgeRuntime.build(
+                manifest, base, snapshot, containment.backend, network=containment.network,
+                read_only=containment.read_only, redactor=redactor, secrets=secrets_))
     try:
         for repo, commit in _sources(manifest, base):
             containment.store.pin(repo, commit)
@@ -741,7 +749,9 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
             bar.update(task, advance=1, outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
 
         gateway = s.containment.gateway
-        with bar, (gateway if gateway is not None and specs else contextlib.nullcontext()):
+        judges = s.containment.judges
+        with bar, (gateway if gateway is not None and specs else contextlib.nullcontext()), \
+                (judges if judges is not None and specs else contextlib.nullcontext()):
             bar.update(task, completed=len(order) - len(specs),
                        outcomes=" ".join(f"{k}={v}" for k, v in sorted(outcomes.items())))
             _run_pool(specs, work, jobs, done, stop, on_stop)

@@ -95,6 +95,8 @@ class Containment:
     """Applied to every text the trial stores (docs/security.md, "Secrets")."""
     gateway: Any = None
     """The run's model gateway (``runner.gateway.run.RunGateway``) when any variant uses one."""
+    judges: Any = None
+    """The run's judges (``runner.judges.invoke.JudgeRuntime``) when any case has a judge criterion."""
 
 
 @dataclass
@@ -640,6 +642,20 @@ class _Trial:
                       baseline=self.spec.baseline.get(r.criterion_id), tree=r.tree,
                       success_token=r.success_token, token_ok=r.token_ok, note=r.note)
 
+    def judge(self, attempt: int, results: list[GradeResult]) -> list[str]:
+        """Run the case's judge criteria on the final state (``runner.judges``); returns
+        integrity violations only (a rubric changed mid-run), never a verdict."""
+        criteria = [c for c in self.spec.case.criteria if c.judge is not None]
+        if not criteria or self.box.judges is None or self.current is None:
+            return []
+        from runner.judges.invoke import judge_trial
+        from runner.judges.trial import trial_evidence
+
+        te = trial_evidence(self.git, self.box.store.tree_of(self.spec.initial_commit), self.current.tree,
+                            results, trial_id=self.tid, variant=self.spec.variant, attempt=attempt,
+                            scratch=self.dir / ".runner" / "judge")
+        return judge_trial(self.box.judges, criteria, te, self.emit)
+
     def retry_findings(self, stage_findings: list[str], results: list[GradeResult]) -> list[str]:
         """Concrete findings for the next attempt: review findings + failed criteria."""
         out = list(stage_findings)
@@ -749,6 +765,10 @@ class _Trial:
                      or attempt >= self.manifest.max_attempts or self.left() <= 0)
             self.last_results = results
             self.emit_gradings(attempt, results, final)
+            if final and outcome not in ("invalid", "infra_error"):
+                bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+                if bad:
+                    outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
             next_findings = [] if final else self.retry_findings(stage_findings, results)
             self.emit(ev.AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings)
             if final:

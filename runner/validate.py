@@ -249,6 +249,10 @@ def validate_manifest(path: Path) -> ValidationReport:
                 add(Problem(f"cases[{ci}].reference_patch", f"does not apply cleanly to {sha[:12]}: {first}"))  # type: ignore[index]
     if manifest is not None:
         _check_agents(report, manifest, base)
+        from runner.judges.config import judge_problems
+
+        for loc, msg in judge_problems(manifest, base):
+            add(Problem(loc, msg))
     report.manifest = manifest
     return report
 

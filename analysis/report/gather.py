@@ -69,6 +69,9 @@ class ReportData:
     unscored: Unscored | None = None  # cases left out (or counted) as unscored
     invalidated: list[dict[str, Any]] = field(default_factory=list)  # runs excluded, why
     sanity: list[SanityWarning] = field(default_factory=list)
+    review: dict[str, pl.DataFrame] = field(default_factory=dict)
+    """Judgments with calibration status, calibrations, grader–reviewer agreement, review
+    minutes (``analysis.review.judged_and_reviewed``)."""
 
 
 _RUNS_SQL = """
@@ -171,6 +174,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     from analysis.eligibility import assess, gates
     from analysis.headline import headline
     from analysis.period import period_changes
+    from analysis.review import judged_and_reviewed
     from analysis.sanity import sanity
     from analysis.scope import resolve
     from analysis.summary import summarize
@@ -207,7 +211,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         unscored=unscored(con, filters), sanity=sanity(con, filters),
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
-        trajectory=_trajectory(con, filters, run_ids))
+        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids))
 
 
 _HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"

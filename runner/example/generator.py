@@ -142,6 +142,29 @@ def _criterion(repo: Repo, check) -> dict:
     }
 
 
+JUDGED_CASES = ("order-quantity-validation", "order-empty-items", "format-cents-negative")
+"""Cases that also carry a supplementary judge criterion (advisory; docs/judges.md)."""
+JUDGE_CRITERION = {
+    "id": "fits-the-codebase",
+    "description": "The change follows the repository's existing patterns and leaves no dead code",
+    "layer": "repository",
+    "judge": {"rubric": "rubrics/fits-the-codebase.md", "calibration": "rubrics/fits-the-codebase.calibration.json"},
+}
+JUDGES = {  # variant → its judge: scripted through the gateway, or the rule-based command judge
+    "null": "judges/scripted-fail.yaml", "reference": "judges/scripted-pass.yaml",
+    "sim-alpha-minimal": "judges/scripted-pass.yaml", "sim-beta-minimal": "judges/scripted-rambling.yaml",
+    "sim-beta-planner": "judges/scripted-pass.yaml",
+}
+RULE_JUDGE = {"host": "command", "argv": ["python3", "{inputs}/judges/rule_judge.py", "{evidence}"],
+              "timeout_seconds": 30}
+
+
+def _judge(vid: str) -> dict:
+    if vid in JUDGES:
+        return {"judge": {"host": "builtin", "model": "claude-haiku-4-5", "script": JUDGES[vid], "timeout_seconds": 30}}
+    return {"judge": dict(RULE_JUDGE)}
+
+
 def _case(case: CaseSpec, repo: Repo, commits: dict[str, str]) -> dict:
     package = next(p.split("/")[0] for p in _source_files(repo.name) if p.endswith("/__init__.py"))
     criteria = [_criterion(repo, check) for check in case.checks]
@@ -167,6 +190,8 @@ def _case(case: CaseSpec, repo: Repo, commits: dict[str, str]) -> dict:
         out["repository"] = f"repos/{repo.name}"
         out["initial_commit"] = commits[repo.name]
     out["allowed_paths"] = [package, "tests"]
+    if case.id in JUDGED_CASES:
+        criteria.append(json.loads(json.dumps(JUDGE_CRITERION)))
     out["criteria"] = criteria
     return out
 
@@ -197,14 +222,14 @@ def build_manifest(commits: dict[str, str]) -> dict:
         "stages": ["build", "qa", "review"],
         "benchmark_policy": BENCHMARK_POLICY,
         "cases": [_case(c, repos[c.repo], commits) for c in CASES],
-        "variants": [
+        "variants": [{**v, "evaluations": _judge(v["id"])} for v in (
             {"id": "null", "harness": "trialhouse-builtin", "harness_version": "1", "agent": {"kind": "null"}},
             {"id": "reference", "harness": "trialhouse-builtin", "harness_version": "1", "agent": {"kind": "reference"}},
             _simulated("sim-alpha-minimal", "sim-alpha-SIMULATED", "sim-minimal", "1.4.0", 0.8, 3.0, False),
             _simulated("sim-alpha-planner", "sim-alpha-SIMULATED", "sim-planner", "2.1.0", 0.88, 3.0, True),
             _simulated("sim-beta-minimal", "sim-beta-SIMULATED", "sim-minimal", "1.4.0", 0.55, 0.6, False),
             _simulated("sim-beta-planner", "sim-beta-SIMULATED", "sim-planner", "2.1.0", 0.66, 0.6, True),
-        ],
+        )],
     }
 
 
@@ -215,10 +240,10 @@ def write_example(dest: Path) -> Path:
         raise RunnerError(f"{dest}: already exists and is not empty; choose a new or empty directory")
     dest.mkdir(parents=True, exist_ok=True)
     commits = {repo.name: _make_repo(dest / "repos" / repo.name, repo) for repo in REPOS}
-    for sub in ("graders", "instructions"):
+    for sub in ("graders", "instructions", "rubrics", "judges", "reviews"):
         (dest / sub).mkdir()
         for src in sorted((CORPUS / sub).iterdir()):
-            if src.is_file() and src.suffix in {".py", ".md"}:
+            if src.is_file() and src.suffix in {".py", ".md", ".yaml", ".json", ".csv", ".jsonl"}:
                 shutil.copyfile(src, dest / sub / src.name)
     (dest / "references").mkdir()
     with tempfile.TemporaryDirectory(prefix="trialhouse-example-") as scratch:

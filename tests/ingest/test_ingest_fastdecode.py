@@ -47,6 +47,11 @@ def _every_event_type() -> list[ev.BaseModel]:
         ev.TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
                           tool="Bash", action="run", paths=["a.py"], command="pytest", exit_code=1, ok=False,
                           started_at_unix=1764600000.5, ended_at_unix=1764600001.25),
+        ev.Judgment(**s.env("run-1-t001"), attempt=1, criterion_id="fits", verdict="inconclusive", abstained=True,
+                    judge=ev.JudgeInfo(host="builtin", provider="anthropic", model="m", reasoning_effort="low",
+                                       timeout_s=30.0, source="variant"),
+                    rubric="rubric.md", rubric_sha256="d" * 64, reasons=["r"], error="not JSON", duration_s=0.5,
+                    model_calls=2),
     ]
     assert {e.event for e in evs} == set(ev.EVENT_TYPES), "the sample must hold every event type"
     return evs

@@ -99,6 +99,8 @@ def _grade(corpus_root: Path, case: dict, workspace: Path, path_env: str) -> dic
            "TRIALHOUSE_INPUTS": str(corpus_root)}
     results = {}
     for crit in case["criteria"]:
+        if "judge" in crit:  # supplementary, never graded here
+            continue
         argv = [a.replace("{inputs}", str(corpus_root)).replace("{workspace}", str(workspace)) for a in crit["command"]]
         done = subprocess.run(argv, cwd=corpus_root, env=env, capture_output=True, text=True,
                               timeout=crit["timeout_seconds"])

@@ -19,6 +19,7 @@ from analysis.report.sections import (
     familiarity,
     flags,
     headline,
+    judgments,
     matrix,
     pareto,
     period,
@@ -27,7 +28,7 @@ from analysis.report.sections import (
 )
 
 ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, matrix,
-         failures, flags, familiarity, trajectory, distributions, period)
+         failures, flags, judgments, familiarity, trajectory, distributions, period)
 
 
 def build(data: ReportData) -> list[Section]:

@@ -1,0 +1,199 @@
+"""Human review as data: grader–reviewer agreement, review minutes, failure categories by
+who assigned them, and the inspection queue (``trialhouse inspect-queue``).
+
+Agreement is per configuration: Cohen's kappa (statsmodels) between the grader's verdict
+(accept = outcome ``accepted``) and the latest decision of each reviewer, with the
+disagreeing trials listed. Minutes per accepted result: the review minutes of trials the
+reviewer accepted (median and 90th percentile, next to the known cost).
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from warehouse.rules import trial_status
+
+LATEST_REVIEWS = """
+SELECT r.*, t.config_id, t.variant, t.case_id, t.outcome, t.cost_usd, t.duration_s, t.started_at
+FROM (SELECT *, row_number() OVER (PARTITION BY trial_run_id, trial_id, reviewer ORDER BY reviewed_at DESC,
+                                   source_line DESC) AS k FROM reviews) r
+JOIN trials t ON t.run_id = r.trial_run_id AND t.trial_id = r.trial_id
+WHERE r.k = 1
+"""
+
+
+def reviews(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    return con.sql(LATEST_REVIEWS).pl()
+
+
+def _kappa(grader: list[str], reviewer: list[str]) -> tuple[float | None, float | None, float | None]:
+    from analysis.judges import kappa_interval
+
+    labels = ("accept", "reject")
+    table = np.array([[sum(1 for g, r in zip(grader, reviewer, strict=True) if g == a and r == b) for b in labels]
+                      for a in labels], dtype=float)
+    return kappa_interval(table)
+
+
+PERIODS = ("week", "month")
+
+
+def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.DataFrame:
+    """Per configuration (and per ``period`` of the trials' start, ``week``/``month``, for
+    agreement over time): reviewed trials, disagreement rate, kappa [95% CI], disagreeing trials."""
+    df = reviews(con).sort("config_id", "trial_id")
+    keys = ["config_id"]
+    if period is not None:
+        if period not in PERIODS:
+            raise ValueError(f"period {period!r}: expected one of {', '.join(PERIODS)}")
+        df = df.with_columns(pl.col("started_at").dt.truncate("1w" if period == "week" else "1mo")
+                             .dt.date().cast(pl.String).alias("period"))
+        keys.append("period")
+    rows = []
+    for key, g in df.group_by(keys, maintain_order=True):
+        config = key[0]
+        grader, decided = g["grader_verdict"].to_list(), g["decision"].to_list()
+        k, lo, hi = _kappa(grader, decided)
+        dis = g.filter(pl.col("grader_verdict") != pl.col("decision"))
+        rows.append({"config_id": config, "variant": g["variant"][0], **({"period": key[1]} if period else {}),
+                     "reviewed": g.height, "disagreements": dis.height,
+                     "disagreement_rate": dis.height / g.height, "kappa": k, "kappa_low": lo, "kappa_high": hi,
+                     "disagreeing_trials": ", ".join(sorted(set(dis["trial_id"].to_list())))})
+    return pl.DataFrame(rows, schema={"config_id": pl.String, "variant": pl.String,
+                                      **({"period": pl.String} if period else {}),
+                                      "reviewed": pl.Int64, "disagreements": pl.Int64,
+                                      "disagreement_rate": pl.Float64, "kappa": pl.Float64, "kappa_low": pl.Float64,
+                                      "kappa_high": pl.Float64, "disagreeing_trials": pl.String})
+
+
+def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Review minutes per accepted result, per configuration (median, p90 linear), next to known cost."""
+    df = reviews(con)
+    acc = pl.col("decision") == "accept"
+    return (df.group_by("config_id")
+            .agg(pl.col("variant").first(), acc.sum().cast(pl.Int64).alias("accepted_by_review"),
+                 pl.col("minutes").filter(acc).median().alias("minutes_median"),
+                 pl.col("minutes").filter(acc).quantile(0.9, "linear").alias("minutes_p90"),
+                 (pl.col("minutes").sum() / acc.sum()).alias("minutes_per_accepted"),
+                 pl.col("minutes").count().cast(pl.Int64).alias("minutes_known"),
+                 pl.len().cast(pl.Int64).alias("reviewed"),
+                 pl.col("cost_usd").filter(acc).median().alias("cost_median_usd"))
+            .with_columns(pl.when(pl.col("accepted_by_review") > 0).then(pl.col("minutes_per_accepted"))
+                          .otherwise(None).alias("minutes_per_accepted"))
+            .sort("config_id"))
+
+
+ANNOTATED_CATEGORIES = """
+SELECT j.category, CASE WHEN j.kind = 'judge' THEN 'judge:' || coalesce(j.judge_host, '?') || ' '
+                        || coalesce(j.annotator, '?') ELSE 'annotator:' || coalesce(j.annotator, '?') END AS assigned_by,
+       t.cost_usd
+FROM judgments j LEFT JOIN trials t ON t.trial_id = j.trial_id
+     AND (t.run_id = j.run_id OR j.run_id LIKE 'annotations-%')
+WHERE j.kind IN ('failure_category', 'judge') AND j.category IS NOT NULL
+"""
+
+
+def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Failure categories with lost spend (known cost of the trials), by who assigned them:
+    reviewers (``reviews``) and annotators or judges (``judgments`` of kind failure_category)."""
+    rev = reviews(con).filter(pl.col("failure_category").is_not_null()).select(
+        pl.col("failure_category").alias("category"), (pl.lit("reviewer:") + pl.col("reviewer")).alias("assigned_by"),
+        "cost_usd")
+    cats = pl.concat([rev, con.sql(ANNOTATED_CATEGORIES).pl()], how="vertical_relaxed")
+    return (cats.group_by(["category", "assigned_by"])
+            .agg(pl.len().cast(pl.Int64).alias("trials"), pl.col("cost_usd").sum().alias("lost_spend_usd"),
+                 pl.col("cost_usd").count().cast(pl.Int64).alias("cost_known"))
+            .with_columns(pl.when(pl.col("cost_known") > 0).then(pl.col("lost_spend_usd")).otherwise(None)
+                          .alias("lost_spend_usd"))
+            .sort(["lost_spend_usd", "category"], descending=[True, False], nulls_last=True))
+
+
+_QUEUE_TEMPLATE = """
+WITH t AS (SELECT * FROM {trials} WHERE complete AND ($run IS NULL OR run_id = $run)),
+med AS (SELECT case_id, median(duration_s) AS med FROM t WHERE valid GROUP BY case_id),
+every_fail AS (SELECT case_id FROM t GROUP BY case_id
+               HAVING count(*) FILTER (WHERE solved) = 0
+                  AND count(*) FILTER (WHERE valid) > 0
+                  AND count(DISTINCT config_id) > 1)
+SELECT 'infra_error' AS kind, run_id, trial_id, case_id, config_id, reason AS detail FROM t WHERE outcome = 'infra_error'
+UNION ALL
+SELECT 'fast_success', t.run_id, trial_id, t.case_id, config_id,
+       printf('accepted in %.1fs, under a tenth of the case median %.1fs', duration_s, med.med)
+FROM t JOIN med USING (case_id) WHERE outcome = 'accepted' AND duration_s < med.med / 10
+UNION ALL
+SELECT 'every_configuration_fails', min(run_id), NULL, case_id, NULL, 'no configuration solved this case'
+FROM t WHERE case_id IN (SELECT case_id FROM every_fail) GROUP BY case_id
+UNION ALL
+SELECT 'judge_abstained', j.run_id, j.trial_id, t.case_id, t.config_id, coalesce(j.error, 'inconclusive')
+FROM judgments j JOIN t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
+WHERE j.kind = 'judge' AND j.verdict IN ('abstained', 'inconclusive')
+ORDER BY kind, trial_id
+"""
+QUEUE_SQL = _QUEUE_TEMPLATE.replace("{trials}", trial_status())
+"""The queue over ``trials`` with the one valid-trial rule (``warehouse.rules.trial_status``)."""
+
+
+def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
+                  runs_root: str | None = None) -> pl.DataFrame:
+    """What to look at by hand, each with the path to its evidence (``<runs_root>/trials/<trial>``)."""
+    q = con.sql(QUEUE_SQL, params={"run": run_id}).pl()
+    try:
+        rev = reviews(con).filter(pl.col("grader_verdict") != pl.col("decision"))
+    except duckdb.Error:
+        rev = pl.DataFrame()
+    if rev.height:
+        extra = rev.select(pl.lit("review_disagreement").alias("kind"), pl.col("trial_run_id").alias("run_id"),
+                           "trial_id", "case_id", "config_id",
+                           (pl.col("reviewer") + pl.lit(" said ") + pl.col("decision") + pl.lit(" (")
+                            + pl.col("reason_code").fill_null("?") + pl.lit("), grader ")
+                            + pl.col("grader_verdict")).alias("detail"))
+        if run_id is not None:
+            extra = extra.filter(pl.col("run_id") == run_id)
+        q = pl.concat([q, extra], how="vertical_relaxed")
+    root = runs_root or "<run dir>"
+    return q.with_columns(pl.when(pl.col("trial_id").is_not_null())
+                          .then(pl.lit(root + "/trials/") + pl.col("trial_id")).otherwise(None).alias("evidence"))
+
+
+def _safe(fn, con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """An analysis over a table an older warehouse may lack: empty, never an error."""
+    try:
+        return fn(con)
+    except duckdb.CatalogException:
+        return pl.DataFrame()
+
+
+def judged_and_reviewed(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> dict[str, pl.DataFrame]:
+    """What the report's judgments-and-review section lays out, for the report's runs:
+    judgments per configuration and calibration status, the calibrations, grader–reviewer
+    agreement and review minutes (reviews of these runs' trials only)."""
+    from analysis.judges import judgment_status
+
+    try:
+        status = judgment_status(con).filter(pl.col("run_id").is_in(run_ids))
+    except duckdb.CatalogException:
+        status = pl.DataFrame()
+    by = pl.DataFrame()
+    if status.height:
+        by = (status.group_by(["config_id", "criterion_id", "judge_host", "judge_model", "calibration"])
+              .agg(pl.len().alias("judgments"), (pl.col("verdict") == "passed").sum().alias("passed"),
+                   (pl.col("verdict") == "failed").sum().alias("failed"),
+                   pl.col("verdict").is_in(["abstained", "inconclusive"]).sum().alias("abstained"),
+                   pl.col("kappa").first(), pl.col("kappa_low").first(), pl.col("kappa_high").first())
+              .sort(["config_id", "criterion_id"]))
+    try:
+        cal = con.sql("SELECT * EXCLUDE (run_id, ingest_batch_id) FROM judge_calibrations "
+                      "ORDER BY calibrated_at").pl()
+    except duckdb.CatalogException:
+        cal = pl.DataFrame()
+
+    agree = _safe(agreement, con)
+    minutes = _safe(review_minutes, con)
+    if run_ids and agree.height:
+        configs = {r[0] for r in con.execute(
+            "SELECT DISTINCT config_id FROM trials WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [run_ids]).fetchall()}
+        agree = agree.filter(pl.col("config_id").is_in(configs))
+        minutes = minutes.filter(pl.col("config_id").is_in(configs))
+    return {"judgments": by, "calibrations": cal, "agreement": agree, "minutes": minutes}

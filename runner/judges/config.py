@@ -1,0 +1,81 @@
+"""Which judge judges a variant's results: the variant's ``evaluations.judge``, with defaults.
+
+When a field is omitted the judge follows the variant's own host (``claude-code`` or
+``codex``; every other host falls back to Codex) with that provider's economical model and
+low effort. The builder's own model and effort are never read or changed here: a judge is
+an evaluator, not part of the configuration under test. The resolved values are recorded
+with every judgment (``runner.events.JudgeInfo``) and hashed into the evaluator
+fingerprint; a calibration holds only for the same host/provider/model/effort.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.events import JudgeInfo
+from runner.manifest import Criterion, JudgeSettings, Manifest, Variant
+
+PROVIDER = {"claude-code": "anthropic", "codex": "openai", "builtin": "anthropic"}
+ECONOMICAL_MODEL = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5.1-codex-mini"}
+"""Each provider's economical default judge model (a judge reads a diff and a rubric)."""
+DEFAULT_EFFORT = "low"
+
+
+@dataclass(frozen=True)
+class ResolvedJudge:
+    info: JudgeInfo
+    settings: JudgeSettings
+
+    def key(self) -> dict[str, object]:
+        """What a calibration must match to hold (and what the fingerprint hashes)."""
+        i = self.info
+        return {"host": i.host, "provider": i.provider, "model": i.model, "reasoning_effort": i.reasoning_effort}
+
+
+def resolve(variant: Variant, criterion: Criterion | None = None) -> ResolvedJudge:
+    """The judge for ``variant`` (and, when given, the criterion's legacy ``judge.model``)."""
+    s = variant.evaluations.judge
+    configured = "host" in s.model_fields_set or "model" in s.model_fields_set
+    host = s.host or (variant.agent.kind if variant.agent.kind in ("claude-code", "codex") else "codex")
+    provider = PROVIDER.get(host)
+    model = s.model or (criterion.judge.model if criterion is not None and criterion.judge else None)
+    if model is None and provider is not None:
+        model = ECONOMICAL_MODEL[provider]
+    effort = s.reasoning_effort or (DEFAULT_EFFORT if host != "command" else None)
+    info = JudgeInfo(host=host, provider=provider, model=model, reasoning_effort=effort,
+                     timeout_s=s.timeout_seconds, source="variant" if configured else "default")
+    return ResolvedJudge(info, s)
+
+
+def judge_problems(manifest: Manifest, base: Path) -> list[tuple[str, str]]:
+    """What ``validate`` can say about the judges on this machine: an explicitly chosen
+    claude-code/codex host whose CLI is not found, a judge script that does not parse.
+    (A default judge whose CLI is missing is not refused: each of its judgments is then
+    inconclusive with the reason, and no outcome depends on it.)"""
+    from runner import sandbox
+    from runner.agents.harness_stage import agent_path
+    from runner.errors import RunnerError
+    from runner.judges.invoke import judge_criteria, load_judge_script
+
+    if not judge_criteria(manifest):
+        return []
+    out = []
+    for i, v in enumerate(manifest.variants):
+        s = v.evaluations.judge
+        loc = f"variants[{i}].evaluations.judge"
+        if s.host in ("claude-code", "codex"):
+            binary = s.binary or {"claude-code": "claude", "codex": "codex"}[s.host]
+            if "/" in binary and not Path(binary).is_absolute():
+                binary = str((base / binary).resolve())
+            found = sandbox.program_mounts(binary, agent_path())
+            if found.path is None:
+                out.append((f"{loc}.{'binary' if s.binary else 'host'}",
+                            f"{s.host}: {binary!r} is not installed or not on the agent's PATH; run `make tools` "
+                            "(then put tools/bin on PATH) or set evaluations.judge.binary"))
+        if s.script is not None and (base / s.script).is_file():
+            try:
+                load_judge_script((base / s.script).read_text(encoding="utf-8"), s.script)
+            except (RunnerError, OSError, UnicodeDecodeError) as exc:
+                out.append((f"{loc}.script", str(exc)))
+    return out
