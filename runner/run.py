@@ -662,8 +662,9 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
         raise RunnerError("--rerun applies to --resume (it re-runs finished trials of an earlier run)")
     ray = None
     if executor == "ray":  # before any output exists: a missing extra or a bad address is bad input
-        from runner.executors.on_ray import connect
+        from runner.executors.on_ray import connect, refuse_unsupported
 
+        refuse_unsupported(load_valid_manifest(manifest_path))
         ray = connect(ray_address)
     reused = load_controls(Path(controls_dir), Path(manifest_path)) if controls_dir is not None else None
     s = _open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs,

@@ -42,6 +42,25 @@ BATCH_WAIT_S = 0.05
 """How long the worker gathers events before yielding a batch (fewer, larger objects)."""
 
 
+def refuse_unsupported(manifest: Manifest) -> None:
+    """What the Ray executor does not run yet, refused before anything is written.
+
+    The run's model gateway and its judges listen on the driver's loopback, out of a
+    worker's reach: a variant answered through the gateway (the harness kinds, or a command
+    agent with ``model_base_url``) or a judge criterion would run differently on a worker
+    than locally, so such a run must use ``--executor local`` (docs/scale.md).
+    """
+    from runner.judges.invoke import judge_criteria
+
+    through = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
+    if through or judge_criteria(manifest):
+        what = (f"variant(s) {', '.join(through)} answered through the model gateway" if through
+                else "judge criteria (judges run through the model gateway)")
+        raise RunnerError(f"--executor ray: this manifest has {what}, which the Ray executor does not "
+                          "run yet (the gateway listens on the driver only); use --executor local "
+                          "(docs/scale.md)")
+
+
 class TrialLost(RunnerError):
     """The Ray task running a trial ended without a result (worker or node died)."""
 

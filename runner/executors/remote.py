@@ -81,7 +81,7 @@ def make_payload(run_id: str, manifest: Manifest, snapshot: Snapshot, store: Run
         path = Path(tmp) / "pins.bundle"
         git(store.path, "bundle", "create", "-q", str(path), "--all")
         bundle = path.read_bytes()
-    return RunPayload(run_id, manifest.model_dump(mode="json"), dict(snapshot.hashes),
+    return RunPayload(run_id, manifest.model_dump(mode="json", exclude_unset=True), dict(snapshot.hashes),
                       dict(snapshot.contents), bundle, tuple(sorted(set(commits))))
 
 

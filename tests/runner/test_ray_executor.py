@@ -57,6 +57,8 @@ def example(tmp_path_factory):
         if repo not in repos and "thread" not in case["id"]:
             repos.add(repo)
             cases.append(case)
+    for case in cases:  # judges run through the driver's gateway: not on Ray yet (refused, tested)
+        case["criteria"] = [c for c in case["criteria"] if "judge" not in c]
     data.update(cases=cases[:2], repetitions=1, control_repeats=1,
                 resources={"num_cpus": 0.25})
     small = manifest.parent / "small.json"
@@ -192,3 +194,23 @@ def test_a_worker_without_bubblewrap_is_infra_error_with_the_reason(ray_instance
     items = list(on_ray._trial_task(t, [ray.put(payload)]))
     assert [k for k, _r, _i in items] == ["error"]
     assert "bwrap" in items[0][2] and "apt-get install bubblewrap" in items[0][2]
+
+
+def test_judges_and_gateway_agents_are_refused_before_anything_is_written(tmp_path):
+    """The gateway and judges listen on the driver only: a worker would run such a trial
+    differently, so the run is refused with what to do, and no output directory is made."""
+    from runner.example import write_example
+    from runner.executors.on_ray import refuse_unsupported
+    from runner.validate import load_valid_manifest
+    from runner.errors import RunnerError
+
+    manifest = write_example(tmp_path / "corpus")
+    with pytest.raises(RunnerError, match="judge criteria.*--executor local"):
+        run_trials(manifest, tmp_path / "out", executor="ray", progress=False)
+    assert not (tmp_path / "out").exists()
+    data = json.loads(manifest.read_text())
+    for case in data["cases"]:
+        case["criteria"] = [c for c in case["criteria"] if "judge" not in c]
+    plain = manifest.parent / "plain.json"
+    plain.write_text(json.dumps(data))
+    refuse_unsupported(load_valid_manifest(plain))  # no judge, no gateway: accepted
