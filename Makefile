@@ -13,7 +13,7 @@ RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main
 BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test lint lab bench fuzz schema chromium bubblewrap tools node clean
+.PHONY: help venv demo test test-scale lint lab bench fuzz schema chromium bubblewrap tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -49,7 +49,10 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/mypy ingest warehouse analysis trialhouse
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not ray_cluster"
+
+test-scale: $(STAMP) bubblewrap ## the executor tests on a real local Ray instance (2 CPUs; ~1 min)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
 
 lint: $(STAMP) ## ruff
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench

@@ -22,6 +22,8 @@ from runner import events as ev
 from runner.eventlog import read_verified
 from runner.run import run_controls, run_trials
 
+pytestmark = pytest.mark.ray_cluster  # make test-scale
+
 ray = pytest.importorskip("ray", reason="the ray extra is installed by `make venv`")
 
 
