@@ -201,10 +201,10 @@ def test_a_worker_without_bubblewrap_is_infra_error_with_the_reason(ray_instance
 def test_judges_and_gateway_agents_are_refused_before_anything_is_written(tmp_path):
     """The gateway and judges listen on the driver only: a worker would run such a trial
     differently, so the run is refused with what to do, and no output directory is made."""
+    from runner.errors import RunnerError
     from runner.example import write_example
     from runner.executors.on_ray import refuse_unsupported
     from runner.validate import load_valid_manifest
-    from runner.errors import RunnerError
 
     manifest = write_example(tmp_path / "corpus")
     with pytest.raises(RunnerError, match="judge criteria.*--executor local"):
