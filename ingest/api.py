@@ -176,31 +176,43 @@ def ingest_paths(
     plan = _plan(paths, format)
     loaded = _relabelled(plan, price_table, aliases, labels)
     result = IngestResult()
-    claimed: dict[str, str] = {}  # run written in this ingest → the events file it came from
     with db.write_lock(warehouse), _terminate_as_interrupt():
         db.prepare(warehouse)  # sweeps what a killed writer left; fails here if the file is held
-        for path, fmt, events in plan:
-            try:
-                if events is not None:
-                    done = load.ingest_run(warehouse, events, price_table, claimed)
-                    claimed.setdefault(done.run_id, str(events))
-                    result.batches.append(done)
-                else:
-                    from ingest import formats
-
-                    for batch in loaded.get(path) or formats.load(path, fmt, prices=price_table):
-                        result.batches.append(ingest_batch(warehouse, batch))
-            except BaseException as exc:
-                if result.batches:  # what is written stays readable: views over it, then say so
-                    db.refresh(warehouse)
-                    if isinstance(exc, IngestError | db.WarehouseError):
-                        raise IngestPartial(result, path, exc) from exc
-                raise
+        try:
+            _ingest_all(warehouse, plan, price_table, loaded, result)
+        except BaseException:
+            # A SIGTERM can land between a staged file's creation and its registration with
+            # the stage that removes it; holding the lock, every staged file is ours: sweep.
+            db.sweep(warehouse)
+            raise
         if (note := db.refresh(warehouse)) and result.batches:
             result.batches[-1].notes.append(note)
     if result.quarantined and not allow_quarantine:
         raise IngestQuarantined(result)
     return result
+
+
+def _ingest_all(warehouse: Path, plan: list[tuple[Path, str, Path | None]], price_table: PriceTable | None,
+                loaded: dict[Path, list[SourceBatch]], result: IngestResult) -> None:
+    """Each planned input into the warehouse, in order (caller holds the write lock)."""
+    claimed: dict[str, str] = {}  # run written in this ingest → the events file it came from
+    for path, fmt, events in plan:
+        try:
+            if events is not None:
+                done = load.ingest_run(warehouse, events, price_table, claimed)
+                claimed.setdefault(done.run_id, str(events))
+                result.batches.append(done)
+            else:
+                from ingest import formats
+
+                for batch in loaded.get(path) or formats.load(path, fmt, prices=price_table):
+                    result.batches.append(ingest_batch(warehouse, batch))
+        except BaseException as exc:
+            if result.batches:  # what is written stays readable: views over it, then say so
+                db.refresh(warehouse)
+                if isinstance(exc, IngestError | db.WarehouseError):
+                    raise IngestPartial(result, path, exc) from exc
+            raise
 
 
 def _relabelled(plan, price_table, aliases: Path | None, labels: Path | None) -> dict[Path, list[SourceBatch]]:
