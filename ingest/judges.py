@@ -23,7 +23,7 @@ from typing import Any
 from ingest.annotations import CATEGORIES, DECISIONS
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
-from ingest.write import new_batch_id, unchanged, write_batch
+from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
 
 
@@ -80,11 +80,7 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
         raise IngestInputError(f"{warehouse}: no warehouse here; ingest the runs first")
     grid_id, grid, codes = _grid_rubric(rubric)
     data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
-    files = [{"path": str(path), "sha256": sha, "bytes": len(data)}]
-    if rubric is not None:
-        files.append({"path": str(rubric), "sha256": hashlib.sha256(rubric.read_bytes()).hexdigest(),
-                      "bytes": rubric.stat().st_size})
+    files = file_meta([path] if rubric is None else [path, Path(rubric)])
     run_id = f"reviews-{hashlib.sha256(''.join(str(f['sha256']) for f in files).encode()).hexdigest()[:12]}"
     try:
         text = data.decode("utf-8-sig")
