@@ -563,10 +563,7 @@ class _Trial:
         except GitError as exc:
             return self.runner_work_failed("capturing the workspace", exc)
         if res.timed_out:
-            self.emit(ev.Budget, type="time", status="exceeded", limit=self.manifest.timeout_seconds,
-                      used=round(time.monotonic() - self.start, 3))
-            return Stop("budget_exhausted",
-                        f"time budget of {self.manifest.timeout_seconds:g}s exhausted in {st.stage}")
+            return self.time_exhausted(f"time budget of {self.manifest.timeout_seconds:g}s exhausted in {st.stage}")
         # A harness's own account of an API failure counts even when it exits 0 (Claude
         # prints ``is_error`` results with exit 0 on some versions).
         if report.infra_error and (not res.ok or st.harness is not None):
@@ -619,8 +616,14 @@ class _Trial:
 
     def runner_work_failed(self, what: str, exc: GitError) -> Stop:
         if self.left() <= 0:
-            return Stop("budget_exhausted", f"time budget exhausted while {what}", grade=False)
+            return self.time_exhausted(f"time budget exhausted while {what}", grade=False)
         return Stop("infra_error", f"{what} failed: {exc}", grade=False)
+
+    def time_exhausted(self, reason: str, grade: bool = True) -> Stop:
+        """Every stop on the time budget is recorded as a Budget event, wherever the clock ran out."""
+        self.emit(ev.Budget, type="time", status="exceeded", limit=self.manifest.timeout_seconds,
+                  used=round(time.monotonic() - self.start, 3))
+        return Stop("budget_exhausted", reason, grade=grade)
 
     # -- grading ----------------------------------------------------------------
     def grade(self, attempt: int) -> tuple[list[GradeResult], list[str]]:
@@ -732,7 +735,7 @@ class _Trial:
             for stage in self.manifest.stages:
                 _check_stop(spec)
                 if self.left() <= 0:
-                    stop = Stop("budget_exhausted", "time budget exhausted before " + stage)
+                    stop = self.time_exhausted("time budget exhausted before " + stage)
                     break
                 st = self.run_stage(attempt, stage, findings)
                 _check_stop(spec)

@@ -110,6 +110,15 @@ def test_agent_hangs_past_budget(kit, corpus_root, tmp_path):
     assert fin.duration_s < 30
 
 
+def test_a_budget_spent_before_the_agent_starts_is_still_recorded(kit, corpus_root, tmp_path):
+    # 1 ms is gone during setup, so the clock runs out before the first stage (the path a
+    # loaded machine takes with a short budget): the Budget event must be there too.
+    fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("hang"), timeout_seconds=0.001)
+    assert fin.outcome == "budget_exhausted"
+    (budget,) = [e for e in events if isinstance(e, ev.Budget)]
+    assert budget.type == "time" and budget.status == "exceeded" and budget.used >= budget.limit
+
+
 def alive_with(marker: str) -> list[int]:
     """Host processes whose command line names ``marker`` (zombies excluded)."""
     pids = []
