@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := demo
 JOBS   ?= 4
+# pytest-xdist workers for make test (a test module stays on one worker: its fixtures are shared)
+TEST_WORKERS ?= 2
 TH     := $(BIN)/trialhouse
 WH     := $(DEMO)/warehouse/trialhouse.duckdb
 FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examples/foreign/harbor-job examples/foreign/swebench-submission
@@ -49,7 +51,7 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/mypy ingest warehouse analysis trialhouse
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not ray_cluster"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not ray_cluster"
 
 test-scale: $(STAMP) bubblewrap ## the executor tests on a real local Ray instance (2 CPUs; ~1 min)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
