@@ -20,6 +20,7 @@ import pytest
 
 from runner import events as ev
 from runner.eventlog import read_verified
+from runner.executors.on_ray import local_options
 from runner.run import run_controls, run_trials
 
 pytestmark = pytest.mark.ray_cluster  # make test-scale
@@ -34,8 +35,7 @@ def ray_instance():
     # A start that fails both times fails the tests (never a skip).
     for attempt in (1, 2):
         try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            ray.init(num_cpus=2, **local_options(jobs=4))
             break
         except Exception:
             ray.shutdown()
@@ -106,6 +106,21 @@ def test_ray_gives_the_local_outcomes_trial_for_trial(ray_instance, example, tmp
             assert e.workspace == str(remote.run_dir / "trials" / e.trial_id / "workspace")
     assert json.loads(remote.report_path.read_text())["outcomes"] == \
            json.loads(local.report_path.read_text())["outcomes"]
+    # Where the trials ran is recorded, and reaches the warehouse's runs table.
+    starts = [next(e for e in read_verified(r.events_path).events if isinstance(e, ev.RunStarted))
+              for r in (local, remote)]
+    assert starts[0].executor == ev.ExecutorInfo(kind="local")
+    assert (starts[1].executor.kind, starts[1].executor.address, starts[1].executor.ray_version,
+            starts[1].executor.nodes, starts[1].executor.cpus) == ("ray", None, ray.__version__, 1, 2.0)
+    from ingest.api import ingest_paths
+    from warehouse import db
+
+    wh = tmp_path / "wh" / "w.duckdb"
+    ingest_paths([local.run_dir, remote.run_dir], wh)
+    with db.open(wh, read_only=True) as con:
+        got = dict((r[0], r[1:]) for r in con.execute(
+            "SELECT run_id, executor, executor_address, ray_version FROM runs").fetchall())
+    assert got == {local.run_id: ("local", None, None), remote.run_id: ("ray", None, ray.__version__)}
 
 
 def _task_pids() -> list[int]:
