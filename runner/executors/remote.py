@@ -46,6 +46,9 @@ class RunPayload:
     bundle: bytes = field(repr=False)
     """``git bundle`` of the run store: every pinned commit (depth 1), nothing else."""
     commits: tuple[str, ...] = ()
+    shallow: tuple[str, ...] = ()
+    """The run store's shallow boundary (pinned commits whose parents it lacks): the worker's
+    store must know them, or fetching the bundle fails traversing to the missing parents."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +84,10 @@ def make_payload(run_id: str, manifest: Manifest, snapshot: Snapshot, store: Run
         path = Path(tmp) / "pins.bundle"
         git(store.path, "bundle", "create", "-q", str(path), "--all")
         bundle = path.read_bytes()
+    shallow = store.path / "shallow"
+    boundary = tuple(shallow.read_text().split()) if shallow.exists() else ()
     return RunPayload(run_id, manifest.model_dump(mode="json", exclude_unset=True), dict(snapshot.hashes),
-                      dict(snapshot.contents), bundle, tuple(sorted(set(commits))))
+                      dict(snapshot.contents), bundle, tuple(sorted(set(commits))), boundary)
 
 
 class WorkerRun:
@@ -101,6 +106,8 @@ class WorkerRun:
         self.containment: Containment = _containment(self.manifest, root, self.redactor)
         bundle = root / ".runner" / "pins.bundle"
         bundle.write_bytes(payload.bundle)
+        if payload.shallow:
+            (self.containment.store.path / "shallow").write_text("".join(c + "\n" for c in payload.shallow))
         git(self.containment.store.path, "fetch", "-q", "--no-tags", str(bundle), "refs/pins/*:refs/pins/*")
         bundle.unlink()
         for commit in payload.commits:
