@@ -49,9 +49,9 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/mypy ingest warehouse analysis trialhouse
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not ray_cluster"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not scale"
 
-test-scale: $(STAMP) bubblewrap ## the executor tests on a real local Ray instance (2 CPUs; ~1 min)
+test-scale: $(STAMP) bubblewrap ## the Ray executor tests with the large sizes (a 500 MB repository; a few minutes)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
 
 lint: $(STAMP) ## ruff

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 from runner.capture import RunStore
 from runner.errors import RunnerError
 from runner.eventlog import Emit
@@ -43,8 +45,11 @@ class RunPayload:
     manifest: dict[str, Any]
     input_hashes: dict[str, str]
     input_contents: dict[str, bytes] = field(repr=False)
-    bundle: bytes = field(repr=False)
-    """``git bundle`` of the run store: every pinned commit (depth 1), nothing else."""
+    bundle: Any = field(repr=False)
+    """``git bundle`` of the run store: every pinned commit (depth 1), nothing else. A numpy
+    ``uint8`` array, not ``bytes``: Ray stores arrays out of band, so ``ray.put`` copies it
+    into the object store without a pickled copy and a worker's ``ray.get`` maps it
+    read-only instead of copying it onto its heap (one copy per process, not three)."""
     commits: tuple[str, ...] = ()
     shallow: tuple[str, ...] = ()
     """The run store's shallow boundary (pinned commits whose parents it lacks): the worker's
@@ -83,7 +88,7 @@ def make_payload(run_id: str, manifest: Manifest, snapshot: Snapshot, store: Run
     with tempfile.TemporaryDirectory(prefix="trialhouse-bundle-") as tmp:
         path = Path(tmp) / "pins.bundle"
         git(store.path, "bundle", "create", "-q", str(path), "--all")
-        bundle = path.read_bytes()
+        bundle = numpy.fromfile(path, dtype=numpy.uint8)
     shallow = store.path / "shallow"
     boundary = tuple(shallow.read_text().split()) if shallow.exists() else ()
     return RunPayload(run_id, manifest.model_dump(mode="json", exclude_unset=True), dict(snapshot.hashes),
