@@ -505,7 +505,7 @@ def _run_pool(items: list[Any], fn: Any, jobs: int, on_done: Any, stop: threadin
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for f in done:
-                on_done(futures[f], f)
+                on_done(futures.pop(f), f)  # a finished trial's outcome is not kept (flat memory)
     except KeyboardInterrupt:
         stop.set()
         kill_all()
