@@ -272,7 +272,7 @@ def test_a_worker_agent_finds_no_credential_and_nothing_of_the_payload(ray_insta
     manifest = kit.make_corpus(corpus_root, variants=[{"id": "thief", "agent": {
         "kind": "command", "argv": [sys.executable, THIEF],
         "pass_env": ["ALLOWED_TOKEN"], "secret_env": ["ALLOWED_TOKEN"]}}],
-        resources={"num_cpus": 0.5})
+        resources={"num_cpus": 0.5}, timeout_seconds=600)  # its search is slow on a loaded machine
     grader = corpus_root / "graders" / "target_mul.py"
     grader.write_text(grader.read_text() + f"# {marker}\n")
     puts: list[bytes] = []
