@@ -51,9 +51,12 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check trialhouse runner ingest warehouse analysis tests bench
 	$(BIN)/mypy ingest warehouse analysis trialhouse
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not ray_cluster"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
+	@# the Ray-cluster tests after the rest, with the machine to themselves: a raylet started under
+	@# load can miss its dashboard-agent start window (ray-project/ray#65983)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 -m "ray_cluster and not scale"
 
-test-scale: $(STAMP) bubblewrap ## the executor tests on a real local Ray instance (2 CPUs; ~1 min)
+test-scale: $(STAMP) bubblewrap ## the Ray executor tests with the large sizes (a 500 MB repository; a few minutes)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
 
 lint: $(STAMP) ## ruff

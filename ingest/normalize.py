@@ -358,6 +358,9 @@ class RunNormalizer:
                 "resumed": any(s.resumed for s in started),
                 "starts": len(started),
             }
+            kinds = [s.executor.kind if s.executor else None for s in started]
+            if len(set(kinds)) > 1:  # resumed under another executor: each session's, in order
+                details["executors"] = kinds
         if fin is not None:
             details.update(trials_total=fin.trials_total, trials_finished=fin.trials_finished,
                            outcomes=fin.outcomes, duration_s=fin.duration_s)
@@ -380,6 +383,9 @@ class RunNormalizer:
             iso = rs.isolation
             if iso is not None:
                 run.update(isolation_backend=iso.backend, isolated=iso.isolated, network=iso.network)
+            ex = rs.executor
+            if ex is not None:
+                run.update(executor=ex.kind, executor_address=ex.address, ray_version=ex.ray_version)
         if fin is not None:
             run["trials_skipped"] = fin.trials_skipped
         variants = {v.variant: v for v in (rs.variants if rs else [])}

@@ -280,6 +280,25 @@ class IsolationInfo(BaseModel):
     """Whether sandboxed agents (and graders) could reach the network."""
 
 
+class ExecutorInfo(BaseModel):
+    """Where the run's trials ran (docs/scale.md): the driver's thread pool or a Ray cluster.
+
+    Controls always run on the driver; this names where the trials went.
+    """
+
+    model_config = _CONFIG
+
+    kind: Literal["local", "ray"]
+    address: str | None = None
+    """ray: the cluster address the run joined (``--ray-address``); None when the run
+    started its own local Ray instance."""
+    ray_version: str | None = None
+    nodes: Count32 | None = None
+    """ray: alive nodes when the run started."""
+    cpus: float | None = None
+    """ray: the cluster's CPUs when the run started."""
+
+
 class GatewayInfo(BaseModel):
     """The run's model gateway (docs/gateway.md): what answered the agents' model calls."""
 
@@ -347,6 +366,8 @@ class RunStarted(_Event):
     """The isolation backend used; None in runs written before isolation existed."""
     gateway: GatewayInfo | None = None
     """The run's model gateway; None when no variant used one."""
+    executor: ExecutorInfo | None = None
+    """Where the trials ran; None in runs written before executors existed."""
     control_repeats: Positive32 | None = None
     controls_from: Id | None = None
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""

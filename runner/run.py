@@ -240,7 +240,7 @@ def _resume_snapshot(run_dir: Path, base: Path, manifest: Manifest, hashes: dict
 
 def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_only: bool,
               jobs: int, listener: Any = None, control_repeats: int | None = None,
-              controls_from: str | None = None) -> _Setup:
+              controls_from: str | None = None, executor: ev.ExecutorInfo | None = None) -> _Setup:
     manifest_path = Path(manifest_path)
     manifest = load_valid_manifest(manifest_path)
     base = manifest_path.resolve().parent
@@ -360,6 +360,7 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
                                    network=containment.network),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
         grading_semantics=GRADING_SEMANTICS, gateway=gateway.info() if gateway is not None else None,
+        executor=executor or ev.ExecutorInfo(kind="local"),
     )
     (run_dir / SETUP_MARKER).unlink(missing_ok=True)
     return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids,
@@ -504,7 +505,7 @@ def _run_pool(items: list[Any], fn: Any, jobs: int, on_done: Any, stop: threadin
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for f in done:
-                on_done(futures[f], f)
+                on_done(futures.pop(f), f)  # a finished trial's outcome is not kept (flat memory)
     except KeyboardInterrupt:
         stop.set()
         kill_all()
@@ -660,15 +661,17 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
     start = time.monotonic()
     if rerun and not resume:
         raise RunnerError("--rerun applies to --resume (it re-runs finished trials of an earlier run)")
-    ray = None
+    ray, where = None, None
     if executor == "ray":  # before any output exists: a missing extra or a bad address is bad input
-        from runner.executors.on_ray import connect, refuse_unsupported
+        from runner.executors.on_ray import connect, describe, refuse_unsupported
 
         refuse_unsupported(load_valid_manifest(manifest_path))
-        ray = connect(ray_address)
+        ray = connect(ray_address, jobs)
+        where = describe(ray, ray_address)
     reused = load_controls(Path(controls_dir), Path(manifest_path)) if controls_dir is not None else None
     s = _open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs,
-                  control_repeats=repeats, controls_from=reused.run_id if reused else None)
+                  control_repeats=repeats, controls_from=reused.run_id if reused else None,
+                  executor=where)
     m = s.manifest
     repeats = repeats or m.control_repeats
     last_finish = {e.trial_id: e for e in s.prior if isinstance(e, ev.TrialFinished)}

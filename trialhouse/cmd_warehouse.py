@@ -206,14 +206,16 @@ def runs(ctx: click.Context, warehouse: Path, json: bool) -> None:
     from trialhouse.render import View, print_view
 
     rows = [[r.run_id, r.source_format, r.manifest_id or "-", r.status or "-",
-             f"{r.finished:,}/{r.trials:,}", r.batch or "-", r.isolation or "-", r.integrity or "-",
+             f"{r.finished:,}/{r.trials:,}", r.batch or "-", r.isolation or "-", r.executor or "-",
+             r.integrity or "-",
              str(r.evaluator_changes) if r.evaluator_changes else "-",
              f"INVALIDATED: {r.invalidated}" if r.invalidated else "-"] for r in records]
     invalid = sum(1 for r in records if r.invalidated)
     print_view(View(
         tables=[Table("runs", ["run_id", "source", "manifest", "status", "trials (finished/all)",
-                               "last batch", "isolation", "integrity", "evaluator changes", "invalidated"],
-                      rows, [False, False, False, False, True, False, False, False, True, False])],
+                               "last batch", "isolation", "executor", "integrity", "evaluator changes",
+                               "invalidated"],
+                      rows, [False, False, False, False, True, False, False, False, False, True, False])],
         after=[f"{len(records)} run(s); {invalid} invalidated (left out of every analysis)"]))
 
 

@@ -40,6 +40,7 @@ SELECT r.run_id, r.source_format, r.manifest_id, r.status, r.started_at,
        coalesce(t.trials, 0) AS trials, coalesce(t.finished, 0) AS finished, b.batch,
        CASE WHEN r.isolated IS NULL THEN NULL WHEN r.isolated THEN r.isolation_backend
             ELSE 'not isolated' END AS isolation,
+       r.executor,
        r.integrity, coalesce(ch.changed_cases, 0) AS evaluator_changes,
        s.reason AS invalidated
 FROM runs r
@@ -62,6 +63,8 @@ class RunRecord:
     finished: int
     batch: str | None
     isolation: str | None
+    executor: str | None
+    """local | ray (where the trials ran) | None (foreign, or written before executors)."""
     integrity: str | None
     evaluator_changes: int
     """Cases whose evaluator fingerprint differs from the same manifest's first run here."""

@@ -70,6 +70,9 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("isolation_backend", "string"),  # bubblewrap | none | null (foreign, or before isolation)
         Column("isolated", "bool"),  # false: agents and graders were not isolated (reports say so)
         Column("network", "bool"),
+        Column("executor", "string"),  # where the trials ran: local | ray | null (foreign, or before executors)
+        Column("executor_address", "string"),  # ray: the cluster address joined; null: a local instance
+        Column("ray_version", "string"),
         Column("control_repeats", "int32"),
         Column("controls_from", "string"),  # run id of the validation-only run whose controls were reused
         Column("grading_semantics", "int32"),  # runner.fingerprint.GRADING_SEMANTICS of the run

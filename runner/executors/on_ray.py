@@ -24,6 +24,7 @@ A task that dies (worker process killed, node lost, out of memory) makes its tri
 
 from __future__ import annotations
 
+import os
 import queue
 import socket
 import threading
@@ -75,16 +76,32 @@ def import_ray() -> Any:
     return ray
 
 
-def connect(address: str | None) -> Any:
-    """Join the cluster at ``address`` (or start a local Ray instance when None)."""
+INIT_OPTIONS: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                "configure_logging": False}
+
+
+def local_options(jobs: int) -> dict[str, Any]:
+    """``ray.init`` options for a local instance serving ``jobs`` trials at once."""
+    return {**INIT_OPTIONS,
+            "_system_config": {"num_workers_soft_limit": max(jobs, os.cpu_count() or 1)}}
+
+
+def connect(address: str | None, jobs: int = 1) -> Any:
+    """Join the cluster at ``address`` (or start a local Ray instance when None).
+
+    A local instance keeps up to ``jobs`` idle worker processes between tasks (Ray's
+    default keeps as many as there are CPUs and kills the rest after a second idle): a
+    worker's start (Python, Ray, trialhouse: seconds of CPU) then happens once per
+    concurrent slot, not once per trial. On a cluster ``ray start`` sets this
+    (``RAY_num_workers_soft_limit``, docs/scale.md).
+    """
     ray = import_ray()
     if ray.is_initialized():
         return ray
     if address is not None and address != "auto":
         _probe(address)
     try:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+        ray.init(address=address, **(local_options(jobs) if address is None else INIT_OPTIONS))
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, ValueError…
         if address is None:
             raise RunnerError(f"could not start a local Ray instance: {exc}") from exc
@@ -94,6 +111,17 @@ def connect(address: str | None) -> Any:
             "'ray start --head' on the head node and pass its address (host:6379), or drop "
             "--ray-address to start a local instance") from exc
     return ray
+
+
+def describe(ray: Any, address: str | None) -> ev.ExecutorInfo:
+    """What ``run_started`` records of the cluster the trials go to."""
+    try:
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        cpus = ray.cluster_resources().get("CPU")
+    except Exception:  # noqa: BLE001 - the description must not fail the run
+        nodes, cpus = None, None
+    return ev.ExecutorInfo(kind="ray", address=address, ray_version=ray.__version__,
+                           nodes=nodes, cpus=float(cpus) if cpus is not None else None)
 
 
 def _probe(address: str) -> None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 from runner.capture import RunStore
 from runner.errors import RunnerError
 from runner.eventlog import Emit
@@ -43,9 +45,15 @@ class RunPayload:
     manifest: dict[str, Any]
     input_hashes: dict[str, str]
     input_contents: dict[str, bytes] = field(repr=False)
-    bundle: bytes = field(repr=False)
-    """``git bundle`` of the run store: every pinned commit (depth 1), nothing else."""
+    bundle: Any = field(repr=False)
+    """``git bundle`` of the run store: every pinned commit (depth 1), nothing else. A numpy
+    ``uint8`` array, not ``bytes``: Ray stores arrays out of band, so ``ray.put`` copies it
+    into the object store without a pickled copy and a worker's ``ray.get`` maps it
+    read-only instead of copying it onto its heap (one copy per process, not three)."""
     commits: tuple[str, ...] = ()
+    shallow: tuple[str, ...] = ()
+    """The run store's shallow boundary (pinned commits whose parents it lacks): the worker's
+    store must know them, or fetching the bundle fails traversing to the missing parents."""
 
 
 @dataclass(frozen=True)
@@ -80,9 +88,11 @@ def make_payload(run_id: str, manifest: Manifest, snapshot: Snapshot, store: Run
     with tempfile.TemporaryDirectory(prefix="trialhouse-bundle-") as tmp:
         path = Path(tmp) / "pins.bundle"
         git(store.path, "bundle", "create", "-q", str(path), "--all")
-        bundle = path.read_bytes()
+        bundle = numpy.fromfile(path, dtype=numpy.uint8)
+    shallow = store.path / "shallow"
+    boundary = tuple(shallow.read_text().split()) if shallow.exists() else ()
     return RunPayload(run_id, manifest.model_dump(mode="json", exclude_unset=True), dict(snapshot.hashes),
-                      dict(snapshot.contents), bundle, tuple(sorted(set(commits))))
+                      dict(snapshot.contents), bundle, tuple(sorted(set(commits))), boundary)
 
 
 class WorkerRun:
@@ -101,6 +111,8 @@ class WorkerRun:
         self.containment: Containment = _containment(self.manifest, root, self.redactor)
         bundle = root / ".runner" / "pins.bundle"
         bundle.write_bytes(payload.bundle)
+        if payload.shallow:
+            (self.containment.store.path / "shallow").write_text("".join(c + "\n" for c in payload.shallow))
         git(self.containment.store.path, "fetch", "-q", "--no-tags", str(bundle), "refs/pins/*:refs/pins/*")
         bundle.unlink()
         for commit in payload.commits:

@@ -38,10 +38,12 @@ def _build(tmp_path, write_run, t0):
               "unscored_reason": "flaky criterion target-tests (3 passed, 2 failed)"
               if c == "t7" else None} for c in CASES]
     write_run(db, main, run_id="r1", cases=cases, started=t0,
-              run={"manifest_id": "m", "isolated": False, "isolation_backend": "none", "integrity": "intact"})
+              run={"manifest_id": "m", "isolated": False, "isolation_backend": "none", "integrity": "intact",
+                   "executor": "local"})
     write_run(db, _trials("r2", {"base": ("command", {"t0": [A]})}), run_id="r2",
               started=t0 + timedelta(hours=1),
               run={"manifest_id": "m", "isolated": True, "isolation_backend": "bubblewrap", "network": False,
+                   "executor": "ray", "executor_address": "10.0.0.5:6379", "ray_version": "2.60.0",
                    "integrity": "tampered or damaged: 1 line(s) refused"})
     write_run(db, _trials("r3", {"base": ("command", {c: [A] for c in CASES})}), run_id="r3",
               started=t0 + timedelta(hours=2), run={"manifest_id": "m"})
@@ -66,6 +68,9 @@ def test_the_report_shows_isolation_integrity_invalidated_runs_unscored_cases_an
     head = md[:md.index("## Controls")] if "## Controls" in md else md[:2000]
     assert "NOT ISOLATED: run r1" in head and "TAMPERED: run r2" in head
     assert "bubblewrap, network off" in md
+    # Where the trials ran, per run, beside the isolation; r3 predates executors.
+    assert (runs["r1"]["executor"], runs["r2"]["executor"]) == ("local", "ray")
+    assert "| ray 2.60.0, at 10.0.0.5:6379 |" in md and "| local |" in md
     # Unscored cases: counted, with the reason.
     assert doc["controls"]["unscored"]["count"] == 1
     assert "flaky criterion target-tests (3 passed, 2 failed)" in md

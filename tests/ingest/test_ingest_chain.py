@@ -49,7 +49,8 @@ def forge_after(lines: list[bytes], index: int, **fields) -> bytes:
 def test_a_real_run_is_intact_and_agrees_with_its_report(run_dir, tmp_path):
     wh = tmp_path / "wh" / "w.duckdb"
     ingest_paths([run_dir], wh)
-    assert rows(wh, "SELECT integrity, isolation_backend, isolated FROM runs") == [("intact", "bubblewrap", True)]
+    assert rows(wh, "SELECT integrity, isolation_backend, isolated, executor, executor_address, ray_version "
+                    "FROM runs") == [("intact", "bubblewrap", True, "local", None, None)]
     report = json.loads((run_dir / "report.json").read_text())
     stored = dict(rows(wh, "SELECT trial_id, outcome FROM trials"))
     assert stored == {t["trial_id"]: t["outcome"] for t in report["trials"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import sys
 import tarfile
@@ -93,7 +94,7 @@ def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_r
     s.log.close()
     payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
                                   [s.manifest.initial_commit])
-    assert payload.bundle.startswith(b"# v2 git bundle")
+    assert bytes(payload.bundle[:15]) == b"# v2 git bundle"
     run = remote.WorkerRun(payload, tmp_path / "worker")
     assert run.containment.store.tree_of(s.manifest.initial_commit)
     for tid, fin in fins.items():
@@ -176,3 +177,27 @@ def test_pack_keeps_symlinks_as_links(tmp_path):
     assert (dest / "workspace" / "a.txt").read_text() == "a"
     assert (dest / "workspace" / "link").is_symlink()
     assert os.readlink(dest / "workspace" / "link") == "/etc"
+
+
+def test_a_pinned_commit_with_history_reaches_the_worker(kit, corpus_root, tmp_path):
+    """The run store holds the pinned commit at depth 1; its parents stay behind. The worker's
+    store must take the bundle all the same (the example corpus pins root commits only, so
+    only a commit with a parent shows this)."""
+    manifest = kit.make_corpus(corpus_root)
+    repo = corpus_root / "repo"
+    (repo / "notes.txt").write_text("a second commit\n")
+    kit.git(repo, "add", "notes.txt")
+    kit.git(repo, "commit", "-qm", "second")
+    data = json.loads(manifest.read_text())
+    data["initial_commit"] = kit.git(repo, "rev-parse", "HEAD")
+    manifest.write_text(json.dumps(data))
+    from runner.run import _open_run
+
+    s = _open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
+    s.log.close()
+    payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
+                                  [s.manifest.initial_commit])
+    assert payload.shallow == (s.manifest.initial_commit,)
+    run = remote.WorkerRun(payload, tmp_path / "worker")
+    assert run.containment.store.tree_of(s.manifest.initial_commit) == \
+        s.containment.store.tree_of(s.manifest.initial_commit)

@@ -2,15 +2,20 @@
 
 The same trials under both executors must give the same outcomes, final trees, event
 kinds and evidence files; a worker killed mid-trial makes that trial infra_error and
-``--resume --rerun infra_error`` runs it again.
+``--resume --rerun infra_error`` runs it again; an agent on a worker finds no credential
+of the driver's and nothing of the payload; a large repository's bundle is put in the
+object store once per run and memory stays bounded (500 MB under ``make test-scale``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import secrets
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -20,29 +25,44 @@ import pytest
 
 from runner import events as ev
 from runner.eventlog import read_verified
+from runner.executors.on_ray import local_options
 from runner.run import run_controls, run_trials
 
-pytestmark = pytest.mark.ray_cluster  # make test-scale
+pytestmark = pytest.mark.ray_cluster  # make test (one instance for the module) and make test-scale
 
 ray = pytest.importorskip("ray", reason="the ray extra is installed by `make venv`")
 
 
+DRIVER_SECRET = "sk-" + "attack-" + secrets.token_hex(16)
+"""Set only in the driver's environment, before Ray starts: Ray's workers inherit it."""
+ALLOWED = "allowed-" + secrets.token_hex(16)
+"""A credential the variant's allow-list (pass_env + secret_env) passes to the agent."""
+_ENV = {"TRIALHOUSE_ATTACK_DRIVER_SECRET": DRIVER_SECRET, "ALLOWED_TOKEN": ALLOWED}
+
+
 @pytest.fixture(scope="module")
 def ray_instance():
-    # Ray's raylet gives its dashboard agent a fixed, short window to start (ray-project/ray
-    # issue 65983); on a loaded 2-core machine that can miss, so starting is tried twice.
-    # A start that fails both times fails the tests (never a skip).
-    for attempt in (1, 2):
+    saved = {k: os.environ.get(k) for k in _ENV}
+    os.environ.update(_ENV)
+    # Ray's raylet gives its dashboard agent a fixed 15 s window to write its port file
+    # (ray-project/ray issue 65983, no setting lifts it); on a loaded 2-core machine that can
+    # miss, so starting is tried up to three times. A start that fails every time fails the
+    # tests (never a skip).
+    for attempt in (1, 2, 3):
         try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            ray.init(num_cpus=2, **local_options(jobs=4))
             break
         except Exception:
             ray.shutdown()
-            if attempt == 2:
+            if attempt == 3:
                 raise
     yield ray
     ray.shutdown()
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +126,21 @@ def test_ray_gives_the_local_outcomes_trial_for_trial(ray_instance, example, tmp
             assert e.workspace == str(remote.run_dir / "trials" / e.trial_id / "workspace")
     assert json.loads(remote.report_path.read_text())["outcomes"] == \
            json.loads(local.report_path.read_text())["outcomes"]
+    # Where the trials ran is recorded, and reaches the warehouse's runs table.
+    starts = [next(e for e in read_verified(r.events_path).events if isinstance(e, ev.RunStarted))
+              for r in (local, remote)]
+    assert starts[0].executor == ev.ExecutorInfo(kind="local")
+    assert (starts[1].executor.kind, starts[1].executor.address, starts[1].executor.ray_version,
+            starts[1].executor.nodes, starts[1].executor.cpus) == ("ray", None, ray.__version__, 1, 2.0)
+    from ingest.api import ingest_paths
+    from warehouse import db
+
+    wh = tmp_path / "wh" / "w.duckdb"
+    ingest_paths([local.run_dir, remote.run_dir], wh)
+    with db.open(wh, read_only=True) as con:
+        got = dict((r[0], r[1:]) for r in con.execute(
+            "SELECT run_id, executor, executor_address, ray_version FROM runs").fetchall())
+    assert got == {local.run_id: ("local", None, None), remote.run_id: ("ray", None, ray.__version__)}
 
 
 def _task_pids() -> list[int]:
@@ -216,3 +251,154 @@ def test_judges_and_gateway_agents_are_refused_before_anything_is_written(tmp_pa
     plain = manifest.parent / "plain.json"
     plain.write_text(json.dumps(data))
     refuse_unsupported(load_valid_manifest(plain))  # no judge, no gateway: accepted
+
+
+# ---------------------------------------------------------------- credentials (attack)
+
+THIEF = str(Path(__file__).parent / "agents" / "ray_thief.py")
+
+
+def test_a_worker_agent_finds_no_credential_and_nothing_of_the_payload(ray_instance, kit,
+                                                                        corpus_root, tmp_path):
+    """The agent on a Ray worker hunts for the driver's secret (in the worker process's own
+    environment: inherited from the driver), the payload's contents (a marker inside a grader,
+    which travels through the object store) and Ray's own files (auth token, session
+    directory, object store): it finds none of them, only the allow-listed variable."""
+    # The attack is real only if the worker process does hold the secret.
+    holds = ray.get(ray.remote(num_cpus=0.25)(
+        lambda: os.environ.get("TRIALHOUSE_ATTACK_DRIVER_SECRET")).remote())
+    assert holds == DRIVER_SECRET
+    marker = "PAYLOAD-" + "MARKER-" + secrets.token_hex(8)
+    manifest = kit.make_corpus(corpus_root, variants=[{"id": "thief", "agent": {
+        "kind": "command", "argv": [sys.executable, THIEF],
+        "pass_env": ["ALLOWED_TOKEN"], "secret_env": ["ALLOWED_TOKEN"]}}],
+        resources={"num_cpus": 0.5}, timeout_seconds=600)  # its search is slow on a loaded machine
+    grader = corpus_root / "graders" / "target_mul.py"
+    grader.write_text(grader.read_text() + f"# {marker}\n")
+    puts: list[bytes] = []
+    real_put = ray.put
+
+    def put(value, **kw):
+        puts.append(pickle.dumps(value))
+        return real_put(value, **kw)
+
+    ray.put = put  # what goes into the object store, byte for byte
+    try:
+        res = run_trials(manifest, tmp_path / "run", progress=False, executor="ray")
+    finally:
+        ray.put = real_put
+    fin = _finished(res.events_path)["mul__thief__r1"]
+    (stage,) = [e for e in read_verified(res.events_path).events if isinstance(e, ev.StageFinished)]
+    out = (res.run_dir / "trials" / fin.trial_id / stage.stdout_path).read_text()
+    assert "canary found: True" in out, out  # the search itself works
+    assert "found " not in out.replace("canary found", ""), out
+    assert "allowed token visible: True" in out and "[REDACTED]" in out, out
+    # Nothing the run stored holds either credential, nor did the object store get one.
+    stored = b"".join(p.read_bytes() for p in res.run_dir.rglob("*") if p.is_file())
+    assert DRIVER_SECRET.encode() not in stored and ALLOWED.encode() not in stored
+    assert puts and marker.encode() in b"".join(puts)  # the payload did carry the grader …
+    assert not any(DRIVER_SECRET.encode() in p or ALLOWED.encode() in p for p in puts)  # … no credential
+
+
+# ---------------------------------------------------------------- a large repository
+
+
+def _rss_kib(pid: int, field: str = "VmRSS") -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _ray_workers() -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "cmdline").read_bytes().startswith(b"ray::"):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def _big_repository(kit, root: Path, mib: int, trials: int) -> Path:
+    """The tiny corpus with an incompressible ``mib`` MiB blob committed (stored uncompressed:
+    random bytes do not shrink, and zlib at level 0 keeps the setup fast)."""
+    manifest = kit.make_corpus(root, repetitions=trials, resources={"num_cpus": 0.5},
+                               variants=[{"id": "noop", "agent": kit.agent("noop")}])
+    repo = root / "repo"
+    with (repo / "blob.bin").open("wb") as fh:
+        for _ in range(mib):
+            fh.write(os.urandom(1 << 20))
+    kit.git(repo, "-c", "core.compression=0", "add", "blob.bin")
+    kit.git(repo, "-c", "core.compression=0", "commit", "-qm", "a large file")
+    data = json.loads(manifest.read_text())
+    data["initial_commit"] = kit.git(repo, "rev-parse", "HEAD")
+    manifest.write_text(json.dumps(data))
+    return manifest
+
+
+def _bundle_once_memory_bounded(ray_instance, kit, root: Path, out: Path, mib: int, trials: int):
+    manifest = _big_repository(kit, root, mib, trials)
+    ctl = run_controls(manifest, out / "ctl", progress=False)
+    assert ctl.ok, ctl.cases
+    puts: list[int] = []
+    real_put = ray.put
+
+    def put(value, **kw):
+        puts.append(len(getattr(value, "bundle", b"")))
+        return real_put(value, **kw)
+
+    samples: dict[str, int] = {"driver": 0, "worker": 0}
+    stop = threading.Event()
+    me = os.getpid()
+    before = _rss_kib(me)
+
+    def sample() -> None:
+        while not stop.is_set():
+            samples["driver"] = max(samples["driver"], _rss_kib(me) - before)
+            for pid in _ray_workers():
+                samples["worker"] = max(samples["worker"], _rss_kib(pid, "VmHWM"))
+            stop.wait(0.02)
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    ray.put = put
+    try:
+        res = run_trials(manifest, out / "run", jobs=1, progress=False, executor="ray",
+                         controls_dir=out / "ctl")
+    finally:
+        ray.put = real_put
+        stop.set()
+        thread.join()
+    assert res.outcomes == {"target_failed": trials}, res.outcomes
+    # Shipped once per run: one object holds the bundle, the tasks carry a reference to it.
+    assert len(puts) == 1 and puts[0] >= mib << 20, puts
+    # Each worker process fetched it once (its scratch copy of the run), not once per trial.
+    copies = list(Path(tempfile.gettempdir()).glob(f"trialhouse-{res.run_id}-*"))
+    assert 1 <= len(copies) < trials, copies
+    big = mib << 10  # KiB
+    return samples["driver"], samples["worker"], big
+
+
+def test_a_large_repository_bundle_is_put_once_and_memory_stays_bounded(ray_instance, kit,
+                                                                       corpus_root, tmp_path):
+    driver, worker, big = _bundle_once_memory_bounded(ray_instance, kit, corpus_root, tmp_path,
+                                                      mib=48, trials=3)
+    # One copy of the bundle in each process at most (a copy per trial would be 3×).
+    assert driver < 2 * big + (96 << 10), (driver, big)
+    assert worker < 2 * big + (400 << 10), (worker, big)
+
+
+@pytest.mark.scale
+def test_a_500_mb_repository_is_shipped_once_with_memory_bounded(ray_instance, kit, corpus_root,
+                                                                 tmp_path):
+    driver, worker, big = _bundle_once_memory_bounded(ray_instance, kit, corpus_root, tmp_path,
+                                                      mib=500, trials=3)
+    print(f"500 MiB bundle: driver RSS +{driver >> 10} MiB, worker peak RSS {worker >> 10} MiB")
+    assert driver < 2 * big + (96 << 10), (driver, big)
+    assert worker < 2 * big + (400 << 10), (worker, big)

@@ -13,7 +13,7 @@ from analysis.report.sections.common import name
 
 _RUN_COLUMNS = ["run", "source", "manifest", "manifest sha256", "initial commit", "started",
                 "engine", "OS", "python / git", "prices as of", "status", "isolation",
-                "integrity"]
+                "executor", "integrity"]
 
 
 def isolation(r: dict[str, Any]) -> str:
@@ -26,6 +26,15 @@ def isolation(r: dict[str, Any]) -> str:
                                                    else ", network off")
         return f"{r.get('isolation_backend') or 'isolated'}{net}"
     return "unknown (not recorded by the source)"
+
+
+def executor(r: dict[str, Any]) -> str:
+    """Where a run's trials ran: "local", "ray 2.60.0, local instance", "ray … at HOST:PORT"."""
+    kind = r.get("executor")
+    if kind != "ray":
+        return kind or "not recorded"
+    where = f"at {r['executor_address']}" if r.get("executor_address") else "local instance"
+    return f"ray {r.get('ray_version') or ''}, {where}".replace("ray , ", "ray, ")
 
 
 def tampered(r: dict[str, Any]) -> bool:
@@ -41,7 +50,7 @@ def _run_row(r: dict[str, Any]) -> list[Any]:
             r.get("engine_version") or fmt.DASH, r.get("os") or fmt.DASH,
             f"{r.get('python') or fmt.DASH} / {r.get('git_version') or fmt.DASH}",
             r.get("prices_as_of") or "none (cost from the agent, or unknown)",
-            r.get("status") or fmt.DASH, isolation(r),
+            r.get("status") or fmt.DASH, isolation(r), executor(r),
             ("TAMPERED: " if tampered(r) else "") + (r.get("integrity") or "not recorded")]
 
 
