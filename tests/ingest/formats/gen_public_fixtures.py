@@ -13,7 +13,9 @@ Trimming (the only changes): Terminal-Bench ``results[]`` keeps the trials of ``
 ``unresolved_ids``/``accuracy`` are recomputed over them and ``pass_at_k`` dropped; each
 trial's long ``instruction`` is cut to 80 characters); ``run_metadata.json`` keeps its
 fields with ``task_ids`` cut to ``TASKS``; ``tb.lock`` is copied as is. SWE-bench Pro keeps
-``PRO_INSTANCES`` instances (present in both files); the Verified submission keeps the
+``PRO_INSTANCES`` instances (present in both files), and ``report-excerpt.html`` holds
+their rows of the ``const DATA`` arrays of nilenso's ``docs/index.html`` and
+``docs/unsubmitted.html`` (per-instance cost, tokens, API calls); the Verified submission keeps the
 instances of ``VERIFIED_REPOS`` (``all_preds.jsonl`` lines without ``model_patch``,
 ``results.json`` lists filtered to them). Run: ``python tests/ingest/formats/gen_public_fixtures.py``.
 """
@@ -100,6 +102,15 @@ def swe_bench_pro() -> None:
     keep = both[::step][:PRO_INSTANCES]
     write(OUT / "pro" / "eval_results_gpt5.json", {k: gpt5[k] for k in keep})
     write(OUT / "pro" / "eval_results_claude45.json", {k: claude[k] for k in keep})
+    # the per-instance stats of the same runs, as nilenso's reports embed them (const DATA = [...])
+    rows = []
+    for page in ("docs/index.html", "docs/unsubmitted.html"):
+        text = show(PRO, page).decode()
+        at = text.index("const DATA = ") + len("const DATA = ")
+        rows += [r for r in json.JSONDecoder().raw_decode(text, at)[0] if r["instance_id"] in keep]
+    (OUT / "pro" / "report-excerpt.html").write_text(
+        "<!doctype html><title>excerpt of docs/index.html + docs/unsubmitted.html</title>\n"
+        f"<script>\nconst DATA = {json.dumps(rows)};\n</script>\n", encoding="utf-8")
 
 
 def swe_bench_verified() -> None:
@@ -117,7 +128,8 @@ def swe_bench_verified() -> None:
 
 
 def main() -> None:
-    shutil.rmtree(OUT, ignore_errors=True)
+    for part in ("tb", "pro", "verified"):  # README.md stays
+        shutil.rmtree(OUT / part, ignore_errors=True)
     terminal_bench()
     swe_bench_pro()
     swe_bench_verified()

@@ -159,3 +159,36 @@ def test_compare_on_pro_counts_the_discordant_instances_of_the_files(warehouse, 
                           f"unknown-harness / {SONNET45}", "--json", "--warehouse", str(warehouse)))
     text = json.dumps(out)
     assert f'"improvements": {only_gpt5}' in text and f'"regressions": {only_claude}' in text
+
+
+def _converter():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("pro_costs", EXAMPLES / "pro_costs_to_runs_jsonl.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_pro_costs_from_the_published_report_place_both_models_on_the_front(tmp_path, capsys):
+    """examples/public-data/pro_costs_to_runs_jsonl.py: the report's per-instance rows become
+    runs-jsonl lines whose outcome agrees with eval_results and whose cost is the report's."""
+    conv = _converter()
+    rows = conv.published_rows(PRO / "report-excerpt.html")
+    lines = conv.lines(rows)
+    evals = {m: json.loads((PRO / f"eval_results_{m}.json").read_text()) for m in ("gpt5", "claude45")}
+    assert len(lines) == sum(len(e) for e in evals.values())
+    assert all(evals[o["model"]][o["task_id"]] == (o["status"] == "solved") for o in lines)
+    cost = {(o["model"], o["task_id"]): o["cost_usd"] for o in lines}
+    row = rows[0]
+    assert cost[("gpt5", row["instance_id"])] == row["gpt5"]["model_stats"]["instance_cost"]
+    src = tmp_path / "pro-costs.jsonl"
+    src.write_text("".join(json.dumps(o) + "\n" for o in lines), encoding="utf-8")
+    wh = ["--warehouse", str(tmp_path / "cost.duckdb")]
+    _cli(capsys, "ingest", str(src), "--aliases", str(EXAMPLES / "aliases.yaml"),
+         "--labels", str(EXAMPLES / "labels.yaml"), *wh)
+    per_model = {m: sum(c for (mm, _), c in cost.items() if mm == m) for m in ("gpt5", "claude45")}
+    got = dict(_sql(tmp_path / "cost.duckdb", "SELECT model, sum(cost_usd) FROM trials GROUP BY ALL"))
+    assert got[GPT5] == pytest.approx(per_model["gpt5"]) and got[SONNET45] == pytest.approx(per_model["claude45"])
+    pareto = _cli(capsys, "pareto", "--cost-coverage", "complete", *wh)
+    assert "not placed" not in pareto and "48 of 48 complete trials have a known cost" in pareto
