@@ -303,7 +303,10 @@ def submission_name(folder: str, meta: dict) -> swebench_names.SubmissionName:
     stripped = name
     for m in swebench_names.metadata_models(meta):
         stripped = re.sub(re.escape(m), "", stripped, flags=re.IGNORECASE)
-    stripped = re.sub(r"[\s+(),/-]+$", "", re.sub(r"^[\s+(),/-]+", "", stripped)).strip()
+    # Parentheses emptied by taking a model id out go; the others stay balanced (stripping
+    # a lone ")" off "Vorflux (Opus 4.6 Code + GPT-5.5 High Review)" hid its harness).
+    stripped = re.sub(r"\(\s*\)", "", stripped)
+    stripped = re.sub(r"[\s+,/-]+$", "", re.sub(r"^[\s+,/-]+", "", stripped)).strip()
     meta = {**meta, "info": {**info, "name": stripped or name}} if stripped != name else meta
     return swebench_names.parse(folder, meta)
 

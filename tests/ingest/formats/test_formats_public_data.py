@@ -57,7 +57,7 @@ def _expected() -> Counter:
     out[(GPT5, None)] = len(json.loads((PRO / "eval_results_gpt5.json").read_text()))
     out[(SONNET45, None)] = len(json.loads((PRO / "eval_results_claude45.json").read_text()))
     sub = next(VERIFIED.iterdir())
-    out[("claude-opus-4-6+gpt-5.5-high", "vorflux")] = len((sub / "all_preds.jsonl").read_text().splitlines())
+    out[("claude-opus-4-6+gpt-5.5-high", "Vorflux")] = len((sub / "all_preds.jsonl").read_text().splitlines())
     return out
 
 
@@ -116,7 +116,7 @@ def test_familiarity_labels_and_repositories_reach_the_cases(warehouse):
         warehouse, "SELECT benchmark, familiarity, count(DISTINCT case_id) FROM cases GROUP BY ALL"))
     pro = set(json.loads((PRO / "eval_results_gpt5.json").read_text()))
     assert by[("swe-bench-pro", "unknown")] == len(pro)
-    assert by[("swe-bench-verified", "known")] == _expected()[("claude-opus-4-6+gpt-5.5-high", "vorflux")]
+    assert by[("swe-bench-verified", "known")] == _expected()[("claude-opus-4-6+gpt-5.5-high", "Vorflux")]
     assert ("terminal-bench-core", None) in by  # no repository, no label: unknown stays null
     repo_of = dict(_sql(warehouse, "SELECT case_id, repository FROM cases WHERE benchmark = 'swe-bench-pro'"))
     # instance_<owner>__<repo>-<commit>…: the repository is the id's own prefix
