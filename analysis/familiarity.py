@@ -128,10 +128,10 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     warnings = []
     one_sided = [r for r in rows if r["known_valid"] == 0 or r["unknown_valid"] == 0]
     if one_sided:
-        names = ", ".join(r["variant"] or r["config_id"][:12] for r in one_sided[:4])
+        listed = ", ".join(r["variant"] or r["config_id"][:12] for r in one_sided[:4])
         warnings.append(
             f"{len(one_sided)} of {len(rows)} configuration(s) have valid trials on only known "
-            f"or only unknown tasks, so no gap ({names}{' …' if len(one_sided) > 4 else ''}): "
+            f"or only unknown tasks, so no gap ({listed}{' …' if len(one_sided) > 4 else ''}): "
             "the gap compares one configuration with itself; run it on tasks of both classes")
     if any(r["small_g"] for r in rows):
         warnings.append(f"fewer than {SMALL_G} repositories: the clustered interval is rough "
