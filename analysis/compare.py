@@ -268,7 +268,8 @@ def _run(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[
 
 def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             baseline: str | None = None, candidates: Sequence[str] | None = None,
-            by: list[str] | str | None = None, seed: int = SEED) -> ComparisonSet:
+            by: list[str] | str | None = None, seed: int = SEED, question: str = "compare"
+            ) -> ComparisonSet:
     """Candidates against a baseline over the warehouse, within one task universe.
 
     Default baseline: the manifest's first non-baseline variant; default candidates:
@@ -280,12 +281,13 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     ``by``, each slice value gets its own comparisons (``Comparison.slice``), each equal
     to an unsliced comparison of that slice's trials; slices where the baseline or a
     candidate has no trial are skipped, and Holm adjusts within a slice. ``seed`` seeds
-    the bootstrap intervals of the paired deltas.
+    the bootstrap intervals of the paired deltas; ``question`` names the asking command in
+    messages (``plan`` asks through here).
     """
     from analysis.data import config_list, trials_sql
 
     filters, notes, universe, cfg_rows = universe_of_sides(con, scope.resolve(con, filters),
-                                                            baseline, candidates)
+                                                            baseline, candidates, question)
     table = config_list(cfg_rows)
     roles = eligibility_from_kinds({r["config_id"]: r.get("agent_kind") for r in cfg_rows})
     base, cands, excluded = sides(table, roles, baseline, candidates,

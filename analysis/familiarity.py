@@ -125,8 +125,20 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                      "small_g": res["g"] < SMALL_G})
     keys = ["model", "harness", "harness_version", "config_id", *by_cols]
     rows.sort(key=lambda r: tuple((r[k] is None, r[k] if r[k] is not None else "") for k in keys))
+    return Familiarity(rows, by_cols, _warnings(rows))
+
+
+def _warnings(rows: list[dict]) -> list[str]:
+    """A configuration with no gap because it ran on one class only; few repositories."""
     warnings = []
+    one_sided = [r for r in rows if r["known_valid"] == 0 or r["unknown_valid"] == 0]
+    if one_sided:
+        listed = ", ".join(r["variant"] or r["config_id"][:12] for r in one_sided[:4])
+        warnings.append(
+            f"{len(one_sided)} of {len(rows)} configuration(s) have valid trials on only known "
+            f"or only unknown tasks, so no gap ({listed}{' …' if len(one_sided) > 4 else ''}): "
+            "the gap compares one configuration with itself; run it on tasks of both classes")
     if any(r["small_g"] for r in rows):
         warnings.append(f"fewer than {SMALL_G} repositories: the clustered interval is rough "
                         "(t with G−1 df); treat the gap as descriptive")
-    return Familiarity(rows, by_cols, warnings)
+    return warnings

@@ -172,8 +172,9 @@ def _no_interaction(note: str) -> dict[str, Any]:
 def _analyse(g: Cells, models: list[str], harnesses: list[str], tasks: list[str]
              ) -> dict[str, Any]:
     """Effects, rankings, interaction and verdict on a complete grid."""
-    per = {cell: {t: g.counts[cell][t] for t in tasks} for cell in g.counts}
     cell = {(m, h): f"{m} × {h}" for m in models for h in harnesses}
+    # Only the sub-grid's cells: a dropped cell may lack one of its common tasks.
+    per = {c: {t: g.counts[c][t] for t in tasks} for c in cell.values()}
     me = _family([{"harness": h, "model_a": a, "model_b": b,
                    **_effect(per, tasks, cell[(a, h)], cell[(b, h)])}
                   for h in harnesses for a, b in combinations(models, 2)])

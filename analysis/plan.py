@@ -147,7 +147,7 @@ def plan(con: duckdb.DuckDBPyConnection, filters: Filters | None, baseline: str 
     (the pairs ``compare`` uses); ``tasks``/``reps`` default to the pilot's design."""
     from analysis.compare import compare
 
-    cmp = compare(con, filters, baseline, [candidate] if candidate else None)
+    cmp = compare(con, filters, baseline, [candidate] if candidate else None, question="plan")
     if len(cmp.comparisons) != 1:
         raise AnalysisError(
             f"plan needs one pair of configurations; the selection has {len(cmp.comparisons)} "

@@ -69,11 +69,12 @@ GROUP BY 1
 
 
 def universe_of_sides(con: duckdb.DuckDBPyConnection, filters: Filters, baseline: str | None,
-                      candidates: Sequence[str] | None
+                      candidates: Sequence[str] | None, question: str = "compare"
                       ) -> tuple[Filters, list[str], str | None, list[dict]]:
     """One task universe for the comparison (``scope.choose_universe``): the named
     baseline's (or first named candidate's); a named side outside it is an error. Also
-    returns the ``config_rows`` of the narrowed selection."""
+    returns the ``config_rows`` of the narrowed selection. ``question`` names the command
+    in the messages (``plan`` pairs configurations as ``compare`` does)."""
     from analysis.data import config_list, config_rows
 
     rows = config_rows(con, filters)
@@ -83,7 +84,7 @@ def universe_of_sides(con: duckdb.DuckDBPyConnection, filters: Filters, baseline
                             "--run/--source/--label or ingest a run first")
     named = baseline or (candidates[0] if candidates else None)
     anchor = resolve_config(full, named)["config_id"] if named else None
-    narrowed, notes, universe = scope.choose_universe(con, filters, "compare", anchor)
+    narrowed, notes, universe = scope.choose_universe(con, filters, question, anchor)
     if narrowed is not filters:
         rows = config_rows(con, narrowed)
         kept = {r["config_id"] for r in rows}

@@ -14,6 +14,7 @@ from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
+from analysis.formatting import label
 from analysis.sanity import SanityWarning, sanity
 from analysis.scope import coverage_notes
 from analysis.tasks import Staged, TaskUniverse
@@ -237,7 +238,7 @@ def _holistic(con: duckdb.DuckDBPyConnection, st: Staged, filters: Filters, by_c
 
 
 def _warnings(rows: list[dict], excluded: list[dict]) -> list[str]:
-    out = [f"{ex['model']}/{ex['harness']} {ex['harness_version']} ({ex['config_id'][:12]}): "
+    out = [f"{label(ex)} ({ex['config_id'][:12]}): "
            f"{len(ex['case_ids'])} task(s) outside the common set of {ex['universe']} excluded"
            for ex in excluded]
     for row in rows:

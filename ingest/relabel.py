@@ -49,6 +49,12 @@ def apply(batches: list[SourceBatch], aliases: AliasMap | None, labels: LabelSet
         if labels is not None:
             record["labels"] = {"file": str(labels.path),
                                 "cases_labelled": _label_cases(b, resolved)}
+        # The files shape what is written, so they are sources of the batch: their sha256
+        # joins the "unchanged since the last ingest" check (adding, editing or dropping
+        # an aliases or labels file rewrites the run instead of silently keeping old names).
+        for f in (aliases.path if aliases is not None else None, labels.path if labels is not None else None):
+            if f is not None and f not in b.source_files:
+                b.source_files.append(f)
         for run in b.rows.get("runs", []):
             details = json.loads(run.get("details_json") or "{}")
             run["details_json"] = json.dumps({**details, **record}, sort_keys=True, default=str)

@@ -88,6 +88,36 @@ def is_tb_trial_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     )
 
 
+def _is_tb_run_dir(path: Path) -> bool:
+    """A legacy ``tb run`` directory: ``run_metadata.json``, a run ``results.json``, or only
+    per-trial ``<task>/<trial>/results.json`` files."""
+    if (path / "run_metadata.json").is_file():
+        return True
+    if (path / "results.json").is_file() and is_tb_run_results(read_json(path / "results.json")):
+        return True
+    return any(is_tb_trial_results(read_json(f)) for f in sorted(path.glob("*/*/results.json"))[:3])
+
+
+def tb_run_sources(path: Path, depth: int = 4) -> list[Path]:
+    """The Terminal-Bench runs at or below ``path``, in name order: run directories, and
+    ``<run>_results.json`` files that stand for a run (a leaderboard submission that kept
+    only those). A run directory is not searched further, except for run directories
+    copied into it (they are returned too, so the importer can say it saw the copy)."""
+    if path.is_file():
+        obj = read_json(path)
+        return [path] if is_tb_run_results(obj) or is_tb_trial_results(obj) else []
+    if not path.is_dir():
+        return []
+    if _is_tb_run_dir(path):
+        return [path, *(d for d in sorted(path.iterdir()) if d.is_dir() and (d / "run_metadata.json").is_file())]
+    found = [f for f in sorted(path.glob("*results.json"))
+             if f.name != "results.json" and is_tb_run_results(read_json(f))]
+    if depth > 0:
+        for d in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            found += tb_run_sources(d, depth - 1)
+    return found
+
+
 def is_swebench_instance_report(obj: Any) -> TypeGuard[dict[str, Any]]:
     if not isinstance(obj, dict) or not obj:
         return False
@@ -108,6 +138,14 @@ def is_swebench_results(obj: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(obj, dict) and isinstance(obj.get("resolved"), list) and (
         "no_generation" in obj or "no_logs" in obj
     )
+
+
+def is_swebench_eval_results(obj: Any) -> TypeGuard[dict[str, bool]]:
+    """``{instance_id: resolved}`` — the per-instance output of SWE-bench Pro's evaluation
+    script (``eval_results.json``): every value a bool, every key an instance id
+    (``owner__repo-…``)."""
+    return isinstance(obj, dict) and bool(obj) and all(
+        isinstance(v, bool) and isinstance(k, str) and "__" in k for k, v in obj.items())
 
 
 def is_swebench_submission(path: Path) -> bool:
@@ -170,7 +208,8 @@ def _detect_file(path: Path) -> str | None:
         return "terminal-bench"
     if is_tb_trial_results(obj) or is_tb_run_results(obj):
         return "terminal-bench"
-    if is_swebench_instance_report(obj) or is_swebench_run_report(obj) or is_swebench_results(obj):
+    if is_swebench_instance_report(obj) or is_swebench_run_report(obj) or is_swebench_results(obj) \
+            or is_swebench_eval_results(obj):
         return "swebench"
     if is_mini_trajectory(obj):
         return "mini-swe-agent"
@@ -203,6 +242,8 @@ def _detect_dir(path: Path) -> str | None:
             obj = read_json(sub / "result.json")
             if is_harbor_trial_result(obj) or is_harbor_job_result(obj):
                 return "harbor"  # a job still without its result.json, or a jobs/ directory
+    if tb_run_sources(path):  # a folder of Terminal-Bench runs (a submission, the leaderboard)
+        return "terminal-bench"
     for report in path.rglob("report.json"):
         if is_swebench_instance_report(read_json(report)):
             return "swebench"

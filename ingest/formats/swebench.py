@@ -1,10 +1,12 @@
 """SWE-bench results: harness reports and SWE-bench/experiments submissions.
 
-Three shapes (FORMATS.md §5–6): per-instance ``report.json`` (has test layers, so a
+Four shapes (FORMATS.md §5–6): per-instance ``report.json`` (has test layers, so a
 patch that fixes the target but breaks PASS_TO_PASS is a ``regression``), the run
 report with ``resolved_ids``/``unresolved_ids``/``error_ids`` (no layers), and an
 experiments folder with ``metadata.yaml`` + ``results/results.json`` whose unresolved
-instances are the submitted predictions minus the listed ones. SWE-bench carries no
+instances are the submitted predictions minus the listed ones; and SWE-bench Pro's
+``eval_results.json`` (``{instance_id: resolved}``, nothing else: model from the file
+name, harness unknown). SWE-bench carries no
 tokens or durations; cost only in ``per_instance_details.json``.
 """
 
@@ -21,6 +23,7 @@ from ingest.errors import IngestError
 from ingest.formats import swebench_names
 from ingest.formats._common import BatchBuilder, nonneg_int
 from ingest.formats.detect import (
+    is_swebench_eval_results,
     is_swebench_instance_report,
     is_swebench_results,
     is_swebench_run_report,
@@ -33,11 +36,15 @@ from ingest.prices import PriceTable
 
 FORMAT = "swebench"
 _IID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*?)__(?P<repo>.+)-(?P<num>\d+)$")
+# SWE-bench Pro: instance_<owner>__<repo>-<base commit>[-v<image hash>|-vnan]
+_PRO_IID = re.compile(r"^instance_(?P<owner>[^_]+(?:_[^_]+)*?)__(?P<repo>.+?)-[0-9a-f]{40}(?:-v[0-9a-z]+)?$")
+_EVAL_RESULTS_NAME = re.compile(r"^eval_results[_-]?(?P<model>.*)$")
 
 
 def repository_of(instance_id: str) -> str | None:
-    """``owner__repo-NNNN`` → ``owner/repo`` (None when the id has another shape)."""
-    m = _IID.match(instance_id)
+    """``owner__repo-NNNN`` (SWE-bench) or ``instance_owner__repo-<sha>-v…`` (SWE-bench Pro)
+    → ``owner/repo`` (None when the id has another shape)."""
+    m = _PRO_IID.match(instance_id) or _IID.match(instance_id)
     return f"{m['owner']}/{m['repo']}" if m else None
 
 
@@ -170,6 +177,34 @@ def _load_run_report(path: Path) -> SourceBatch:
     return b.finish()
 
 
+# ------------------------------------------------------------------ SWE-bench Pro eval_results.json
+
+
+def _load_eval_results(path: Path, obj: dict[str, bool]) -> SourceBatch:
+    """``{instance_id: resolved}``: true → accepted, false → target_failed. The file names
+    neither model nor harness; ``eval_results_<model>.json`` gives the model (label
+    ``model_source``), the harness stays unknown, and a note says both (an aliases file
+    maps the file's model name to the canonical one)."""
+    m = _EVAL_RESULTS_NAME.match(path.stem)
+    model = (m["model"] if m else "") or None
+    b = BatchBuilder(f"swebench-{path.stem}-{path_key(path)}", FORMAT, [path])
+    cid, _ = b.config(model, None, None, None)
+    pro = any(_PRO_IID.match(k) for k in obj)
+    benchmark = "swe-bench-pro" if pro else "swe-bench"
+    b.note(f"{path.name}: {{instance_id: resolved}} names no model or harness: "
+           + (f"model {model!r} from the file name" if model else "model unknown")
+           + ", harness unknown (name the canonical model in an aliases file); an unresolved "
+             "instance may also be one with no patch (the file cannot tell them apart)")
+    labels = {"model_source": "file name"} if model else {}
+    for iid, resolved in obj.items():
+        _case(b, iid, benchmark)
+        _trial(b, cid, path.stem, "eval_results", iid, "accepted" if resolved else "target_failed",
+               None, dict(labels), benchmark)
+    b.run(path, details={"shape": "eval_results {instance_id: resolved}", "benchmark": benchmark,
+                         "instances": len(obj), "resolved": sum(obj.values())})
+    return b.finish()
+
+
 # ------------------------------------------------------------------ experiments submission
 
 
@@ -268,7 +303,10 @@ def submission_name(folder: str, meta: dict) -> swebench_names.SubmissionName:
     stripped = name
     for m in swebench_names.metadata_models(meta):
         stripped = re.sub(re.escape(m), "", stripped, flags=re.IGNORECASE)
-    stripped = re.sub(r"[\s+(),/-]+$", "", re.sub(r"^[\s+(),/-]+", "", stripped)).strip()
+    # Parentheses emptied by taking a model id out go; the others stay balanced (stripping
+    # a lone ")" off "Vorflux (Opus 4.6 Code + GPT-5.5 High Review)" hid its harness).
+    stripped = re.sub(r"\(\s*\)", "", stripped)
+    stripped = re.sub(r"[\s+,/-]+$", "", re.sub(r"^[\s+,/-]+", "", stripped)).strip()
     meta = {**meta, "info": {**info, "name": stripped or name}} if stripped != name else meta
     return swebench_names.parse(folder, meta)
 
@@ -310,4 +348,7 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:  # 
         return _load_harness(path.parent, [])
     if is_swebench_results(obj) and path.parent.name == "results":
         return [_load_submission(path.parent.parent)]
-    raise IngestError(f"{path}: not a SWE-bench report.json, run report or results/results.json")
+    if is_swebench_eval_results(obj):
+        return [_load_eval_results(path, obj)]
+    raise IngestError(f"{path}: not a SWE-bench report.json, run report, results/results.json "
+                      "or {instance_id: resolved} eval_results.json")

@@ -4,6 +4,12 @@ The run ``results.json`` holds every trial inline; ``run_metadata.json`` names t
 agent and model; ``tb.lock`` (JSON despite its name) records the tb version. Outcome
 comes from ``is_resolved`` first — a timeout that still resolved is accepted — then
 from ``failure_mode`` (FORMATS.md §4). Tokens 0/0 mean "not reported" → null.
+
+The public leaderboard (``results/<dataset>@<version>/<YYYYMMDD_agent_model>/<run>/``)
+is a folder of such runs, so a folder loads every run below it, one batch each
+(``detect.tb_run_sources``). Submissions there often record no model (``model_name:
+null``) or keep only ``<run>_results.json`` files; the submission folder's name then
+supplies the agent and model, and a note says so.
 """
 
 from __future__ import annotations
@@ -16,12 +22,14 @@ from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats._common import BatchBuilder, nonneg_int, parse_ts, seconds_between
-from ingest.formats.detect import is_tb_run_results, is_tb_trial_results, read_json
+from ingest.formats.detect import is_tb_run_results, is_tb_trial_results, read_json, tb_run_sources
 from ingest.identity import path_key
 from ingest.prices import PriceTable
 
 FORMAT = "terminal-bench"
-_REP = re.compile(r"\.(\d+)-of-(\d+)\.")
+_REP = re.compile(r"\.(\d+)-of-(\d+)(?:\.|$)")  # task.k-of-n.run_id, or task.k-of-n (no run id)
+_SUBMISSION = re.compile(r"^(?P<date>\d{8})_(?P<agent>[^_]+)_(?P<model>.+)$")  # 20250902_orchestrator_qwen-3-coder-480B
+_RESULTS_FILE = re.compile(r"_+results$")  # 2025-08-29__07-37-19_results.json → run 2025-08-29__07-37-19
 _INFRA = {"test_timeout", "parse_error", "agent_installation_failed"}
 _AGENT_FAULT = {"unknown_agent_error", "fatal_llm_parse_error", "context_length_exceeded", "output_length_exceeded"}
 
@@ -74,49 +82,101 @@ def _trials(path: Path, b: BatchBuilder) -> list[tuple[Path, dict]]:
     return found
 
 
+_DATASET_DIR = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)[@:](?P<version>\d[\w.-]*)$")  # terminal-bench-core@0.1.1
+
+
+def _named_ancestor(root: Path, pattern: re.Pattern[str], depth: int = 3) -> re.Match[str] | None:
+    """The nearest folder at or above ``root`` whose name matches ``pattern``."""
+    for p in [root, *root.parents][:depth]:
+        if m := pattern.match(p.name):
+            return m
+    return None
+
+
 def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
+    """One run (directory or results file) → one batch; a folder of runs (a submission, a
+    dataset folder of submissions, the leaderboard's ``results/``) → one batch per run.
+    A run found twice (a copy nested inside another run) is loaded once, with a note."""
     path = Path(path)
+    sources = tb_run_sources(path)
+    if not sources:
+        raise IngestError(f"{path}: no Terminal-Bench run found (a run directory has results.json, "
+                          "run_metadata.json or <task>/<trial>/results.json); pass a run or a folder of runs")
+    if sources == [path]:
+        return [_load_run(path, prices)]
+    batches: list[SourceBatch] = []
+    first: dict[frozenset[str], tuple[SourceBatch, Path]] = {}
+    for src in sources:
+        b = _load_run(src, prices)
+        ids = frozenset(str(t["trial_id"]) for t in b.rows["trials"])
+        if ids and ids in first:
+            kept, where = first[ids]
+            kept.notes.append(f"{src}: a copy of the run at {where} (the same {len(ids)} trial ids); loaded once")
+            continue
+        first.setdefault(ids, (b, src))
+        batches.append(b)
+    return batches
+
+
+def _load_run(path: Path, prices: PriceTable | None) -> SourceBatch:
     run = _run_dir(path if path.is_dir() else path.parent)
     root = run or (path if path.is_dir() else path.parent)
     meta = read_json(run / "run_metadata.json") if run else None
     meta = meta if isinstance(meta, dict) else {}
     lock = read_json(run / "tb.lock") if run and (run / "tb.lock").is_file() else None
     lock = lock if isinstance(lock, dict) else {}
-    run_name = meta.get("run_id") or root.name
-    b = BatchBuilder(f"terminal-bench-{run_name}-{path_key(root)}", FORMAT, [])
-    for f in ("results.json", "run_metadata.json", "tb.lock"):
-        if (root / f).is_file():
-            b.batch.source_files.append(root / f)
+    # ``<run>_results.json`` beside other runs' files (no run directory): the file is the run.
+    results_file = path.is_file() and path.name != "results.json" and _RESULTS_FILE.search(path.stem) is not None
+    run_name = meta.get("run_id") or (_RESULTS_FILE.sub("", path.stem) if results_file else root.name)
+    b = BatchBuilder(f"terminal-bench-{run_name}-{path_key(path if results_file else root)}", FORMAT, [])
+    for f in ([path] if results_file else []) + [root / f for f in ("results.json", "run_metadata.json", "tb.lock")]:
+        if f.is_file() and f not in b.batch.source_files and (not results_file or f.name != "results.json"):
+            b.batch.source_files.append(f)
     lock_agent = lock.get("agent") or {}
     model = meta.get("model_name") or lock_agent.get("model_name")
     harness = meta.get("agent_name") or lock_agent.get("name")
+    run_labels: dict[str, Any] = {}
+    sub = _named_ancestor(root, _SUBMISSION)
+    if sub and not (model and harness):
+        missing = [w for w, v in (("model", model), ("agent", harness)) if not v]
+        model, harness = model or sub["model"], harness or sub["agent"]
+        run_labels = {f"{w}_source": "submission folder name" for w in missing}
+        b.note(f"{root}: no {' or '.join(missing)} in run_metadata.json/tb.lock; "
+               f"{' and '.join(missing)} from the submission folder name {sub.group(0)!r}")
+    elif not (model or harness):
+        b.note(f"{root}: no run_metadata.json/tb.lock; model and agent unknown")
     kwargs = meta.get("agent_kwargs") or {}
     harness_version = kwargs.get("version") if isinstance(kwargs, dict) else None
     tb_version = (lock.get("harness") or {}).get("version")
-    if not (model or harness):
-        b.note(f"{root}: no run_metadata.json/tb.lock; model and agent unknown")
     cid, _ = b.config(model, harness, None if harness_version is None else str(harness_version),
                       {"agent_kwargs": kwargs} if kwargs else None)
-    dataset = meta.get("dataset_name")
+    dataset, dataset_version = meta.get("dataset_name"), meta.get("dataset_version")
+    if not dataset and (ds := _named_ancestor(root, _DATASET_DIR, depth=4)):
+        dataset, dataset_version = ds["name"], dataset_version or ds["version"]
+        run_labels["dataset_source"] = "folder name"
     seen: set[str] = set()
     for src, r in _trials(path if path.is_file() else root, b):
         if not isinstance(r, dict) or not r.get("task_id") or not r.get("trial_name"):
             b.quarantine(src, None, f"{src}: trial without task_id/trial_name", str(r)[:2000])
             continue
-        key = str(r.get("id") or r["trial_name"])
+        name = str(r["trial_name"])
+        # Without a uuid the trial name is the id; it carries the run id unless the run wrote
+        # ``task.k-of-n`` only, and then two runs would share ids: prefix the run's name.
+        key = str(r.get("id") or (name if str(run_name) in name else f"{run_name}:{name}"))
         if key in seen:
             b.quarantine(src, None, f"{src}: duplicate trial {key}", None)
             continue
         seen.add(key)
-        m = _REP.search(r["trial_name"])
+        m = _REP.search(name)
         rep = int(m.group(1)) if m else 1
         outcome, reason, labels = outcome_for(r.get("is_resolved"), r.get("failure_mode"))
+        labels.update(run_labels)
         if r.get("parser_results"):
             labels["parser_results"] = r["parser_results"]
         labels["tb_version"] = tb_version
         labels["harness_version_source"] = "agent_kwargs" if harness_version else None
         task = str(r["task_id"])
-        b.case(task, benchmark=dataset, labels={"dataset_version": meta.get("dataset_version")})
+        b.case(task, benchmark=dataset, labels={"dataset_version": dataset_version})
         t0, _ = parse_ts(r.get("trial_started_at"))
         t1, _ = parse_ts(r.get("trial_ended_at"))
         a0, _ = parse_ts(r.get("agent_started_at"))
@@ -139,10 +199,14 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
         )
     s, _ = parse_ts(meta.get("start_time"))
     e, _ = parse_ts(meta.get("end_time"))
-    b.run(root, started_at=s, finished_at=e, engine_version=tb_version,
+    b.run(path if results_file else root, started_at=s, finished_at=e, engine_version=tb_version,
           repetitions=meta.get("n_attempts"), initial_commit=meta.get("commit_hash"),
           prices_as_of=prices.as_of if prices else None,
-          details={"run_id": run_name, "dataset": dataset, "dataset_version": meta.get("dataset_version"),
-                   "accuracy_reported": (read_json(root / "results.json") or {}).get("accuracy")
-                   if (root / "results.json").is_file() else None})
-    return [b.finish()]
+          details={"run_id": run_name, "dataset": dataset, "dataset_version": dataset_version,
+                   "accuracy_reported": _accuracy(path if results_file else root / "results.json")})
+    return b.finish()
+
+
+def _accuracy(results: Path) -> Any:
+    obj = read_json(results) if results.is_file() else None
+    return obj.get("accuracy") if isinstance(obj, dict) else None

@@ -180,6 +180,18 @@ def test_an_incomplete_grid_is_analysed_on_its_largest_complete_sub_grid(wh):
     assert any("incomplete grid" in w and "mc × h3 (not run)" in w for w in m.warnings)
 
 
+def test_a_dropped_cell_missing_a_common_task_does_not_break_the_sub_grid(wh):
+    """The Terminal-Bench leaderboard shape: one model under many harnesses plus other
+    models under one harness each; a cell left out of the sub-grid lacks a task the
+    sub-grid shares (all its trials there were infra errors)."""
+    full = [(1, 2), (2, 2), (0, 2), (1, 2), (2, 2)]
+    rates = {("m", h): full for h in ("h1", "h2", "h3")}
+    rates[("other", "h1")] = full[:3]  # no valid trial on t3, t4
+    m = matrix.matrix(wh(_trials(_cells(rates))))
+    assert m.design == "harnesses" and m.models == ["m"] and m.common_tasks == 5
+    assert {(d["model"], d["harness"]) for d in m.dropped_cells} >= {("other", "h1")}
+
+
 def test_a_grid_is_never_one_cell_and_never_spans_universes(wh, wh_runs):
     one = wh(_trials({("m", "h"): {"t1": [A]}}))
     with pytest.raises(AnalysisError, match="only one model × harness cell .* two models or "

@@ -180,6 +180,15 @@ def test_plan_from_a_pilot_warehouse(wh, grid):
         plan.plan(one, None, "base", "cand")
 
 
+def test_plan_names_itself_when_the_pilot_spans_task_universes(wh_runs, grid):
+    """plan pairs configurations through compare; its refusal names plan, not compare."""
+    runs = [(run, grid(_spec({f"{run}-base": [(1, 2), (2, 2)], f"{run}-cand": [(0, 2), (1, 2)]})),
+             [{"case_id": f"t{i:03d}", "benchmark": bench} for i in range(2)])
+            for run, bench in (("r1", "B1"), ("r2", "B2"))]
+    with pytest.raises(AnalysisError, match=r"^plan: the selection holds 2 task universes"):
+        plan.plan(wh_runs(runs), None, None, None)
+
+
 @pytest.mark.parametrize("kwargs,message", [
     ({"between": -1, "within": 0.1, "tasks": 10}, "variances: give values ≥ 0"),
     ({"between": 0.1, "within": 0.1, "tasks": 1}, "at least 2 tasks"),

@@ -67,6 +67,25 @@ def test_spellings_of_one_model_are_one_configuration_recorded_with_the_batch(tm
     assert applied["harnesses"] == {"mini": "mini-SWE-agent"}
 
 
+def test_adding_editing_or_dropping_an_aliases_file_rewrites_an_unchanged_source(tmp_path):
+    """The source did not change but what it becomes did: re-ingesting is not 'unchanged'."""
+    src = _runs(tmp_path, [{"model": "claude-3.7-sonnet", "task_id": "t1"}])
+    wh = tmp_path / "wh" / "w.duckdb"
+    models = "SELECT DISTINCT model FROM trials"
+    ingest_paths([src], wh)
+    assert _query(wh, models) == [("claude-3.7-sonnet",)]
+    aliases = _file(tmp_path, "aliases.yaml", ALIASES)
+    ingest_paths([src], wh, aliases=aliases)
+    assert _query(wh, models) == [("claude-3-7-sonnet-20250219",)]
+    again = ingest_paths([src], wh, aliases=aliases)  # same source, same file: nothing to do
+    assert [b.unchanged for b in again.batches] == [True]
+    aliases.write_text(ALIASES.replace("claude-3-7-sonnet-20250219", "sonnet-3.7"), encoding="utf-8")
+    ingest_paths([src], wh, aliases=aliases)
+    assert _query(wh, models) == [("sonnet-3.7",)]
+    ingest_paths([src], wh)
+    assert _query(wh, models) == [("claude-3.7-sonnet",)]
+
+
 def test_two_spellings_of_the_same_trial_keep_the_first_and_quarantine_the_other(tmp_path):
     src = _runs(tmp_path, [{"model": "claude-3.7-sonnet", "task_id": "t1"},
                            {"model": "Claude 3.7 Sonnet", "task_id": "t1", "status": "failed"}])

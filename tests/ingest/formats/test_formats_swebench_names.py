@@ -108,6 +108,23 @@ def test_metadata_names_of_real_submissions(folder, name, models, harness, versi
     assert r.source == "metadata"
 
 
+@pytest.mark.parametrize("folder,name,models,harness,version,model", [
+    # piyushhhxyz/vorflux-swe-benchmarks, evaluation/verified/: models in the parenthesis
+    ("20250519_vorflux_opus46-code_gpt55h-review", "Vorflux (Opus 4.6 Code + GPT-5.5 High Review)",
+     ["claude-opus-4-6", "gpt-5.5-high"], "Vorflux", None, "claude-opus-4-6+gpt-5.5-high"),
+    ("20250226_swerl_llama3_70b", "SWE-RL (Llama3-SWE-RL-70B + Agentless Mini) (20250226)",
+     ["Llama3-SWE-RL-70B"], "SWE-RL", "20250226", "Llama3-SWE-RL-70B"),
+    ("20250101_agentx_model-a", "AgentX (model-a)", ["model-a"], "AgentX", None, "model-a"),
+])
+def test_submission_name_takes_the_model_ids_out_and_keeps_parentheses_balanced(
+        folder, name, models, harness, version, model):
+    from ingest.formats.swebench import submission_name
+
+    r = submission_name(folder, _meta(name, models))
+    assert (r.harness, r.harness_version, r.model) == (harness, version, model)
+    assert r.note is None
+
+
 def test_six_submissions_of_one_harness_are_one_harness():
     subs = [("20250726_mini-v1.0.0_o3-2025-04-16", "mini-SWE-agent + o3 (2025-04-16)"),
             ("20250802_mini-v1.0.0_claude-4-opus-20250514", "Claude 4 Opus (20250514)"),
