@@ -110,7 +110,7 @@ def test_trials_found_by_map_and_by_join_are_the_same(log, monkeypatch):
     """Few configurations and one price per model take DuckDB maps; many, a join and a sort."""
     path, prices, _expect, _valid = log
     [by_map] = runs_jsonl.load(path, prices)
-    monkeypatch.setattr(runs_jsonl, "_MAP_CONFIGS", 0)
+    monkeypatch.setattr(runs_jsonl, "MAP_CONFIGS", 0)
     [by_join] = runs_jsonl.load(path, prices)
     assert by_map.tables["trials"].equals(by_join.tables["trials"])
 
@@ -126,3 +126,9 @@ def test_second_ingest_of_the_same_log_writes_nothing(log, tmp_path):
     lines = sorted(n for (n,) in con.execute("SELECT line FROM quarantine").fetchall())
     assert lines == sorted(expect)
     assert con.execute("SELECT count(*) FROM trials").fetchone()[0] == valid
+
+
+def test_the_sql_checks_every_field_of_the_line_model():
+    from ingest.formats.runs_jsonl_sql import KNOWN_KEYS
+
+    assert KNOWN_KEYS == tuple(runs_jsonl.RunLine.model_fields)
