@@ -8,13 +8,17 @@ and a prices file, then times, each as a fresh process (wall and CPU seconds fro
 1. ``trialhouse ingest FILE --format runs-jsonl --prices P`` into a new warehouse;
 2. DuckDB's own ``COPY (SELECT * FROM read_json(FILE)) TO parquet`` (no validation);
 3. ``trialhouse summarize --json`` on the warehouse of 1, so ingest + summarize end to end;
-4. the seed-002 summary script (pure Python) on the same file and prices.
+4. the seed-002 summary script (pure Python) on the same file and prices;
+5. with ``--before DIR``, the ingest of 1 from another source tree (a ``git archive`` of an
+   earlier commit, run with this venv): a same-run "before" row.
 
 Targets (issue 15): ingest ≥ 0.5× DuckDB's throughput; ingest + summarize ≥ 5× faster
 than the seed script.
 
     .venv/bin/python bench/runs_jsonl_bench.py                 # 2M lines
     .venv/bin/python bench/runs_jsonl_bench.py --lines 200000 --repeat 1
+    git archive <commit> | tar -x -C /tmp/before
+    .venv/bin/python bench/runs_jsonl_bench.py --before /tmp/before
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=2_000_000)
     ap.add_argument("--repeat", type=int, default=2, help="runs per command (least CPU kept)")
     ap.add_argument("--dir", type=Path, default=None, help="keep the data here")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="also time the ingest of this source tree (e.g. a git archive of an earlier commit)")
     args = ap.parse_args()
     ab = _analysis_bench()
     work = args.dir or Path(tempfile.mkdtemp(prefix="trialhouse-runs-bench-"))
@@ -99,22 +105,30 @@ def main() -> None:
     copy.write_text(DUCKDB_COPY, encoding="utf-8")
     seed = ab.seed_script(work / "seed_summary.py")
 
-    def ingest() -> tuple[float, float]:
+    def ingest(tree: Path | None = None) -> tuple[float, float]:
         shutil.rmtree(work / "wh", ignore_errors=True)
-        return ab.timed([py, "-m", "trialhouse", "ingest", str(runs), "--format", "runs-jsonl",
+        # another tree's code first on sys.path (a -m run would put this tree's first)
+        start = (["-c", f"import runpy, sys; sys.path.insert(0, {str(tree)!r}); "
+                        "runpy.run_module('trialhouse', run_name='__main__', alter_sys=True)"]
+                 if tree else ["-m", "trialhouse"])
+        return ab.timed([py, *start, "ingest", str(runs), "--format", "runs-jsonl",
                          "--prices", str(prices), "-w", str(work / "wh" / "w.duckdb")])
 
     def best(fn, k=args.repeat):
         return min((fn() for _ in range(max(1, k))), key=lambda r: r[1])
 
     duck = best(lambda: ab.timed([py, str(copy), str(runs), str(work / "copy.parquet")]))
+    before = best(lambda: ingest(args.before.resolve()), 1) if args.before else None
     ing = best(ingest)
     summ = best(lambda: ab.timed([py, "-m", "trialhouse", "summarize", "--json",
                                   "-w", str(work / "wh" / "w.duckdb")]))
     seed_t = best(lambda: ab.timed([py, str(seed), str(runs), str(prices)]), 1)
     print(f"{'command':<28}{'wall s':>9}{'cpu s':>9}")
-    for name, (w, c) in (("duckdb read_json → parquet", duck), ("trialhouse ingest", ing),
-                         ("trialhouse summarize", summ), ("seed-002 script", seed_t)):
+    rows = [("duckdb read_json → parquet", duck), ("trialhouse ingest", ing),
+            ("trialhouse summarize", summ), ("seed-002 script", seed_t)]
+    if before:
+        rows.insert(1, (f"ingest before ({args.before.name})", before))
+    for name, (w, c) in rows:
         print(f"{name:<28}{w:>9.2f}{c:>9.2f}")
     both = (ing[0] + summ[0], ing[1] + summ[1])
     print(f"ingest vs duckdb throughput: {duck[0] / ing[0]:.2f}× wall, {duck[1] / ing[1]:.2f}× CPU "

@@ -99,7 +99,7 @@ def _events_file(path: Path, explicit: bool = False) -> Path | None:
 
 def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:
     """Write one foreign-format batch (caller holds the write lock)."""
-    files = file_meta([Path(p) for p in batch.source_files])
+    files = batch.source_meta or file_meta([Path(p) for p in batch.source_files])
     if (same := unchanged(warehouse, batch.run_id, files)) is not None:
         return same
     batch = checked(batch)
@@ -114,13 +114,24 @@ def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:
 
 def _stamped(table, run_id: str, batch_id: str):
     """An importer's Arrow table with its run_id and ingest_batch_id columns filled in."""
-    import pyarrow as pa
-
     n = table.num_rows
     for name, value in (("run_id", run_id), ("ingest_batch_id", batch_id)):
         i = table.schema.get_field_index(name)
-        table = table.set_column(i, table.schema.field(i), pa.repeat(pa.scalar(value, pa.string()), n))
+        table = table.set_column(i, table.schema.field(i), _repeated(value, n))
     return table
+
+
+def _repeated(value: str, n: int):
+    """``n`` copies of ``value`` as one string array, built from its buffers (``pa.repeat``
+    copies the string one row at a time: a third of a second per 2M rows)."""
+    import numpy as np
+    import pyarrow as pa
+
+    raw = value.encode("utf-8")
+    if n * len(raw) >= 2**31:  # past int32 offsets
+        return pa.repeat(pa.scalar(value, pa.string()), n)
+    offsets = np.arange(0, (n + 1) * len(raw), len(raw), dtype=np.int32) if raw else np.zeros(n + 1, np.int32)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
 
 
 def _detect(path: Path, fmt: str) -> str:

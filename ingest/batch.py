@@ -34,6 +34,9 @@ class SourceBatch:
     large tables as columns (runs-jsonl); already held to the value rules (``ingest.rows.checked_table``).
     run_id and ingest_batch_id are filled in by the writer."""
     quarantine: list[QuarantineRow] = field(default_factory=list)
+    source_meta: list[dict] | None = None
+    """``[{path, sha256, bytes}]`` of the source files when the importer hashed the very bytes
+    it read (``ingest.write.file_meta`` form); None: the writer hashes the files."""
     schema_version: int | None = None
     notes: list[str] = field(default_factory=list)
     """Warnings worth printing (e.g. trials without a finish event)."""

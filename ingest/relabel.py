@@ -31,6 +31,9 @@ from ingest.identity import config_id_for, variant_label
 def apply(batches: list[SourceBatch], aliases: AliasMap | None, labels: LabelSet | None) -> None:
     """Rename and label ``batches`` in place (raises ``AliasesError`` before any change when
     a file matches nothing in them)."""
+    for b in batches:  # cases built as columns (runs-jsonl) are labelled as rows: a few per task
+        if "cases" in b.tables:
+            b.rows["cases"] = b.tables.pop("cases").to_pylist()
     configs = [c for b in batches for c in b.rows.get("configs", [])]
     notes: list[str] = []
     if aliases is not None:

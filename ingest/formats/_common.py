@@ -79,10 +79,9 @@ class BatchBuilder:
 
     def run(self, source_path: Path, **fields: Any) -> None:
         details = fields.pop("details", {}) or {}
-        details.setdefault(
-            "source_files",
-            [{"path": str(p), "sha256": file_sha256(p)[0]} for p in self.batch.source_files if p.is_file()],
-        )
+        if "source_files" not in details:  # an importer that hashed the bytes it read gives them
+            details["source_files"] = [{"path": str(p), "sha256": file_sha256(p)[0]}
+                                       for p in self.batch.source_files if p.is_file()]
         row = {
             "run_id": self.run_id,
             "source_format": self.batch.source_format,

@@ -17,12 +17,15 @@ with the reason or hands it back as a valid row. The fast test is conservative: 
 decides which path a line takes, never whether it is valid, so both paths give the same
 rows (docs/formats.md, "runs-jsonl at engine speed"). Duplicates, configurations (one
 id per distinct configuration), cost and labels are then computed as columns over the
-union, and the trials go to the writer as one Arrow table.
+union, all in one DuckDB connection, and trials, attempts and cases go to the writer as
+Arrow tables, with the sha256 of the very bytes that were read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -32,11 +35,12 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, parse_ts
+from ingest.formats._common import BatchBuilder, labels_json, parse_ts
+from ingest.formats.runs_jsonl_sql import LOOKUP, MAP_CONFIGS, PRICED, TRIALS_SQL, fast_sql
 from ingest.identity import config_id_for, path_key, variant_label
 from ingest.prices import PriceTable
 from ingest.rows import checked_table, row_problem, value_problem
-from runner.events import INT32_MAX, Redactor
+from runner.events import Redactor
 from warehouse.schema import TABLES
 
 FORMAT = "runs-jsonl"
@@ -68,8 +72,6 @@ class RunLine(BaseModel):
     started_at: datetime | None = None
 
 
-KNOWN_KEYS = tuple(RunLine.model_fields)
-
 # The columns both paths produce (one record per valid line), in this order.
 _RECORD = pa.schema([
     ("lineno", pa.int64()), ("model", pa.string()), ("harness", pa.string()),
@@ -80,83 +82,6 @@ _RECORD = pa.schema([
     ("failure_mode", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")),
     ("naive", pa.bool_()), ("extra_json", pa.string()),
 ])
-
-# Checks on the raw JSON text of one value (DuckDB's ``from_json`` to a JSON field keeps it):
-_ABSENT = "(j.{k} IS NULL OR j.{k} = 'null')"
-_STR = "starts_with(j.{k}, '\"')"
-# a JSON integer: its text survives the round trip through BIGINT (no fraction or exponent)
-_INT = "CAST(TRY_CAST(j.{k} AS BIGINT) AS VARCHAR) = CAST(j.{k} AS VARCHAR)"
-_NUM = "(left(CAST(j.{k} AS VARCHAR), 1) BETWEEN '0' AND '9')"  # a JSON number that may be ≥ 0 (no sign)
-_ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
-# Escapes that decode to a control character or half a surrogate pair: such lines take
-# the row path, which judges them as it always did (raw control characters make the
-# line invalid JSON for both parsers).
-_UNUSUAL = r"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u[dD][89a-fA-F]"
-
-
-def _fast_sql(check_json: bool = True) -> str:
-    """One query over ``lines(lineno, text)``: each line, whether it is provably valid
-    (``fast``), and its typed values when it is. Each line is parsed three times, each a
-    vectorised DuckDB call: is it JSON, its known fields (as raw JSON text), its keys.
-    ``check_json=False`` leaves out the first (the query then fails on a line that is not
-    JSON): every line of most files is, so ``load`` tries that first."""
-
-    def f(template: str, key: str) -> str:
-        return template.format(k=key)
-
-    def opt(template: str, key: str) -> str:
-        return f"({f(_ABSENT, key)} OR {f(template, key)})"
-
-    def as_int(key: str) -> str:
-        return f"TRY_CAST(j.{key} AS BIGINT)"
-
-    def as_num(key: str) -> str:
-        return f"TRY_CAST(j.{key} AS DOUBLE)"
-
-    def text(key: str) -> str:
-        return (f"CASE WHEN {f(_STR, key)} THEN CASE WHEN contains(j.{key}, '\\') "
-                f"THEN json_extract_string(j.{key}, '$') ELSE j.{key}[2:-2] END END")
-
-    checks = [
-        f(_STR, "model"), f(_STR, "harness"), opt(_STR, "harness_version"),
-        f"({f(_STR, 'task_id')} OR regexp_full_match(j.task_id, '-?[0-9]+'))",
-        f(_INT, "trial"), f"{as_int('trial')} BETWEEN 0 AND {INT32_MAX}",
-        "j.status IN ('\"solved\"', '\"failed\"', '\"infra_error\"')",
-        *(f"({f(_ABSENT, k)} OR ({f(_INT, k)} AND {as_int(k)} >= 0))"
-          for k in ("input_tokens", "output_tokens", "steps")),
-        *(f"({f(_ABSENT, k)} OR ({f(_NUM, k)} AND isfinite({as_num(k)}) AND {as_num(k)} >= 0))"
-          for k in ("cost_usd", "wall_seconds")),
-        *(opt(_STR, k) for k in ("repo", "benchmark", "system_id", "failure_mode")),
-        f"({f(_ABSENT, 'started_at')} OR (started_text IS NOT NULL AND "
-        f"regexp_full_match(started_text, '{_ISO}') AND started IS NOT NULL))",
-        # every key is a known one, none repeated: as many keys as known fields present
-        "len(json_keys(text)) = " + " + ".join(f"(j.{k} IS NOT NULL)::INT" for k in KNOWN_KEYS),
-    ]
-    struct = "{" + ", ".join(f'"{k}": "JSON"' for k in KNOWN_KEYS) + "}"
-    return f"""
-        WITH parsed AS (
-            SELECT lineno, text, from_json(text, '{struct}') AS j FROM lines
-            WHERE starts_with(text, '{{') AND {"json_valid(text)" if check_json else "true"}
-              AND NOT (contains(text, '\\u') AND regexp_matches(text, '{_UNUSUAL}'))
-        ), timed AS (
-            SELECT *, {text('started_at')} AS started_text,
-                   TRY_CAST({text('started_at')} AS TIMESTAMPTZ) AS started
-            FROM parsed
-        )
-        SELECT lineno,
-               coalesce({' AND '.join(f'coalesce({c}, false)' for c in checks)}, false) AS fast,
-               {text('model')} AS model, {text('harness')} AS harness,
-               {text('harness_version')} AS harness_version, {text('system_id')} AS system_id,
-               coalesce({text('task_id')}, CAST(j.task_id AS VARCHAR)) AS task,
-               {as_int('trial')} AS trial, {text('status')} AS status,
-               {as_int('input_tokens')} AS input_tokens, {as_int('output_tokens')} AS output_tokens,
-               {as_int('steps')} AS steps, {as_num('cost_usd')} AS cost_reported,
-               {text('repo')} AS repo, {text('benchmark')} AS benchmark,
-               {as_num('wall_seconds')} AS wall_seconds, {text('failure_mode')} AS failure_mode,
-               started AS started_at, false AS naive, NULL::VARCHAR AS extra_json
-        FROM timed
-    """  # noqa: S608 - built from this module's constants; values are parameters
-
 
 def _reason(e: ValidationError) -> str:
     parts = []
@@ -169,12 +94,11 @@ def _reason(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def read_lines(path: Path) -> pa.Table:
+def read_lines(data: bytes) -> pa.Table:
     """``(lineno, text)`` of every line, numbered as a text-mode ``for line in file`` numbers
     them (``\\r\\n``, ``\\r`` and ``\\n`` end a line; bytes that are not UTF-8 become U+FFFD).
     Each text is a view into the file's bytes, its line break included (JSON allows trailing
     whitespace; the row path strips it): Arrow offsets at each newline, no Python object per line."""
-    data = path.read_bytes()
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     try:
@@ -186,7 +110,12 @@ def read_lines(path: Path) -> pa.Table:
 def _split(data: bytes) -> pa.Table:
     import numpy as np
 
-    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10) + 1
+    # newlines found a few MB at a time: one comparison over the whole file allocates a mask
+    # as large as the file, and its page faults cost more than the search
+    raw = np.frombuffer(data, np.uint8)
+    step = 1 << 22
+    ends = np.concatenate([np.zeros(0, np.int64)] + [np.flatnonzero(raw[i:i + step] == 10) + (i + 1)
+                                                     for i in range(0, len(raw), step)]).astype(np.int64)
     if data and not data.endswith(b"\n"):
         ends = np.append(ends, len(data))
     offsets = np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
@@ -265,53 +194,6 @@ def _price_table(prices: PriceTable | None) -> pa.Table:
 
 _CONFIG_KEY = ["model", "harness", "harness_version", "sys"]
 
-_TRIALS_SQL = """
-    WITH priced AS (
-        SELECT v.*, NULLIF(v.system_id, '') AS sys,
-               CASE WHEN v.cost_reported IS NOT NULL THEN v.cost_reported
-                    WHEN v.input_tokens IS NOT NULL AND v.output_tokens IS NOT NULL
-                         AND p.ip IS NOT NULL AND p.op IS NOT NULL
-                         AND isfinite((v.input_tokens * p.ip + v.output_tokens * p.op) / 1000000.0)
-                    THEN (v.input_tokens * p.ip + v.output_tokens * p.op) / 1000000.0 END AS cost,
-               CASE WHEN v.cost_reported IS NOT NULL THEN 'reported'
-                    WHEN v.input_tokens IS NOT NULL AND v.output_tokens IS NOT NULL
-                         AND p.ip IS NOT NULL AND p.op IS NOT NULL
-                         AND isfinite((v.input_tokens * p.ip + v.output_tokens * p.op) / 1000000.0)
-                    THEN 'priced' END AS cost_source
-        FROM kept v
-        LEFT JOIN prices p ON p.model = v.model AND (
-            p.n = 1
-            OR (v.started_at IS NULL AND p.is_last)
-            OR (v.started_at IS NOT NULL AND p.eff_from <= CAST(v.started_at AS DATE)
-                AND (p.next_from IS NULL OR CAST(v.started_at AS DATE) < p.next_from)))
-    )
-    SELECT c.config_id || ':' || t.task || ':' || CAST(t.trial AS VARCHAR) AS trial_id,
-           $format AS source_format, c.config_id, c.variant, t.model, t.harness, t.harness_version,
-           t.task AS case_id, CAST(t.trial AS INTEGER) AS repetition,
-           CASE t.status WHEN 'solved' THEN 'accepted' WHEN 'failed' THEN 'target_failed'
-                ELSE 'infra_error' END AS outcome,
-           true AS complete, 1 AS attempts, 0 AS flags, false AS simulated,
-           '{' || concat_ws(', ',
-               CASE WHEN t.benchmark IS NOT NULL THEN '"benchmark": ' || to_json(t.benchmark) END,
-               CASE WHEN t.cost IS NULL THEN '"cost_unpriced": true' END,
-               CASE WHEN t.extra_json IS NOT NULL THEN '"extra": ' || t.extra_json END,
-               '"line": ' || CAST(t.lineno AS VARCHAR),
-               CASE WHEN t.naive THEN '"naive_timestamp": true' END,
-               CASE WHEN t.repo IS NOT NULL THEN '"repository": ' || to_json(t.repo) END,
-               CASE WHEN t.system_id IS NOT NULL THEN '"system_id": ' || to_json(t.system_id) END
-           ) || '}' AS labels_json,
-           'line:' || CAST(t.lineno AS VARCHAR) AS source_key,
-           t.failure_mode AS reason, t.failure_mode, t.started_at,
-           t.wall_seconds AS duration_s, t.wall_seconds AS agent_s,
-           t.input_tokens, t.output_tokens, t.steps, t.cost AS cost_usd, t.cost_source,
-           t.repo, t.benchmark, t.lineno
-    FROM priced t
-    JOIN configs c ON c.model IS NOT DISTINCT FROM t.model AND c.harness IS NOT DISTINCT FROM t.harness
-         AND c.harness_version IS NOT DISTINCT FROM t.harness_version AND c.sys IS NOT DISTINCT FROM t.sys
-    ORDER BY t.lineno
-"""
-
-
 def _conform(name: str, table: pa.Table) -> pa.Table:
     """``table`` with exactly the columns of warehouse table ``name`` (absent ones null)."""
     schema = TABLES[name]
@@ -324,64 +206,27 @@ def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = 
     """Import one runs-jsonl file as one batch. ``row_path_only`` sends every line through
     the row path (the reference the columnar path is tested against)."""
     import duckdb
-    import numpy as np
 
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path}: runs-jsonl input must be a file")
     b = BatchBuilder(f"runs-jsonl-{path_key(path)}", FORMAT, [path])
-    lines = read_lines(path)
-    texts = lines.column("text")
+    data = path.read_bytes()
+    source = {"path": str(path), "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    lines = read_lines(data)
+    del data
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
-        con.register("lines", lines)
-        try:
-            typed = con.sql(_fast_sql(check_json=False)).to_arrow_table()
-        except duckdb.InvalidInputException:  # a line that is not JSON: check every line
-            typed = con.sql(_fast_sql()).to_arrow_table()
-        keep = pc.and_(typed.column("fast"), pa.scalar(not row_path_only))
-        fast_lines = typed.filter(keep).drop_columns(["fast"])
-        del typed
-        # every line not proven valid takes the row path, in line order (blank lines are skipped)
-        is_fast = np.zeros(lines.num_rows, dtype=bool)
-        is_fast[fast_lines.column("lineno").to_numpy() - 1] = True
-        slow_nos = pa.array(np.flatnonzero(~is_fast) + 1)
-        records, blank = [], 0
-        slow_texts = texts.take(pc.subtract(slow_nos, 1)).to_pylist()
-        for lineno, raw in zip(slow_nos.to_pylist(), slow_texts, strict=True):
-            if not (text := raw.strip()):
-                blank += 1
-            elif (rec := _slow_record(lineno, text, b, path)) is not None:
-                records.append(rec)
-        n_lines = lines.num_rows - blank
-        if n_lines == 0:
-            raise IngestError(f"{path}: runs-jsonl file is empty")
-        valid = _redacted(pa.concat_tables([fast_lines.cast(_RECORD),
-                                            pa.Table.from_pylist(records, schema=_RECORD)]))
-        del fast_lines
-        con.register("valid", valid)
-        key = "model, harness, harness_version, system_id, task, trial"
-        dups = con.execute(f"""
-            SELECT list(lineno ORDER BY lineno), any_value(model), any_value(harness),
-                   any_value(harness_version), any_value(task), any_value(trial)
-            FROM valid GROUP BY {key} HAVING count(*) > 1""").fetchall()  # noqa: S608 - constant names
-        dup_lines = sorted(n for d in dups for n in d[0][1:])
-        raw = dict(zip(dup_lines, texts.take(pa.array([n - 1 for n in dup_lines], pa.int64())).to_pylist(),
-                       strict=True))
-        for nos, model, harness, hv, task, trial in dups:
-            for n in nos[1:]:
-                b.quarantine(path, n, f"line {n}: duplicate (configuration, task, trial) of line {nos[0]}: "
-                                      f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n].strip()[:RAW_MAX])
-        b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
-        con.register("dup_lines", pa.table({"lineno": pa.array(dup_lines, pa.int64())}))
-        con.execute("CREATE TEMP VIEW kept AS SELECT * FROM valid ANTI JOIN dup_lines USING (lineno)")
+        n_lines = _valid_lines(con, lines, b, path, row_path_only)
+        _mark_duplicates(con, b, path)
+        del lines
         trials = _trials(con, b, prices)
     finally:
         con.close()
     trials, rejected = checked_table("trials", trials, str(path))
     b.batch.quarantine.extend(rejected)
-    _cases_and_configs(b, trials)
+    _cases_and_configs(b, trials, path)
     b.batch.tables["trials"] = _conform("trials", trials)
     b.batch.tables["attempts"] = _conform("attempts", pa.table({
         "trial_id": trials.column("trial_id"), "attempt": pa.repeat(pa.scalar(1, pa.int32()), trials.num_rows),
@@ -392,8 +237,10 @@ def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = 
         started_at=pc.min(starts).as_py() if len(starts) else None,
         finished_at=pc.max(starts).as_py() if len(starts) else None,
         prices_as_of=prices.as_of if prices else None,
-        details={"lines": n_lines, "prices_file": prices.source if prices else None},
+        details={"lines": n_lines, "prices_file": prices.source if prices else None,
+                 "source_files": [{"path": source["path"], "sha256": source["sha256"]}]},
     )
+    b.batch.source_meta = [source]  # the bytes read were hashed: the writer need not read them again
     unpriced = trials.column("cost_usd").null_count
     if unpriced:
         b.note(
@@ -403,54 +250,154 @@ def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = 
     return [b.finish()]
 
 
-def _redacted(valid: pa.Table) -> pa.Table:
-    """Free text the row path would redact in its labels and reasons, redacted once per
-    distinct value (the labels are built from these values, so none is redacted twice)."""
-    for col in ("repo", "benchmark", "system_id", "failure_mode"):
-        distinct = pc.unique(valid.column(col)).drop_null().to_pylist()
-        changed = {v: c for v in distinct if (c := _redact(v)) != v}
-        if changed:
-            old = pa.array(list(changed), pa.string())
-            pos = pc.index_in(valid.column(col), value_set=old)
-            new = pa.array(list(changed.values()), pa.string()).take(pos)
-            column = pc.if_else(pc.is_null(pos), valid.column(col), new)
-            valid = valid.set_column(valid.schema.get_field_index(col), col, column)
-    return valid
+def _typed(con, sql_for: Callable[[bool], str]) -> None:
+    """Run a typing query, first without the per-line JSON check (every line of most files
+    is JSON), then with it when DuckDB refuses a line."""
+    import duckdb
+
+    try:
+        con.execute(sql_for(False))
+    except duckdb.InvalidInputException:
+        con.execute(sql_for(True))
+
+
+def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_only: bool) -> int:
+    """Create the view ``valid`` (one ``_RECORD`` per valid line): the lines ``fast_sql``
+    proves valid, then the row path's records of every other line. Returns the number of
+    non-blank lines."""
+    con.register("lines", lines)
+    _typed(con, lambda check: "CREATE TEMP TABLE fast AS " + fast_sql(check))
+    if row_path_only:
+        con.execute("DELETE FROM fast")
+    # every line not proven valid takes the row path, in line order (blank lines are skipped)
+    slow = con.execute("SELECT lineno, text FROM lines ANTI JOIN (SELECT lineno FROM fast WHERE fast) "
+                       "USING (lineno) ORDER BY lineno").fetchall()
+    records, blank = [], 0
+    for lineno, raw in slow:
+        if not (text := raw.strip()):
+            blank += 1
+        elif (rec := _slow_record(lineno, text, b, path)) is not None:
+            records.append(rec)
+    n_lines = lines.num_rows - blank
+    if n_lines == 0:
+        raise IngestError(f"{path}: runs-jsonl file is empty")
+    con.register("slow", pa.Table.from_pylist(records, schema=_RECORD))
+    cols = ", ".join(_RECORD.names)
+    union = f"SELECT {cols} FROM fast WHERE fast UNION ALL SELECT {cols} FROM slow"  # noqa: S608 - constant names
+    con.execute(f"CREATE TEMP VIEW typed AS {union}")
+    _redacted(con)
+    return n_lines
+
+
+def _mark_duplicates(con, b: BatchBuilder, path: Path) -> None:
+    """Quarantine every line repeating an earlier line's (configuration, task, trial); the
+    view ``kept`` is the valid lines without them. Keys are grouped by their hash first
+    (one integer per line), and only lines whose hash repeats are compared by value."""
+    key = "model, harness, harness_version, system_id, task, trial"
+    con.execute(f"""CREATE TEMP TABLE suspects AS SELECT * FROM valid WHERE hash({key}) IN
+                    (SELECT hash({key}) FROM valid GROUP BY ALL HAVING count(*) > 1)""")  # noqa: S608
+    dups = con.execute(f"""
+        SELECT list(lineno ORDER BY lineno), any_value(model), any_value(harness),
+               any_value(harness_version), any_value(task), any_value(trial)
+        FROM suspects GROUP BY {key} HAVING count(*) > 1""").fetchall()  # noqa: S608 - constant names
+    dup_lines = sorted(n for d in dups for n in d[0][1:])
+    con.register("dup_lines", pa.table({"lineno": pa.array(dup_lines, pa.int64())}))
+    raw = dict(con.execute("SELECT lineno, text FROM lines SEMI JOIN dup_lines USING (lineno)").fetchall())
+    for nos, model, harness, hv, task, trial in dups:
+        for n in nos[1:]:
+            b.quarantine(path, n, f"line {n}: duplicate (configuration, task, trial) of line {nos[0]}: "
+                                  f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n].strip()[:RAW_MAX])
+    b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
+    kept = "valid ANTI JOIN dup_lines USING (lineno)" if dup_lines else "valid"
+    con.execute(f"CREATE TEMP VIEW kept AS SELECT * FROM {kept}")  # noqa: S608 - constant names
+
+
+_FREE_TEXT = ("repo", "benchmark", "system_id", "failure_mode")
+
+
+def _redacted(con) -> None:
+    """The view ``valid``: ``typed`` with the free text the row path would redact in its
+    labels and reasons redacted, once per distinct value (the labels are built from these
+    values, so none is redacted twice)."""
+    changed = []
+    for col in _FREE_TEXT:
+        distinct = con.execute(f"SELECT DISTINCT {col} FROM typed WHERE {col} IS NOT NULL").fetchall()  # noqa: S608
+        changed += [(col, v, c) for (v,) in distinct if (c := _redact(v)) != v]
+    if not changed:
+        con.execute("CREATE TEMP VIEW valid AS SELECT * FROM typed")
+        return
+    con.register("redactions", pa.table({k: pa.array(v, pa.string()) for k, v in
+                                         zip(("col", "old", "new"), zip(*changed, strict=True), strict=True)}))
+    joins = " ".join(f"LEFT JOIN redactions r_{c} ON r_{c}.col = '{c}' AND r_{c}.old = t.{c}" for c in _FREE_TEXT)
+    cols = ", ".join(f"coalesce(r_{c}.new, t.{c}) AS {c}" if c in _FREE_TEXT else f"t.{c}" for c in _RECORD.names)
+    con.execute(f"CREATE TEMP VIEW valid AS SELECT {cols} FROM typed t {joins}")  # noqa: S608 - constant names
 
 
 def _trials(con, b: BatchBuilder, prices: PriceTable | None) -> pa.Table:
     """The trials of the kept lines: one config id per distinct configuration, cost, labels."""
     configs = con.execute("""
-        SELECT model, harness, harness_version, NULLIF(system_id, '') AS sys, min(lineno) AS first
+        SELECT model, harness, harness_version, NULLIF(system_id, '') AS sys, min(lineno) AS first,
+               hash(model, harness, harness_version, NULLIF(system_id, '')) AS h
         FROM kept GROUP BY ALL ORDER BY first""").fetchall()
     rows = []
-    for model, harness, hv, sys, _first in configs:
+    for model, harness, hv, sys, _first, h in configs:
         cid, variant = b.config(model, harness, hv, {"system_id": sys} if sys else None)
         rows.append({"model": model, "harness": harness, "harness_version": hv, "sys": sys,
-                     "config_id": cid, "variant": variant})
-    con.register("configs", pa.Table.from_pylist(rows, schema=pa.schema(
-        [(c, pa.string()) for c in (*_CONFIG_KEY, "config_id", "variant")])))
-    con.register("prices", _price_table(prices))
-    return con.sql(_TRIALS_SQL, params={"format": FORMAT}).to_arrow_table()
+                     "config_id": cid, "variant": variant, "h": h})
+    con.register("config_rows", pa.Table.from_pylist(rows, schema=pa.schema(
+        [*((c, pa.string()) for c in (*_CONFIG_KEY, "config_id", "variant")), ("h", pa.uint64())])))
+    con.register("price_rows", _price_table(prices))
+    # tables, not Arrow views: DuckDB knows how small they are and builds its hash tables on them
+    con.execute("CREATE TEMP TABLE configs AS SELECT * FROM config_rows")
+    con.execute("CREATE TEMP TABLE prices AS SELECT * FROM price_rows")
+    by_map = (len(rows) <= MAP_CONFIGS and len({r["h"] for r in rows}) == len(rows)  # no two keys share a hash
+              and all(len(e) == 1 for e in (prices.entries.values() if prices else ())))
+    if by_map:
+        for name, key, value in (("cid_map", "h", "config_id"), ("variant_map", "h", "variant"),
+                                 ("ip_map", "model", "ip"), ("op_map", "model", "op")):
+            table = "configs" if key == "h" else "prices"
+            con.execute(f"SET VARIABLE {name} = (SELECT MAP(list({key}), list({value})) FROM {table})")  # noqa: S608
+    sql = TRIALS_SQL.replace("{lookup}", LOOKUP["map" if by_map else "join"]).replace("{priced}", PRICED)
+    return _in_line_order(con.sql(sql, params={"format": FORMAT}).to_arrow_table())
 
 
-def _cases_and_configs(b: BatchBuilder, trials: pa.Table) -> None:
-    """Cases in order of first appearance, with the first repository and benchmark given;
+def _in_line_order(trials: pa.Table) -> pa.Table:
+    """``trials`` sorted by line, which they almost always are already (the row path's lines
+    come after the others, and joins do not keep the order): a sort of every trial costs
+    as much as the rest of the query, so it is done only when needed."""
+    import numpy as np
+
+    lineno = trials.column("lineno").to_numpy()
+    if bool(np.all(lineno[1:] > lineno[:-1])):
+        return trials
+    return trials.take(pc.sort_indices(trials.column("lineno")))
+
+
+def _cases_and_configs(b: BatchBuilder, trials: pa.Table, path: Path) -> None:
+    """The cases table (in order of first appearance, with the first repository and
+    benchmark given, labelled as ``BatchBuilder.case`` labels them) built as columns;
     configurations whose every trial was rejected are dropped again."""
     import duckdb
 
     con = duckdb.connect()
     try:
         con.register("t", trials)
-        cases = con.execute("""
-            SELECT case_id, arg_min(repo, lineno) FILTER (WHERE repo IS NOT NULL),
-                   arg_min(benchmark, lineno) FILTER (WHERE benchmark IS NOT NULL)
-            FROM t GROUP BY case_id ORDER BY min(lineno)""").fetchall()
+        cases = con.sql("""
+            SELECT case_id, arg_min(repo, lineno) FILTER (WHERE repo IS NOT NULL) AS repository,
+                   arg_min(benchmark, lineno) FILTER (WHERE benchmark IS NOT NULL) AS benchmark
+            FROM t GROUP BY case_id ORDER BY min(lineno)""").to_arrow_table()
         used = {c for (c,) in con.execute("SELECT DISTINCT config_id FROM t").fetchall()}
     finally:
         con.close()
-    for case_id, repo, benchmark in cases:
-        b.case(case_id, repository=repo, benchmark=benchmark)
+    pairs = zip(cases.column("repository").to_pylist(), cases.column("benchmark").to_pylist(), strict=True)
+    labels: dict[tuple, str | None] = {}
+    column = [labels.get(p) or labels.setdefault(p, labels_json({"repository": p[0], "benchmark": p[1]}))
+              for p in pairs]
+    cases = cases.append_column("labels_json", pa.array(column, pa.string()))
+    cases = cases.append_column("holdout", pa.repeat(pa.scalar(False), cases.num_rows))
+    cases, rejected = checked_table("cases", cases, str(path))
+    b.batch.quarantine.extend(rejected)
+    b.batch.tables["cases"] = _conform("cases", cases)
     b.rows["configs"] = [c for c in b.rows["configs"] if c["config_id"] in used]
     for i, c in enumerate(b.rows["configs"]):
         c["variant_order"] = i

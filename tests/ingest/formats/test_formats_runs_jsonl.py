@@ -52,7 +52,7 @@ def test_maps_statuses_tokens_and_cost(write_lines, prices):
     assert len({r["trial_id"] for r in t}) == 4
     # harness_version None is its own configuration, model-z another
     assert len(b.rows["configs"]) == 3
-    [case] = b.rows["cases"]
+    [case] = b.table_rows("cases")
     assert case["repository"] == "acme/x" and case["benchmark"] == "b1" and case["holdout"] is False
     assert [a["attempt"] for a in rows_of(b, "attempts")] == [1, 1, 1, 1]
     assert b.rows["runs"][0]["prices_as_of"] is None
@@ -127,7 +127,7 @@ def test_example_file_loads_cleanly():
     check_tables(b)
     t = rows_of(b, "trials")
     assert len(t) == 360 and not b.quarantine
-    assert len(b.rows["configs"]) == 6 and len(b.rows["cases"]) == 20
+    assert len(b.rows["configs"]) == 6 and len(b.table_rows("cases")) == 20
     src = Counter(r["cost_source"] for r in t)
     assert src["priced"] > 0 and src["reported"] > 0 and src[None] > 0
     # model-c has null prices: it is never priced, only reported or unknown
