@@ -99,7 +99,8 @@ def _events_file(path: Path, explicit: bool = False) -> Path | None:
 
 def ingest_batch(warehouse: Path, batch: SourceBatch) -> BatchSummary:
     """Write one foreign-format batch (caller holds the write lock)."""
-    files = batch.source_meta or file_meta([Path(p) for p in batch.source_files])
+    known = {m["path"]: m for m in batch.source_meta or []}  # hashed by the importer as it read them
+    files = [known.get(str(p)) or file_meta([Path(p)])[0] for p in batch.source_files]
     if (same := unchanged(warehouse, batch.run_id, files)) is not None:
         return same
     batch = checked(batch)
