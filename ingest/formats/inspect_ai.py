@@ -4,7 +4,8 @@
 ``zipfile`` cannot open, so members are read raw and decompressed with ``zstandard``.
 Inspect's own ``read_eval_log`` works too but costs ~1–2 s of imports per process; the
 direct reader needs only the header and ``summaries.json`` (thinned samples, enough for
-trials), falling back to the journal and then to full ``samples/*.json`` members.
+trials), falling back to the journal and then to full ``samples/*.json`` members; a
+damaged sample member is quarantined by name and the rest of the log still imports.
 Mapping: docs/formats.md § Inspect (outcomes per FORMATS.md §2).
 """
 
