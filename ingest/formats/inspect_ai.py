@@ -78,56 +78,66 @@ def _member_problem(e: Exception) -> str | None:
     return None
 
 
+def _read_each(z: zipfile.ZipFile, members: list[str], *, lists: bool) -> tuple[list[Any], list[str], list[tuple[str, str]]]:
+    """(records, where each came from, unreadable members with the reason), member by member:
+    a damaged member is set aside by name and the others still count. ``lists``: each
+    member holds a list of records (journal summaries), else one record (a sample)."""
+    records: list[Any] = []
+    where: list[str] = []
+    unreadable: list[tuple[str, str]] = []
+    for n in members:
+        try:
+            got = _member(z, n)
+        except Exception as e:
+            if (why := _member_problem(e)) is None:
+                raise
+            unreadable.append((n, why))
+            continue
+        if not lists:
+            records.append(got)
+            where.append(n)
+        elif isinstance(got, list):
+            records += got
+            where += [f"{n} #{i}" for i in range(len(got))]
+        else:
+            unreadable.append((n, "not a list of sample summaries"))
+    return records, where, unreadable
+
+
 def _records(z: zipfile.ZipFile, names: list[str], path: Path) -> tuple[list[Any], list[str], list[str], list[tuple[str, str]]]:
     """The sample records, cheapest source first: ``summaries.json`` (thinned samples,
     written at the end), else the journal's flushed summaries, else every ``samples/``
     member (a running or crashed log). A source that cannot be read in full gives way to
-    the next; full sample members are read one by one, and a damaged one is set aside by
-    name so the others still import."""
+    the next, with a note; the last source there is is read member by member, and what
+    cannot be read of it is quarantined by member name while the rest still imports."""
     notes: list[str] = []
+    failed: list[tuple[str, str]] = []
     if "summaries.json" in names:
         try:
             records = _member(z, "summaries.json")
         except Exception as e:
             if (why := _member_problem(e)) is None:
                 raise
-            notes.append(f"{path.name}: summaries.json unreadable ({why}); read the sample members instead")
+            failed.append(("summaries.json", why))
         else:
             if isinstance(records, list):
                 return records, [f"summaries.json #{i}" for i in range(len(records))], notes, []
-            notes.append(f"{path.name}: summaries.json is not a list; read the sample members instead")
+            failed.append(("summaries.json", "not a list of sample summaries"))
     parts = sorted(
         (n for n in names if n.startswith("_journal/summaries/") and n.endswith(".json")),
         key=lambda n: int(Path(n).stem) if Path(n).stem.isdigit() else 0,
     )
-    journal: list[Any] = []
-    where: list[str] = []
-    try:
-        for n in parts:
-            part = _member(z, n)
-            if not isinstance(part, list):
-                raise ValueError(f"{n} is not a list")
-            journal += part
-            where += [f"{n} #{i}" for i in range(len(part))]
-    except Exception as e:
-        if (why := _member_problem(e)) is None:
-            raise
-        notes.append(f"{path.name}: journal summaries unreadable ({why}); read the sample members instead")
-        parts = []
-    if parts:
-        return journal, where, notes, []
-    records, where, unreadable = [], [], []
-    for n in names:
-        if not (n.startswith("samples/") and n.endswith(".json")):
-            continue
-        try:
-            records.append(_member(z, n))
-            where.append(n)
-        except Exception as e:
-            if (why := _member_problem(e)) is None:
-                raise
-            unreadable.append((n, why))
-    return records, where, notes, unreadable
+    journal, journal_where, bad_parts = _read_each(z, parts, lists=True)
+    if parts and not bad_parts:
+        return journal, journal_where, [f"{path.name}: {n} unreadable ({why}); read the journal instead"
+                                        for n, why in failed], []
+    failed += bad_parts
+    members = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
+    if members:
+        records, where, unreadable = _read_each(z, members, lists=False)
+        notes += [f"{path.name}: {n} unreadable ({why}); read the sample members instead" for n, why in failed]
+        return records, where, notes, unreadable
+    return journal, journal_where, notes, failed  # no sample members: what the journal had, the rest quarantined
 
 
 def read_eval_zip(path: Path) -> LogContents:
@@ -141,7 +151,8 @@ def read_eval_zip(path: Path) -> LogContents:
                 header = _member(z, "header.json")
             elif "_journal/start.json" in names:
                 header = _member(z, "_journal/start.json")
-                header.setdefault("status", "started")
+                if isinstance(header, dict):
+                    header.setdefault("status", "started")
                 notes.append(f"{path.name}: no header.json (log still running or crashed); read the journal")
             else:
                 raise IngestError(f"{path}: not an Inspect log (no header.json or _journal/start.json)")
@@ -307,7 +318,7 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
     for n in notes:
         b.note(n)
     for member, why in unreadable:
-        b.quarantine(path, None, f"{member}: unreadable sample member ({why}); the log's other samples were imported")
+        b.quarantine(path, None, f"{member}: unreadable ({why}); the log's other samples were imported")
     model = ev.get("model")
     harness, harness_version, harness_source = _harness(ev, plan)
     config = ev.get("config") or {}

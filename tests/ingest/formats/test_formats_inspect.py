@@ -139,20 +139,31 @@ def test_crashed_log_with_a_damaged_sample_member_quarantines_that_member(tmp_pa
     t = _by_key(b)
     assert len(t) == 7 and ("arith/mul", 2) not in t and t[("arith/mul", 1)]["outcome"] == "accepted"
     [q] = b.quarantine
-    assert q.reason.startswith("samples/mul_epoch_2.json: unreadable sample member") and q.source_file == str(out)
+    assert q.reason.startswith("samples/mul_epoch_2.json: unreadable (") and q.source_file == str(out)
 
 
-def test_unreadable_summaries_fall_back_to_the_sample_members(tmp_path):
+def test_unreadable_summaries_fall_back_to_the_journal_then_the_sample_members(tmp_path):
     [good] = load(INSPECT / "mixed.eval", "inspect")
-    for name, bad in (("summaries.json", {"summaries.json": b"[{not json"}),
-                      ("journal", {"summaries.json": b'{"not": "a list"}', "_journal/summaries/2.json": b"\x00"})):
+    for name, bad, then in (
+            ("summaries.json", {"summaries.json": b"[{not json"}, "read the journal instead"),
+            ("journal", {"summaries.json": b'{"not": "a list"}', "_journal/summaries/2.json": b"\x00"},
+             "read the sample members instead")):
         out = _rebuild(tmp_path / f"{name}.eval", replace=bad)
         [b] = load(out, "inspect")
         assert b.quarantine == [], name
         cols = ("outcome", "input_tokens", "output_tokens", "cache_read_tokens", "duration_s")
         assert {k: tuple(r[c] for c in cols) for k, r in _by_key(b).items()} == {
             k: tuple(r[c] for c in cols) for k, r in _by_key(good).items()}, name
-        assert any("read the sample members instead" in n for n in b.notes), name
+        assert any(then in n for n in b.notes), name
+
+
+def test_without_sample_members_what_the_journal_holds_imports_and_the_rest_is_quarantined(tmp_path):
+    samples = {n for n in zipfile.ZipFile(INSPECT / "mixed.eval").namelist() if n.startswith("samples/")}
+    out = _rebuild(tmp_path / "journal.eval", drop=samples,
+                   replace={"summaries.json": b"[{cut", "_journal/summaries/2.json": b"{}"})
+    [b] = load(out, "inspect")
+    assert len(b.rows["trials"]) == 6  # 4 journal parts of 2 samples each, one of them unusable
+    assert sorted(q.reason.split(":")[0] for q in b.quarantine) == ["_journal/summaries/2.json", "summaries.json"]
 
 
 def test_a_bad_record_is_quarantined_under_its_member_name(tmp_path):
