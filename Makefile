@@ -69,6 +69,7 @@ fuzz: $(STAMP) ## seeded fuzzing: 520 event files and 449 manifests, 0 findings 
 	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --seed 14
 
 bench: $(STAMP) ## reproducible benchmarks at 1M events/trials; rewrites bench/results.md (see bench/README.md)
+	$(BIN)/python -m pip install --quiet -e '.[inspect]'  # the Inspect import bench measures against inspect-ai itself
 	$(BIN)/python bench/run_all.py
 
 schema: $(STAMP) ## regenerate the committed JSON Schemas

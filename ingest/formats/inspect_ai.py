@@ -4,7 +4,8 @@
 ``zipfile`` cannot open, so members are read raw and decompressed with ``zstandard``.
 Inspect's own ``read_eval_log`` works too but costs ~1–2 s of imports per process; the
 direct reader needs only the header and ``summaries.json`` (thinned samples, enough for
-trials), falling back to the journal and then to full ``samples/*.json`` members.
+trials), falling back to the journal and then to full ``samples/*.json`` members; a
+damaged sample member is quarantined by name and the rest of the log still imports.
 Mapping: docs/formats.md § Inspect (outcomes per FORMATS.md §2).
 """
 
@@ -13,8 +14,9 @@ from __future__ import annotations
 import json
 import struct
 import zipfile
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
@@ -55,46 +57,121 @@ def _member(z: zipfile.ZipFile, name: str) -> Any:
     return json.loads(data)
 
 
-def read_eval_zip(path: Path) -> tuple[dict, list[dict], list[str]]:
-    """(header, samples, notes) from a ``.eval`` file; raises IngestError when unreadable."""
+class LogContents(NamedTuple):
+    """What a log holds for trials: its header, its sample records and where each came
+    from (a member name, or ``summaries.json #i``), notes, and the members that could not
+    be read — each one quarantined by name, the rest of the log imported."""
+
+    header: dict
+    samples: list[Any]
+    where: list[str]
+    notes: list[str]
+    unreadable: list[tuple[str, str]]
+
+
+def _member_problem(e: Exception) -> str | None:
+    """Why a member could not be read, for the errors a damaged member raises (else None)."""
+    if isinstance(e, zipfile.BadZipFile | zlib.error | EOFError | ValueError | KeyError | OSError):
+        return str(e) or type(e).__name__
+    if type(e).__name__ == "ZstdError":  # zstandard.ZstdError has no stable import path across versions
+        return f"corrupt Zstandard data ({e})"
+    return None
+
+
+def _read_each(z: zipfile.ZipFile, members: list[str], *, lists: bool) -> tuple[list[Any], list[str], list[tuple[str, str]]]:
+    """(records, where each came from, unreadable members with the reason), member by member:
+    a damaged member is set aside by name and the others still count. ``lists``: each
+    member holds a list of records (journal summaries), else one record (a sample)."""
+    records: list[Any] = []
+    where: list[str] = []
+    unreadable: list[tuple[str, str]] = []
+    for n in members:
+        try:
+            got = _member(z, n)
+        except Exception as e:
+            if (why := _member_problem(e)) is None:
+                raise
+            unreadable.append((n, why))
+            continue
+        if not lists:
+            records.append(got)
+            where.append(n)
+        elif isinstance(got, list):
+            records += got
+            where += [f"{n} #{i}" for i in range(len(got))]
+        else:
+            unreadable.append((n, "not a list of sample summaries"))
+    return records, where, unreadable
+
+
+def _records(z: zipfile.ZipFile, names: list[str], path: Path) -> tuple[list[Any], list[str], list[str], list[tuple[str, str]]]:
+    """The sample records, cheapest source first: ``summaries.json`` (thinned samples,
+    written at the end), else the journal's flushed summaries, else every ``samples/``
+    member (a running or crashed log). A source that cannot be read in full gives way to
+    the next, with a note; the last source there is is read member by member, and what
+    cannot be read of it is quarantined by member name while the rest still imports."""
     notes: list[str] = []
+    failed: list[tuple[str, str]] = []
+    if "summaries.json" in names:
+        try:
+            records = _member(z, "summaries.json")
+        except Exception as e:
+            if (why := _member_problem(e)) is None:
+                raise
+            failed.append(("summaries.json", why))
+        else:
+            if isinstance(records, list):
+                return records, [f"summaries.json #{i}" for i in range(len(records))], notes, []
+            failed.append(("summaries.json", "not a list of sample summaries"))
+    parts = sorted(
+        (n for n in names if n.startswith("_journal/summaries/") and n.endswith(".json")),
+        key=lambda n: int(Path(n).stem) if Path(n).stem.isdigit() else 0,
+    )
+    journal, journal_where, bad_parts = _read_each(z, parts, lists=True)
+    if parts and not bad_parts:
+        return journal, journal_where, [f"{path.name}: {n} unreadable ({why}); read the journal instead"
+                                        for n, why in failed], []
+    failed += bad_parts
+    members = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
+    if members:
+        records, where, unreadable = _read_each(z, members, lists=False)
+        notes += [f"{path.name}: {n} unreadable ({why}); read the sample members instead" for n, why in failed]
+        return records, where, notes, unreadable
+    return journal, journal_where, notes, failed  # no sample members: what the journal had, the rest quarantined
+
+
+def read_eval_zip(path: Path) -> LogContents:
+    """The header and sample records of a ``.eval`` file; raises IngestError when the
+    archive or its header cannot be read (a damaged sample member is only set aside)."""
     try:
         with zipfile.ZipFile(path) as z:
             names = z.namelist()
+            notes: list[str] = []
             if "header.json" in names:
                 header = _member(z, "header.json")
             elif "_journal/start.json" in names:
                 header = _member(z, "_journal/start.json")
-                header.setdefault("status", "started")
+                if isinstance(header, dict):
+                    header.setdefault("status", "started")
                 notes.append(f"{path.name}: no header.json (log still running or crashed); read the journal")
             else:
                 raise IngestError(f"{path}: not an Inspect log (no header.json or _journal/start.json)")
-            if "summaries.json" in names:
-                samples = _member(z, "summaries.json")
-            else:
-                parts = sorted(
-                    (n for n in names if n.startswith("_journal/summaries/") and n.endswith(".json")),
-                    key=lambda n: int(Path(n).stem) if Path(n).stem.isdigit() else 0,
-                )
-                if parts:
-                    samples = [s for n in parts for s in _member(z, n)]
-                else:
-                    samples = [_member(z, n) for n in names if n.startswith("samples/") and n.endswith(".json")]
+            if not isinstance(header, dict):
+                raise ValueError("header.json is not an object")
+            samples, where, more, unreadable = _records(z, names, path)
     except IngestError:
         raise
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError) as e:
+    except Exception as e:
+        if (why := _member_problem(e)) is None:
+            raise
         raise IngestError(
-            f"{path}: not a readable Inspect .eval log ({e}); if it is still being written, "
+            f"{path}: not a readable Inspect .eval log ({why}); if it is still being written, "
             "wait for it or run `inspect log recover`"
         ) from e
-    except Exception as e:  # zstandard.ZstdError has no stable import path across versions
-        if type(e).__name__ == "ZstdError":
-            raise IngestError(f"{path}: corrupt Zstandard member in .eval log ({e})") from e
-        raise
-    return header, samples, notes
+    return LogContents(header, samples, where, notes + more, unreadable)
 
 
-def read_log(path: Path) -> tuple[dict, list[dict], list[str]]:
+def read_log(path: Path) -> LogContents:
     if is_inspect_eval_zip(path):
         return read_eval_zip(path)
     try:
@@ -103,7 +180,8 @@ def read_log(path: Path) -> tuple[dict, list[dict], list[str]]:
         raise IngestError(f"{path}: not a readable Inspect .json log ({e})") from e
     if not is_inspect_json(obj):
         raise IngestError(f"{path}: JSON without version/status/eval.eval_id/eval.task is not an Inspect log")
-    return obj, obj.get("samples") or [], []
+    samples = obj.get("samples") or []
+    return LogContents(obj, samples, [f"samples #{i}" for i in range(len(samples))], [], [])
 
 
 # ------------------------------------------------------------------ mapping
@@ -230,7 +308,7 @@ def _usage(sample: dict, model: str | None) -> tuple[dict | None, dict]:
 
 
 def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
-    header, samples, notes = read_log(path)
+    header, samples, where, notes, unreadable = read_log(path)
     ev = header.get("eval") or {}
     plan = header.get("plan") or {}
     eval_id = ev.get("eval_id")
@@ -239,6 +317,8 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
     b = BatchBuilder(f"inspect-{eval_id}", FORMAT, [path])
     for n in notes:
         b.note(n)
+    for member, why in unreadable:
+        b.quarantine(path, None, f"{member}: unreadable ({why}); the log's other samples were imported")
     model = ev.get("model")
     harness, harness_version, harness_source = _harness(ev, plan)
     config = ev.get("config") or {}
@@ -255,13 +335,16 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
     dataset = (ev.get("dataset") or {}).get("name")
     status = header.get("status")
     seen: set[tuple[str, int]] = set()
-    for i, s in enumerate(samples):
+    for s, at in zip(samples, where, strict=True):
+        if not isinstance(s, dict):
+            b.quarantine(path, None, f"{at}: a sample record must be an object", json.dumps(s, default=str)[:2000])
+            continue
         sid, epoch = s.get("id"), s.get("epoch")
         if sid is None or not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
-            b.quarantine(path, None, f"sample #{i}: missing id or epoch", json.dumps(s, default=str)[:2000])
+            b.quarantine(path, None, f"{at}: missing id or epoch", json.dumps(s, default=str)[:2000])
             continue
         if (str(sid), epoch) in seen:
-            b.quarantine(path, None, f"sample {sid} epoch {epoch}: duplicate", None)
+            b.quarantine(path, None, f"{at}: sample {sid} epoch {epoch} is a duplicate", None)
             continue
         seen.add((str(sid), epoch))
         if s.get("completed") is False:

@@ -69,7 +69,7 @@ def test_token_limit_is_budget_exhausted():
 
 
 def test_error_status_log_imports_existing_samples():
-    header, samples, _ = read_eval_zip(INSPECT / "error.eval")
+    header, samples, *_ = read_eval_zip(INSPECT / "error.eval")
     assert header["status"] == "error"
     [b] = load(INSPECT / "error.eval", "inspect")
     check_tables(b)
@@ -102,22 +102,81 @@ def test_truncated_eval_is_a_clear_error(tmp_path):
         load(garbage, "inspect")
 
 
-def test_running_log_without_header_reads_journal(tmp_path):
-    # A crashed log: no header/summaries, only the journal and samples. Python 3.11's
-    # zipfile cannot copy method-93 members, so rebuild them deflated.
+def _rebuild(out, drop=(), replace=None):
+    """``mixed.eval`` rewritten deflated without the members in ``drop`` and with the raw
+    bytes in ``replace`` (Python 3.11's zipfile cannot copy method-93 members)."""
     from ingest.formats.inspect_ai import _member
 
+    replace = replace or {}
     src = zipfile.ZipFile(INSPECT / "mixed.eval")
-    out = tmp_path / "running.eval"
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as z:
         for info in src.infolist():
-            if info.filename in {"header.json", "summaries.json", "reductions.json"}:
+            if info.filename in drop:
                 continue
-            z.writestr(info.filename, json.dumps(_member(src, info.filename)))
+            z.writestr(info.filename, replace.get(info.filename) or json.dumps(_member(src, info.filename)))
+    return out
+
+
+def test_running_log_without_header_reads_journal(tmp_path):
+    # A crashed log: no header/summaries, only the journal and samples.
+    out = _rebuild(tmp_path / "running.eval", drop={"header.json", "summaries.json", "reductions.json"})
     assert detect_format(out) == "inspect"
     [b] = load(out, "inspect")
     assert len(b.rows["trials"]) == 8
     assert any("journal" in n for n in b.notes)
+
+
+JOURNAL_SUMMARIES = {f"_journal/summaries/{k}.json" for k in range(1, 5)}
+
+
+def test_crashed_log_with_a_damaged_sample_member_quarantines_that_member(tmp_path):
+    # No summaries anywhere: the trials come from the sample members, read one by one.
+    out = _rebuild(tmp_path / "crashed.eval", drop={"header.json", "summaries.json", "reductions.json",
+                                                   *JOURNAL_SUMMARIES},
+                   replace={"samples/mul_epoch_2.json": b'{"id": "mul", "epoch": 2, "scores": {'})
+    [b] = load(out, "inspect")
+    check_tables(b)
+    t = _by_key(b)
+    assert len(t) == 7 and ("arith/mul", 2) not in t and t[("arith/mul", 1)]["outcome"] == "accepted"
+    [q] = b.quarantine
+    assert q.reason.startswith("samples/mul_epoch_2.json: unreadable (") and q.source_file == str(out)
+
+
+def test_unreadable_summaries_fall_back_to_the_journal_then_the_sample_members(tmp_path):
+    [good] = load(INSPECT / "mixed.eval", "inspect")
+    for name, bad, then in (
+            ("summaries.json", {"summaries.json": b"[{not json"}, "read the journal instead"),
+            ("journal", {"summaries.json": b'{"not": "a list"}', "_journal/summaries/2.json": b"\x00"},
+             "read the sample members instead")):
+        out = _rebuild(tmp_path / f"{name}.eval", replace=bad)
+        [b] = load(out, "inspect")
+        assert b.quarantine == [], name
+        cols = ("outcome", "input_tokens", "output_tokens", "cache_read_tokens", "duration_s")
+        assert {k: tuple(r[c] for c in cols) for k, r in _by_key(b).items()} == {
+            k: tuple(r[c] for c in cols) for k, r in _by_key(good).items()}, name
+        assert any(then in n for n in b.notes), name
+
+
+def test_without_sample_members_what_the_journal_holds_imports_and_the_rest_is_quarantined(tmp_path):
+    samples = {n for n in zipfile.ZipFile(INSPECT / "mixed.eval").namelist() if n.startswith("samples/")}
+    out = _rebuild(tmp_path / "journal.eval", drop=samples,
+                   replace={"summaries.json": b"[{cut", "_journal/summaries/2.json": b"{}"})
+    [b] = load(out, "inspect")
+    assert len(b.rows["trials"]) == 6  # 4 journal parts of 2 samples each, one of them unusable
+    assert sorted(q.reason.split(":")[0] for q in b.quarantine) == ["_journal/summaries/2.json", "summaries.json"]
+
+
+def test_a_bad_record_is_quarantined_under_its_member_name(tmp_path):
+    from ingest.formats.inspect_ai import _member
+
+    summaries = _member(zipfile.ZipFile(INSPECT / "mixed.eval"), "summaries.json")
+    summaries[3] = "not a sample"
+    del summaries[5]["epoch"]
+    out = _rebuild(tmp_path / "bad.eval", replace={"summaries.json": json.dumps(summaries).encode()})
+    [b] = load(out, "inspect")
+    assert len(b.rows["trials"]) == 6
+    assert sorted(q.reason for q in b.quarantine) == [
+        "summaries.json #3: a sample record must be an object", "summaries.json #5: missing id or epoch"]
 
 
 def test_directory_of_logs():
