@@ -12,7 +12,7 @@ Sections (targets from issue 19):
 
 * overhead — the example corpus with the ``null`` agent and the Build stage only, one
   trial per case at ``--jobs 1``: the runner's own time per trial (trial duration minus
-  agent and grader process time) vs the floor of a bare ``git clone --no-local --depth 1``
+  agent, grader and judge process time: a judge criterion's host is its grader) vs the floor of a bare ``git clone --no-local --depth 1``
   of the same repository plus one ``python -c pass`` per criterion (target ≤ 1.5×);
 * concurrency — 64 trials of an agent that sleeps 2 s, ``--jobs 1`` vs ``--jobs 32``
   (target ≥ 20×);
