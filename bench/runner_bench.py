@@ -12,7 +12,7 @@ Sections (targets from issue 19):
 
 * overhead — the example corpus with the ``null`` agent and the Build stage only, one
   trial per case at ``--jobs 1``: the runner's own time per trial (trial duration minus
-  agent and grader process time) vs the floor of a bare ``git clone --no-local --depth 1``
+  agent, grader and judge process time: a judge criterion's host is its grader) vs the floor of a bare ``git clone --no-local --depth 1``
   of the same repository plus one ``python -c pass`` per criterion (target ≤ 1.5×);
 * concurrency — 64 trials of an agent that sleeps 2 s, ``--jobs 1`` vs ``--jobs 32``
   (target ≥ 20×);
@@ -60,6 +60,31 @@ def _finished(run_dir: Path) -> list[ev.TrialFinished]:
 # ---------------------------------------------------------------- overhead
 
 
+class _Started:
+    """Counts the processes the runner starts itself (direct children: git, bwrap) per kind."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, int] = {}
+        self._orig = subprocess.Popen.__init__
+
+    def __enter__(self) -> _Started:
+        orig, kinds = self._orig, self.kinds
+
+        def init(popen, args, *a, **k):  # noqa: ANN001, ANN202 - subprocess's own signature
+            name = os.path.basename(str(args[0]))
+            if name == "git":
+                name += " " + next((str(x) for x in args[1:] if not str(x).startswith("-")
+                                    and "=" not in str(x)), "")
+            kinds[name] = kinds.get(name, 0) + 1
+            orig(popen, args, *a, **k)
+
+        subprocess.Popen.__init__ = init  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        subprocess.Popen.__init__ = self._orig  # type: ignore[method-assign]
+
+
 def overhead(work: Path, quick: bool) -> list[str]:
     from runner.example import write_example
 
@@ -72,9 +97,17 @@ def overhead(work: Path, quick: bool) -> list[str]:
     small = manifest.parent / "overhead.json"
     small.write_text(json.dumps(data))
     run_controls(small, work / "ctl", jobs=2, progress=False)
-    run_trials(small, work / "run", jobs=1, progress=False, controls_dir=work / "ctl")
-    fins = _finished(work / "run")
-    own = [f.duration_s - (f.agent_s or 0) - (f.verification_s or 0) for f in fins]
+    with _Started() as started:
+        run_trials(small, work / "run", jobs=1, progress=False, controls_dir=work / "ctl")
+    events = read_events(work / "run" / "events.jsonl")
+    fins = [e for e in events if isinstance(e, ev.TrialFinished)]
+    judged: dict[str, float] = {}
+    for e in events:
+        if isinstance(e, ev.Judgment) and e.trial_id:
+            judged[e.trial_id] = judged.get(e.trial_id, 0.0) + (e.duration_s or 0.0)
+    graders = [(f.agent_s or 0) + (f.verification_s or 0) for f in fins]
+    own = [f.duration_s - g - judged.get(f.trial_id, 0.0) for f, g in zip(fins, graders, strict=True)]
+    with_judge = [f.duration_s - g for f, g in zip(fins, graders, strict=True)]
     floors = []
     for case in data["cases"]:
         repo = (manifest.parent / (case.get("repository") or data["repository"])).resolve()
@@ -86,13 +119,20 @@ def overhead(work: Path, quick: bool) -> list[str]:
             subprocess.run([PY, "-c", "pass"], check=True)
         floors.append(time.perf_counter() - t0)
     ratio = statistics.mean(own) / statistics.mean(floors)
+    per_trial = sum(started.kinds.values()) / len(fins)
+    kinds = ", ".join(f"{k} {v / len(fins):.1f}" for k, v in sorted(started.kinds.items(), key=lambda kv: -kv[1]))
+    attempts = statistics.mean(f.attempts for f in fins)
     return [
-        f"trials: {len(fins)} (example corpus, null agent, build stage only, --jobs 1)",
+        f"trials: {len(fins)} (example corpus, null agent, build stage only, --jobs 1; "
+        f"{attempts:.1f} attempts per trial)",
         f"runner's own time per trial: mean {statistics.mean(own):.3f} s, median "
-        f"{statistics.median(own):.3f} s (duration − agent − grader process time)",
+        f"{statistics.median(own):.3f} s (duration − agent − grader − judge process time; "
+        f"{statistics.mean(with_judge):.3f} s with the judge's time counted as the runner's)",
         f"floor per trial: mean {statistics.mean(floors):.3f} s (git clone --no-local --depth 1 "
         "+ one python -c pass per criterion)",
         f"ratio: {ratio:.2f}× the floor (target ≤ 1.5×: {'met' if ratio <= 1.5 else 'MISSED by ' + format(ratio / 1.5, '.2f') + '×'})",
+        f"processes the runner starts per trial (incl. the run's one-time setup, spread): "
+        f"{per_trial:.1f} ({kinds})",
     ]
 
 

@@ -182,7 +182,7 @@ class EventLog:
 
     def _seal(self, closed: bool) -> None:
         seal = {"run_id": self.run_id, "lines": self._lines, "head": self._prev, "closed": closed}
-        write_atomic(seal_path(self.path), json.dumps(seal).encode() + b"\n")
+        write_atomic(seal_path(self.path), json.dumps(seal).encode() + b"\n", durable=True)
 
     def close(self, sealed: bool = True) -> None:
         with self._lock:

@@ -15,15 +15,20 @@ import stat
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` via a new temporary file in the same directory + rename."""
+def write_atomic(path: Path, data: bytes, mode: int = 0o644, *, durable: bool = False) -> None:
+    """Write ``data`` to ``path`` via a new temporary file in the same directory + rename.
+
+    Readers see the old file or the whole new one, never a part. ``durable`` also syncs
+    it to disk before the rename (the events seal); evidence is not synced one file at a
+    time: ``events.jsonl``, which names it, is not synced per line either."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -17,16 +17,17 @@ given a one-time token on stdin and passes only if the grader wrote it to
 from __future__ import annotations
 
 import secrets
-import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner import sandbox
 from runner.capture import TrialGit
 from runner.evidence import read_capped
 from runner.manifest import Criterion
-from runner.paths import Snapshot, verify_tree
+from runner.paths import Snapshot, sha256_file, verify_tree
+from runner.pristine import Pristine, remove_tree
 from runner.procs import ProcResult, ordinary_env
 from runner.redact import Redactor
 
@@ -89,6 +90,30 @@ class GradingContext:
     read_only: tuple[Path, ...] = ()
     redactor: Redactor | None = None
     """Applied to every grader output kept as evidence."""
+    verified: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """``verify_tree``'s stat keys of the input copy between criteria."""
+    _records: dict[str, Pristine] = field(default_factory=dict)
+    """The scratch directories written so far (``inputs``, ``run``), reused while intact."""
+
+    def fresh(self, name: str, write: Any, content_ok: Any = None) -> Path:
+        """``scratch/name`` as ``write(path)`` makes it: the copy from last time when it is
+        provably untouched (``runner.pristine``), else written afresh. Handed out on return."""
+        path = self.scratch / name
+        record = self._records.get(name)
+        if record is None or not record.intact():
+            self._records.pop(name, None)
+            self.git.store.discard(path)
+            write(path)
+            record = Pristine(path, content_ok or (lambda _rel, _path: False))
+            if record.record():
+                self._records[name] = record
+        record.expose()
+        return path
+
+    def close(self) -> None:
+        """Remove the scratch directory (the last grading is done)."""
+        self._records.clear()
+        remove_tree(self.scratch)
 
 
 @dataclass(frozen=True)
@@ -102,34 +127,41 @@ class GradingRun:
 def grade_tree(ctx: GradingContext, criteria: list[Criterion], tree: str, *,
                overlay: str | None, log_dir: Path | None, tag: str = "",
                deadline_s: float | None = None) -> GradingRun:
-    """Grade ``tree`` with every deterministic criterion, each on its own fresh copy."""
-    scratch = ctx.scratch
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    inputs = ctx.snapshot.materialise(scratch / "inputs")
+    """Grade ``tree`` with every deterministic criterion, each on a pristine copy.
+
+    Each criterion gets the captured tree, the input snapshot and an empty HOME exactly
+    as the runner wrote them: the copies of the previous criterion (or grading) when they
+    are provably untouched, fresh ones otherwise (``GradingContext.fresh``). The inputs
+    are checked as a whole tree after every criterion. ``ctx.close()`` removes them.
+    """
+    snap = ctx.snapshot
     results: list[GradeResult] = []
     violations: list[str] = []
-    for index, crit in enumerate(c for c in criteria if c.command is not None):
-        ws = scratch / f"ws-{index}"
-        ctx.git.materialise(tree, ws, overlay=overlay, timeout=deadline_s)
-        results.append(_grade_one(ctx, crit, ws, inputs, scratch / f"run-{index}", log_dir, tag,
-                                  tree))
-        shutil.rmtree(ws, ignore_errors=True)
-        bad = verify_tree(inputs, ctx.snapshot.hashes)
+    for crit in (c for c in criteria if c.command is not None):
+        inputs = ctx.fresh("inputs", snap.materialise,
+                           lambda rel, path: snap.hashes.get(rel) == sha256_file(path))
+        run_dir = ctx.fresh("run", _grader_dirs)
+        ws = ctx.scratch / "ws"
+        ctx.git.materialise(tree, ws, overlay=overlay, timeout=deadline_s, reuse=True)
+        results.append(_grade_one(ctx, crit, ws, inputs, run_dir, log_dir, tag, tree))
+        bad = verify_tree(inputs, snap.hashes, ctx.verified)
         if bad:
             violations += [f"inputs/{b} (during {crit.id})" for b in bad]
             break
-    shutil.rmtree(scratch, ignore_errors=True)
     return GradingRun(results, violations)
+
+
+def _grader_dirs(run_dir: Path) -> None:
+    """A grader's private HOME and the directory of its result file (both empty)."""
+    (run_dir / "home").mkdir(parents=True)
+    (run_dir / "result").mkdir()
 
 
 def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run_dir: Path,
                log_dir: Path | None, tag: str, tree: str) -> GradeResult:
     assert crit.command is not None, "judge criteria are not graded here"
     home = run_dir / "home"
-    home.mkdir(parents=True)
     result_file = run_dir / "result" / "result"
-    result_file.parent.mkdir()
     ws_s, inp = str(ws), str(inputs)
     argv = substitute(crit.command, {"inputs": inp, "workspace": ws_s})
     env = ordinary_env({"TRIALHOUSE_WORKSPACE": ws_s, "TRIALHOUSE_INPUTS": inp,
@@ -159,7 +191,10 @@ def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run
             verdict = "failed"
             note = ("exited 0 without writing its success token to $TRIALHOUSE_RESULT_FILE "
                     "(ended early, e.g. by os._exit in the code under test)")
-    shutil.rmtree(run_dir, ignore_errors=True)
+    try:
+        result_file.unlink()  # the next criterion's directory is checked to be empty again
+    except OSError:
+        pass
     if ctx.redactor is not None:
         for path in (out, err):
             if path is not None:

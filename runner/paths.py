@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -179,6 +180,8 @@ class Snapshot:
     root: Path
     hashes: dict[str, str] = field(default_factory=dict)
     contents: dict[str, bytes] = field(default_factory=dict, repr=False)
+    verified: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    """Stat keys of ``root``'s files as last verified (``verify_tree``'s ``known``)."""
 
     def path(self, rel: str) -> Path:
         return self.root / rel
@@ -188,7 +191,7 @@ class Snapshot:
 
     def verify(self) -> list[str]:
         """What differs between ``root`` and the recorded hashes (empty when intact)."""
-        return verify_tree(self.root, self.hashes)
+        return verify_tree(self.root, self.hashes, self.verified)
 
     def materialise(self, dest: Path, only: list[str] | None = None) -> Path:
         """Write a fresh copy (of every input, or the ``only`` ones) into ``dest``."""
@@ -211,13 +214,23 @@ class Snapshot:
         return cls(root, dict(hashes), contents), bad
 
 
-def verify_tree(root: Path, hashes: dict[str, str]) -> list[str]:
+def verify_tree(root: Path, hashes: dict[str, str],
+                known: dict[str, tuple[int, ...]] | None = None) -> list[str]:
     """Whole-tree check: exactly the recorded files, each with its recorded sha256.
 
     Anything else anywhere under ``root`` is reported: an unknown file (a module that
     would shadow the standard library, a planted ``.pyc`` or ``.pth``), a symlink, a
     special file, a missing or changed input.
+
+    ``known`` (path → stat key, kept by the caller between checks of the same directory)
+    saves re-hashing files unchanged since an earlier check: a file is hashed again unless
+    its stat key is the one it had when its content last matched, and a key is kept only
+    for a file whose ctime was older than ``RACY_NS`` when that check began (a change
+    after it gets a new ctime; see ``runner.pristine``).
     """
+    from runner.pristine import RACY_NS, stat_key
+
+    started = time.time_ns()
     problems: list[str] = []
     seen: set[str] = set()
     stack = [root]
@@ -238,8 +251,14 @@ def verify_tree(root: Path, hashes: dict[str, str]) -> list[str]:
                     problems.append(f"{rel}: unexpected file")
                 else:
                     seen.add(rel)
+                    st = entry.stat(follow_symlinks=False)
+                    key = stat_key(st)
+                    if known is not None and known.get(rel) == key:
+                        continue
                     if sha256_file(Path(entry.path)) != hashes[rel]:
                         problems.append(f"{rel}: changed")
+                    elif known is not None and st.st_ctime_ns < started - RACY_NS:
+                        known[rel] = key
     problems += [f"{rel}: missing" for rel in sorted(set(hashes) - seen)]
     return sorted(problems)
 

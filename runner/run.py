@@ -418,6 +418,7 @@ def _control_case(s: _Setup, case: Case, repeats: int, stop: threading.Event) ->
                 problems.append(f"{control} control: a grader changed its inputs: "
                                 f"{', '.join(run.violations[:3])}")
                 break
+        ctx.close()
         remove_tree(ws)
     flaky = sorted({cid for (_, cid), vs in verdicts.items() if len(set(vs)) > 1})
     for (control, cid), vs in sorted(verdicts.items()):
@@ -566,6 +567,7 @@ def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeat
     s.log.emit(ev.RunFinished, status=status, trials_total=0, trials_finished=0, outcomes={},
                duration_s=round(time.monotonic() - start, 3))
     s.log.close()
+    s.containment.store.close()  # the per-run seeds and indexes (runner.capture.RunStore)
     report = write_report(s.run_dir, read_events(s.log.path))
     if progress:
         _controls_table(ordered)
@@ -767,6 +769,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                duration_s=round(time.monotonic() - start, 3), trials_skipped=skipped,
                unscored_cases=sorted(unscored))
     s.log.close()
+    s.containment.store.close()  # the per-run seeds and indexes (runner.capture.RunStore)
     report = write_report(s.run_dir, read_events(s.log.path))
     if status == "interrupted":
         raise RunInterrupted(

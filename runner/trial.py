@@ -52,7 +52,8 @@ from runner.gateway.server import GatewayConfigError
 from runner.git import GitError, git
 from runner.grading import GradeResult, GradingContext, argv_paths, grade_tree
 from runner.manifest import Case, Manifest, Variant
-from runner.paths import Snapshot, sha256_bytes, verify_tree
+from runner.paths import Snapshot, sha256_bytes
+from runner.pristine import remove_tree
 from runner.procs import ProcResult, ordinary_env
 from runner.prompts import build_prompt
 from runner.redact import Redactor
@@ -292,34 +293,13 @@ def summary_line(case_id: str, variant: str, rep: int, outcome: str, layers: dic
 def create_workspace(store: RunStore, commit: str, dest: Path) -> None:
     """Make ``dest`` a new repository holding only ``commit`` (detached), no remote.
 
-    Fetched from the run's store, never the source repository; the agent owns it after.
+    Its ``.git`` is a copy of the run store's seed for ``commit`` (what ``git init`` and a
+    depth-1 fetch leave, built once per run), checked out by git; never the source
+    repository. The agent owns it after.
     """
     dest.mkdir(parents=True, exist_ok=False)
-    git(dest, "init", "-q")
-    git(dest, "fetch", "-q", "--no-tags", "--depth", "1", str(store.path), commit)
+    shutil.copytree(store.seed(commit), dest / ".git")
     git(dest, "checkout", "-q", "--detach", commit)
-    git(dest, "update-ref", "-d", "FETCH_HEAD", check=False)
-    (dest / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a directory an agent may have made hostile (read-only dirs, symlinks)."""
-    if not os.path.lexists(path):
-        return
-    if os.path.islink(path) or not path.is_dir():
-        path.unlink()
-        return
-
-    def retry(func: Any, name: str, _exc: Any) -> None:
-        try:
-            os.chmod(os.path.dirname(name), stat.S_IRWXU)
-            if not os.path.islink(name):
-                os.chmod(name, stat.S_IRWXU)
-        except OSError:
-            pass
-        func(name)
-
-    shutil.rmtree(path, onerror=retry)
 
 
 class _Trial:
@@ -347,6 +327,7 @@ class _Trial:
         self.setup_s: float | None = None
         self.cost_status = "unlimited" if self.manifest.max_cost_usd is None else "within"
         self.last_results: list[GradeResult] = []
+        self.grading: GradingContext | None = None
         self.prepared_tree: str | None = None
         self.ignored_tree: str | None = None
         self.current: Capture | None = None
@@ -385,7 +366,7 @@ class _Trial:
     def integrity(self, phase: str) -> list[str]:
         """What an agent or grader reached that it must not have (empty when nothing)."""
         snap = self.spec.snapshot
-        bad = [f"inputs/{p}" for p in verify_tree(snap.root, snap.hashes)]
+        bad = [f"inputs/{p}" for p in snap.verify()]
         if bad:  # put the run's reference copy back so no other trial sees the change
             remove_tree(snap.root)
             snap.materialise(snap.root)
@@ -472,7 +453,7 @@ class _Trial:
                                        started=started, workspace=self.ws, stage=stage, calls=calls)
             report = result.report
             hidden += self.keep_trajectory(collected, tag)
-        remove_tree(dirs.root)
+        self.box.store.discard(dirs.root)
         if result is None:
             report = parse_agent_output(spec.variant.agent.usage_format, raw_out, events_copy,
                                         stage_started_at=started)
@@ -628,10 +609,11 @@ class _Trial:
     # -- grading ----------------------------------------------------------------
     def grade(self, attempt: int) -> tuple[list[GradeResult], list[str]]:
         assert self.current is not None
-        ctx = GradingContext(self.box.backend, self.spec.snapshot, self.git,
-                             self.dir / ".runner" / f"grade-a{attempt}", network=self.box.network,
-                             read_only=self.box.read_only, redactor=self.redactor)
-        run = grade_tree(ctx, list(self.spec.case.criteria), self.current.tree,
+        if self.grading is None:  # one per trial: its copies serve every attempt while intact
+            self.grading = GradingContext(self.box.backend, self.spec.snapshot, self.git,
+                                          self.dir / ".runner" / "grade", network=self.box.network,
+                                          read_only=self.box.read_only, redactor=self.redactor)
+        run = grade_tree(self.grading, list(self.spec.case.criteria), self.current.tree,
                          overlay=self.ignored_tree, log_dir=self.dir / "grading" / f"a{attempt}",
                          deadline_s=max(self.left(), 0.01))
         self.verification_s += sum(r.duration_s for r in run.results)
@@ -836,8 +818,8 @@ class _Trial:
             write_atomic(self.dir / "workspace-removed.txt",
                          ("Files the agent left that were too large to keep (over "
                           f"{KEPT_FILE_LIMIT} bytes):\n" + "".join(f"{r}\n" for r in removed)).encode())
-        remove_tree(self.ws / ".git")
-        remove_tree(self.dir / ".runner")
+        self.box.store.discard(self.ws / ".git")
+        self.box.store.discard(self.dir / ".runner")
 
     def finish(self, outcome: str, reason: str, attempts: int) -> TrialOutcome:
         spec = self.spec
@@ -845,7 +827,7 @@ class _Trial:
         flags = self.write_patch() if intact else 0
         patch_paths = self.patch_paths() if intact else None  # before the runner's git dir goes
         if intact:
-            remove_tree(self.dir / ".sandbox")
+            self.box.store.discard(self.dir / ".sandbox")
             self.keep_workspace()
         if self.patch is not None and self.patch.summarised:
             reason += f" (changes.patch summarises {len(self.patch.summarised)} large file(s))"

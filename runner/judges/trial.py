@@ -28,13 +28,8 @@ def trial_evidence(git: TrialGit, initial_tree: str, final_tree: str, results: l
         data = (scratch / "diff.patch").read_bytes()[: DIFF_LIMIT + 1]
         diff = data.decode("utf-8", "replace")
         names = git.changed_names(initial_tree, final_tree)[:MAX_FILES]
-        tree = scratch / "final"
-        git.materialise(final_tree, tree)
-        for rel in names:
-            path = tree / rel
-            if path.is_file() and not path.is_symlink():
-                files[rel] = path.read_bytes()[:FILE_LIMIT]
-        shutil.rmtree(tree, ignore_errors=True)
+        found = git.read_files(final_tree, names, FILE_LIMIT)  # regular files only, as checked out
+        files = {rel: found[rel] for rel in names if rel in found}
     except (GitError, OSError) as exc:
         diff = diff or f"(the runner could not produce the diff: {exc})"
     results_doc = [{k: asdict(r)[k] for k in RESULT_FIELDS} for r in results]
