@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from runner.git import IDENTITY, SAFE_CONFIG, GitError, git, git_env, git_out
 from runner.pristine import Pristine, Trash, remove_tree, stat_key
@@ -201,6 +202,17 @@ _stat_key = stat_key
 def blob_sha(data: bytes) -> str:
     """The object name git gives a blob of ``data``."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _file_blob_sha(fh: BinaryIO) -> str:
+    """``blob_sha`` of an open file, read in chunks: a large file is never held whole."""
+    size = os.fstat(fh.fileno()).st_size
+    digest = hashlib.sha1(b"blob %d\0" % size)
+    read = 0
+    while chunk := fh.read(1 << 20):
+        digest.update(chunk)
+        read += len(chunk)
+    return digest.hexdigest() if read == size else ""  # a file changing under us is no match
 
 
 def commit_sha(tree: str, parent: str | None, message: str) -> str:
@@ -660,7 +672,7 @@ def _same_blob(path: Path, want: tuple[str, str] | None) -> bool:
             return blob_sha(os.fsencode(os.readlink(path))) == want[1]
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as fh:
-            return blob_sha(fh.read()) == want[1]
+            return _file_blob_sha(fh) == want[1]
     except OSError:
         return False
 
