@@ -122,9 +122,7 @@ def _split(data: bytes) -> pa.Table:
     offsets = np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
     text = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
     text.validate(full=True)
-    # from buffers: pa.array of a numpy array imports pandas (0.4 s)
-    lineno = pa.Array.from_buffers(pa.int64(), len(ends), [None, pa.py_buffer(np.arange(1, len(ends) + 1))])
-    return pa.table({"lineno": lineno, "text": text})
+    return pa.table({"lineno": pa.array(np.arange(1, len(ends) + 1, dtype=np.int64)), "text": text})
 
 
 _REDACTOR = Redactor()
@@ -278,13 +276,19 @@ def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_onl
 
     con.register("lines", lines)
     typed = _typed(con, fast_sql)
-    fast = typed.slice(0, 0) if row_path_only else typed.filter(typed.column("fast"))  # never null
+    proven = typed.column("fast")  # never null
+    if row_path_only:
+        fast = typed.slice(0, 0)
+    elif typed.num_rows == lines.num_rows and pc.all(proven).as_py() is not False:
+        fast = typed  # every line (the usual case): a filter would copy them all, on one core
+    else:
+        fast = typed.filter(proven)
     con.register("fast", fast)
     # every line not proven valid takes the row path, in line order (blank lines are skipped;
     # lines not even tried are not in ``typed``); line n is row n - 1 of ``lines``
     unproven = np.ones(lines.num_rows, dtype=bool)
     unproven[fast.column("lineno").to_numpy() - 1] = False
-    others = lines.filter(pa.array(unproven))
+    others = lines.take(pa.array(np.flatnonzero(unproven)))
     slow = zip(others.column("lineno").to_pylist(), others.column("text").to_pylist(), strict=True)
     records, blank = [], 0
     for lineno, raw in slow:
