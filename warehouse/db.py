@@ -23,6 +23,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -187,6 +188,11 @@ class _Swap:
         journal.unlink(missing_ok=True)
 
 
+def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` as ``schema`` has it: its columns, in order, of its types."""
+    return table if table.schema == schema else table.select(schema.names).cast(schema)
+
+
 def _write_table(tmp: Path, table: pa.Table | Path | list[Path], schema: pa.Schema) -> None:
     import pyarrow.parquet as pq
 
@@ -196,11 +202,30 @@ def _write_table(tmp: Path, table: pa.Table | Path | list[Path], schema: pa.Sche
         for i, path in enumerate(table):
             path.rename(tmp / f"part-{i}.parquet")
     else:
-        if table.schema != schema:
-            table = table.select(schema.names).cast(schema)
+        table = _conformed(table, schema)
         # Row groups of DuckDB's own size, so a scan of one big run uses every core.
         pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet",
                        compression="zstd", row_group_size=ROW_GROUP_ROWS)
+
+
+def _write_all(root: Path, tables: Mapping[str, pa.Table | Path | list[Path]], prepared: dict[str, Path]) -> None:
+    """Write every table into its ``prepared`` directory, and the rollups of new trials (added
+    to ``prepared``). Two at a time (pyarrow encodes without the GIL: a big run's trials and
+    attempts are each a second of one core); trials still in memory have their rollups built
+    from them meanwhile (DuckDB on its own threads), files are read back after."""
+    trials = tables.get("trials")
+    with ThreadPoolExecutor(2) as pool:
+        work = [pool.submit(_write_table, prepared[name], table, TABLES[name]) for name, table in tables.items()]
+        early = (pool.submit(rollup.prepare, root, _conformed(trials, TABLES["trials"]))
+                 if trials is not None and not isinstance(trials, Path | list) else None)
+        futures: list[Future[Any]] = [*work, *([early] if early is not None else [])]
+        wait(futures)
+        if early is not None and early.exception() is None:
+            prepared.update(early.result())  # in ``prepared`` even if a write failed: removed with it
+        for done in futures:
+            done.result()  # the first failure, if any
+    if trials is not None and early is None:
+        prepared.update(rollup.prepare(root, sorted(prepared["trials"].glob("*.parquet"))))
 
 
 def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path | list[Path]]) -> None:
@@ -219,14 +244,11 @@ def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path
     root = parquet_root(db_path)
     prepared: dict[str, Path] = {}
     try:
-        for name, table in tables.items():
-            schema = TABLES[name]
-            tmp = root / name / f".tmp-{uuid.uuid4().hex}"
-            tmp.mkdir(parents=True)
-            prepared[name] = tmp
-            _write_table(tmp, table, schema)
+        for name in tables:
+            prepared[name] = root / name / f".tmp-{uuid.uuid4().hex}"
+            prepared[name].mkdir(parents=True)
+        _write_all(root, tables, prepared)
         if "trials" in tables:
-            prepared.update(rollup.prepare(root, sorted(prepared["trials"].glob("*.parquet"))))
             for name in rollup.NAMES:
                 if name not in prepared:  # no trials: the run's rollups go (an empty directory swaps them out)
                     prepared[name] = root / name / f".tmp-{uuid.uuid4().hex}"

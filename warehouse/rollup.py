@@ -22,11 +22,15 @@ import shutil
 import uuid
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from warehouse.rules import trial_status
 from warehouse.schema import DERIVED, ROW_GROUP_ROWS, arrow_schema, empty_select
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 NAMES = ("task_rollup", "config_rollup")
 _HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR}, union_by_name = true"
@@ -58,20 +62,25 @@ def build(root: Path, partition: str) -> None:
         tmp.rename(root / name / partition)
 
 
-def prepare(root: Path, trials_files: list[Path]) -> dict[str, Path]:
-    """Each rollup of the run whose trials are ``trials_files``, written to a hidden directory
-    beside its partitions (``.tmp-*``, swept if left behind); the caller renames them in place.
-    No trials files, no rollups (an empty dict)."""
+def prepare(root: Path, trials: list[Path] | pa.Table) -> dict[str, Path]:
+    """Each rollup of the run whose trials are ``trials`` (its Parquet files, or the table
+    about to be written: no need to read back what is still in memory), written to a hidden
+    directory beside its partitions (``.tmp-*``, swept if left behind); the caller renames
+    them in place. No trials files, no rollups (an empty dict)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not trials_files:
+    if isinstance(trials, list) and not trials:
         return {}
     con = duckdb.connect()
     try:
         # Not hive-partitioned: the files may not sit in their partition yet; run_id is the partition anyway.
-        source = "(SELECT *, CAST(NULL AS VARCHAR) AS run_id FROM read_parquet(?))"
-        tables = {name: con.sql(_select(name, source), params=[[str(f) for f in trials_files]]).to_arrow_table()
-                  for name in NAMES}
+        if isinstance(trials, pa.Table):
+            con.register("new_trials", trials)
+            source, params = "(SELECT * REPLACE (CAST(NULL AS VARCHAR) AS run_id) FROM new_trials)", None
+        else:
+            source, params = "(SELECT *, CAST(NULL AS VARCHAR) AS run_id FROM read_parquet(?))", [[str(f) for f in trials]]
+        tables = {name: con.sql(_select(name, source), params=params).to_arrow_table() for name in NAMES}
     finally:
         con.close()
     out: dict[str, Path] = {}

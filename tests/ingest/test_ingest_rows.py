@@ -37,6 +37,25 @@ def test_foreign_ids_are_text_without_control_characters():
     assert "repetition" in row_problem("trials", {**base, "repetition": None})
 
 
+def test_columns_of_ids_are_judged_like_rows():
+    """``checked_table`` flags ids by bytes and looks for control characters only in a column
+    whose bytes hold one: a long id of wide characters is still kept, each bad one rejected
+    with the row rule's reason, in one chunk or several (one of them a slice)."""
+    import pyarrow as pa
+
+    from ingest.rows import checked_table
+
+    cases = ["ok-1", "é" * 400, "", "x" * 513, "a\x01b", "tab\there", "ok-2", "b\x7f"]
+    table = pa.table({"case_id": cases, "holdout": [False] * len(cases)})
+    kept, rejected = checked_table("cases", table, "src")
+    assert kept.column("case_id").to_pylist() == ["ok-1", "é" * 400, "ok-2"]
+    assert [q.reason for q in rejected] == [
+        f"cases row: {row_problem('cases', {'case_id': c, 'holdout': False})}" for c in cases if c not in kept["case_id"].to_pylist()]
+    sliced = pa.chunked_array([pa.array(["z\x02", "ok-3", "ok-4"]).slice(1), pa.array(["ok-5"])])
+    kept, rejected = checked_table("cases", pa.table({"case_id": sliced, "holdout": [False] * 3}), "src")
+    assert kept.column("case_id").to_pylist() == ["ok-3", "ok-4", "ok-5"] and rejected == []
+
+
 @pytest.mark.parametrize("name", ["a=b", "a\nb", "a'b\"c*?[x]", "r" * 300, "", "../up", "ok-name"])
 def test_run_keys_are_safe_and_stable(name):
     key = run_key(name)

@@ -143,3 +143,25 @@ def test_every_importer_leaves_a_rollup_equal_to_its_trials(tmp_path):
     assert set(got["run_id"]) == set(want["run_id"]) and got["run_id"].n_unique() >= 4
     assert set(_stored_config(con)["run_id"]) == set(want["run_id"])
     _assert_rollups_match(con)
+
+
+def test_rollups_from_trials_in_memory_equal_rollups_from_their_files(tmp_path):
+    """``replace_run`` builds the rollups of new trials from the Arrow table it is writing;
+    ``rollup.build`` from the stored files: the same rows either way."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = _warehouse(tmp_path)
+    root = db.parquet_root(path)
+    files = sorted((root / "trials" / "run_id=synthetic").glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    table = table.append_column("run_id", pa.array(["synthetic"] * table.num_rows))
+    from_files, from_table = rollup.prepare(root, files), rollup.prepare(root, table)
+    try:
+        for name, key in (("task_rollup", ["config_id", "case_id"]), ("config_rollup", ["config_id"])):
+            a, b = (pq.read_table(d[name] / "part-0.parquet").sort_by([(k, "ascending") for k in key])
+                    for d in (from_files, from_table))
+            assert a.num_rows > 0 and a.equals(b), name
+    finally:
+        for tmp in (*from_files.values(), *from_table.values()):
+            shutil.rmtree(tmp)
