@@ -20,10 +20,13 @@ BASELINE := sim-alpha-minimal
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
+# editable_mode=compat: a path entry in site-packages instead of setuptools' import-hook finder,
+# which cost every Python the venv starts (each grader, each Python agent) 15 ms of imports
+# (bench/README.md, Runner)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,ray]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 venv: $(STAMP) ## create .venv and install trialhouse with the test, notebook and ray extras
@@ -69,7 +72,7 @@ fuzz: $(STAMP) ## seeded fuzzing: 520 event files and 449 manifests, 0 findings 
 	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --seed 14
 
 bench: $(STAMP) ## reproducible benchmarks at 1M events/trials; rewrites bench/results.md (see bench/README.md)
-	$(BIN)/python -m pip install --quiet -e '.[inspect]'  # the Inspect import bench measures against inspect-ai itself
+	$(BIN)/python -m pip install --quiet -e '.[inspect]' --config-settings editable_mode=compat  # the Inspect import bench measures against inspect-ai itself
 	$(BIN)/python bench/run_all.py
 
 schema: $(STAMP) ## regenerate the committed JSON Schemas
