@@ -279,3 +279,33 @@ def test_restore_refuses_names_that_are_not_the_commits_own(kit, tmp_path, name)
     with pytest.raises(RunnerError, match="which it is not"):
         remote.restore(store.path, commit, [name], ws)
     assert not list(outside.iterdir()) and (ws / "a.txt").read_text() == "the agent's"
+
+
+@pytest.mark.parametrize("ending", ["error", "bad evidence"])
+def test_a_trial_whose_evidence_does_not_arrive_whole_is_never_recorded_finished(kit, tmp_path, ending):
+    """The driver holds a task's trial_finished back until the trial directory is whole: a
+    task that fails after its last event, or whose evidence does not fit the trial, is one
+    infra_error (recorded by the run), never a finished trial plus a second finish."""
+    import threading
+    from types import SimpleNamespace
+
+    from runner.executors.on_ray import RayExecutor, TrialLost
+
+    store, commit, _repo = _store_with(kit, tmp_path, {"a.txt": b"a", "run.sh": b""})
+    emitted: list[str] = []
+    ex = object.__new__(RayExecutor)
+    ex.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=type("RayError", (Exception,), {})))
+    ex.run_dir, ex.stop, ex._listings, ex._lock = tmp_path / "run", threading.Event(), {}, threading.Lock()
+    ex.emit = lambda cls, **_f: emitted.append(cls.__name__)
+    spec = SimpleNamespace(trial_id="t1", trial_dir=tmp_path / "run" / "trials" / "t1", initial_commit=commit,
+                           containment=SimpleNamespace(store=store))
+    src = tmp_path / "src-trial"
+    (src / "workspace").mkdir(parents=True)
+    events = ("events", "/w", [("TrialStarted", {"trial_id": "t1"}), ("StageStarted", {}),
+                               ("TrialFinished", {"trial_id": "t1"})])
+    tail = ([("error", "/w", "RuntimeError: boom")] if ending == "error" else
+            [("evidence", "/w", remote.pack_bytes(src)), ("result", "/w", ("outcome", ["not-in-commit.txt"]))])
+    with pytest.raises(TrialLost):
+        ex.relay(spec, iter([events, *tail]))
+    assert emitted == ["TrialStarted", "StageStarted"]
+    assert (spec.trial_dir / "lost.txt").exists()
