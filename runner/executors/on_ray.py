@@ -6,9 +6,11 @@ submits one task with ``max_retries=0`` — Ray's default of 3 would silently re
 trial whose worker died and record it twice — and the manifest's resource hints
 (``resources.num_cpus``, ``resources.memory_mb``). The task is a streaming generator:
 the worker runs the ordinary ``run_trial`` (``runner.executors.remote``) and yields its
-events in batches as they happen, then the trial's evidence as one archive; the driver
-thread emits each event through the run's ``EventLog`` and unpacks the evidence into
-``trials/<id>/``. Paths the worker's events name (its own scratch copy of the run) are
+events in batches as they happen, then the trial's evidence as a tar stream in chunks
+(the repository's untouched files left out, ``remote.pack``); the driver thread emits each
+event through the run's ``EventLog``, unpacks the evidence into ``trials/<id>/`` as it
+arrives, writes the left-out files from its own run store, and only then emits the
+trial's ``trial_finished``. Paths the worker's events name (its own scratch copy of the run) are
 rewritten to the driver's run directory, so ``events.jsonl`` and the trial directories
 have the shape of a local run.
 
