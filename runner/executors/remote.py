@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import re
 import stat
 import subprocess
 import tarfile
@@ -183,13 +184,34 @@ def worker_run(run_id: str, load: Any) -> WorkerRun:
         for old in list(_runs.values()):
             remove_tree(old.root)
         _runs.clear()
-        root = Path(tempfile.mkdtemp(prefix=f"trialhouse-{run_id}-"))
+        sweep_stale(Path(tempfile.gettempdir()))
+        root = Path(tempfile.mkdtemp(prefix=f"trialhouse-{run_id}-pid{os.getpid()}-"))
         try:
             _runs[run_id] = WorkerRun(load(), root)
         except BaseException:
             remove_tree(root)
             raise
         return _runs[run_id]
+
+
+_OWNER = re.compile(r"-pid(\d+)-[^-]+$")
+
+
+def sweep_stale(tmp: Path) -> None:
+    """Remove the scratch copies (``trialhouse-<run id>-pid<pid>-…``) of this user's
+    worker processes that are gone: a worker killed by Ray (``ray.shutdown``, a lost
+    task, out of memory) runs no ``atexit`` and would leave its copy of the run — the
+    run store with the whole repository — behind for good."""
+    for d in tmp.glob("trialhouse-*-pid*-*"):
+        m = _OWNER.search(d.name)
+        try:
+            if m is None or d.is_symlink() or d.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            remove_tree(d)
+        except OSError:  # alive under another user, or gone already
+            continue
 
 
 @atexit.register

@@ -309,3 +309,19 @@ def test_a_trial_whose_evidence_does_not_arrive_whole_is_never_recorded_finished
         ex.relay(spec, iter([events, *tail]))
     assert emitted == ["TrialStarted", "StageStarted"]
     assert (spec.trial_dir / "lost.txt").exists()
+
+
+def test_scratch_copies_of_workers_that_are_gone_are_swept(tmp_path):
+    """A worker Ray kills runs no atexit: the next worker to start a run removes the copies
+    whose process is gone, and only those."""
+    import subprocess
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"trialhouse-20260101T000000Z-abcdef-pid{gone.pid}-x1y2"
+    alive = tmp_path / f"trialhouse-20260101T000000Z-abcdef-pid{os.getpid()}-z3w4"
+    other = tmp_path / "trialhouse-not-a-copy"
+    for d in (dead, alive, other):
+        (d / "store").mkdir(parents=True)
+    remote.sweep_stale(tmp_path)
+    assert not dead.exists() and alive.exists() and other.exists()
