@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from runner.git import IDENTITY, SAFE_CONFIG, GitError, git, git_env, git_out
 from runner.pristine import Pristine, Trash, remove_tree, stat_key
@@ -204,7 +204,7 @@ def blob_sha(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _file_blob_sha(fh: BinaryIO) -> str:
+def file_blob_sha(fh: BinaryIO) -> str:
     """``blob_sha`` of an open file, read in chunks: a large file is never held whole."""
     size = os.fstat(fh.fileno()).st_size
     digest = hashlib.sha1(b"blob %d\0" % size)
@@ -293,14 +293,14 @@ class TrialGit:
 
     def _git(self, *args: str, input_bytes: bytes | None = None, index: Path | None = None,
              work_tree: Path | None = None, timeout: float | None = None,
-             stdout: int | None = None) -> subprocess.CompletedProcess[bytes]:
+             stdout: int | None = None, stdin: Any = None) -> subprocess.CompletedProcess[bytes]:
         env = {"GIT_DIR": str(self.path)}
         if index is not None:
             env["GIT_INDEX_FILE"] = str(index)
         if work_tree is not None:
             env["GIT_WORK_TREE"] = str(work_tree)
         return git(self.path, *args, env=env, input_bytes=input_bytes, timeout=timeout,
-                   stdout=stdout)
+                   stdout=stdout, stdin=stdin)
 
     # -- capture ---------------------------------------------------------------
     def remember_checkout(self, ws: Path, tree: str) -> None:
@@ -434,8 +434,11 @@ class TrialGit:
         return entry.sha if entry is not None and entry.key == _stat_key(st) else None
 
     def _hash_one(self, path: Path, timeout: float | None) -> str:
-        return self._git("hash-object", "-w", "--no-filters", "--stdin", input_bytes=path.read_bytes(),
-                         timeout=timeout).stdout.decode().strip()
+        """One file's blob, written (a name ``--stdin-paths`` cannot carry): git reads the
+        file from its standard input, so a large file is never held whole here."""
+        with open(path, "rb") as fh:
+            return self._git("hash-object", "-w", "--no-filters", "--stdin", stdin=fh,
+                             timeout=timeout).stdout.decode().strip()
 
     # -- trees -----------------------------------------------------------------
     def entries(self, tree: str) -> tuple[tuple[str, str, str], ...]:
@@ -672,7 +675,7 @@ def _same_blob(path: Path, want: tuple[str, str] | None) -> bool:
             return blob_sha(os.fsencode(os.readlink(path))) == want[1]
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as fh:
-            return _file_blob_sha(fh) == want[1]
+            return file_blob_sha(fh) == want[1]
     except OSError:
         return False
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from runner.errors import RunnerError
 
@@ -69,13 +70,17 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def git(cwd: Path, *args: str, env: dict[str, str] | None = None, check: bool = True,
         input_bytes: bytes | None = None, timeout: float | None = None,
-        stdout: int | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git <SAFE_CONFIG> args`` in ``cwd``; raise ``GitError`` on failure when ``check``."""
+        stdout: int | None = None, stdin: Any = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git <SAFE_CONFIG> args`` in ``cwd``; raise ``GitError`` on failure when ``check``.
+
+    ``stdin`` (an open file) is git's standard input, read by git itself: a large file is
+    never held in this process (``input_bytes`` is for small inputs)."""
+    feed: dict[str, Any] = {"stdin": stdin} if stdin is not None else {"input": input_bytes}
     try:
         proc = subprocess.run(
             ["git", *SAFE_CONFIG, *args], cwd=cwd, env=git_env(env),
             stdout=stdout if stdout is not None else subprocess.PIPE, stderr=subprocess.PIPE,
-            input=input_bytes, check=False, timeout=None if timeout is None else max(timeout, 0.01),
+            check=False, timeout=None if timeout is None else max(timeout, 0.01), **feed,
         )
     except subprocess.TimeoutExpired as exc:
         raise GitError(f"git {' '.join(args[:2])} did not finish within the trial's time budget") from exc

@@ -6,9 +6,11 @@ submits one task with ``max_retries=0`` — Ray's default of 3 would silently re
 trial whose worker died and record it twice — and the manifest's resource hints
 (``resources.num_cpus``, ``resources.memory_mb``). The task is a streaming generator:
 the worker runs the ordinary ``run_trial`` (``runner.executors.remote``) and yields its
-events in batches as they happen, then the trial's evidence as one archive; the driver
-thread emits each event through the run's ``EventLog`` and unpacks the evidence into
-``trials/<id>/``. Paths the worker's events name (its own scratch copy of the run) are
+events in batches as they happen, then the trial's evidence as a tar stream in chunks
+(the repository's untouched files left out, ``remote.pack``); the driver thread emits each
+event through the run's ``EventLog``, unpacks the evidence into ``trials/<id>/`` as it
+arrives, writes the left-out files from its own run store, and only then emits the
+trial's ``trial_finished``. Paths the worker's events name (its own scratch copy of the run) are
 rewritten to the driver's run directory, so ``events.jsonl`` and the trial directories
 have the shape of a local run.
 
@@ -28,12 +30,21 @@ import os
 import queue
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from runner import events as ev
 from runner.errors import RunnerError
-from runner.executors.remote import RunPayload, TrialSlice, slice_of, unpack, worker_run
+from runner.executors.remote import (
+    RunPayload,
+    TrialSlice,
+    listing,
+    restore,
+    slice_of,
+    unpack,
+    worker_run,
+)
 from runner.manifest import Manifest
 from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec, remove_tree
 
@@ -41,6 +52,12 @@ INSTALL_HINT = "pip install 'trialhouse[ray]'"
 PROBE_TIMEOUT_S = 5.0
 BATCH_WAIT_S = 0.05
 """How long the worker gathers events before yielding a batch (fewer, larger objects)."""
+EVIDENCE_IN_FLIGHT = 2
+"""Evidence chunks (``remote.CHUNK`` bytes each) a worker holds before the stream takes them.
+The stream itself has no backpressure (``_generator_backpressure_num_objects``): measured,
+it cost the workers CPU at 32 tasks in flight on 2 cores, and what it would bound — a
+trial's unread chunks in the object store — is at most that trial's evidence, which
+leaves the repository's untouched files behind (``remote.pack``) and spills to disk."""
 
 
 def refuse_unsupported(manifest: Manifest) -> None:
@@ -140,8 +157,9 @@ def _probe(address: str) -> None:
             "prints, or drop --ray-address to start a local instance") from exc
 
 
-def _trial_task(t: TrialSlice, box: list[Any]):  # type: ignore[no-untyped-def]
-    """Ray task body (a streaming generator): ('events', [...]) batches, then the result."""
+def _trial_task(t: TrialSlice, box: list[Any]) -> Iterator[tuple[str, str, Any]]:
+    """Ray task body (a streaming generator): ('events', [...]) batches, the evidence as
+    ('evidence', chunk)s, then ('result', (outcome, names left out of the evidence))."""
     import ray
 
     try:
@@ -150,17 +168,34 @@ def _trial_task(t: TrialSlice, box: list[Any]):  # type: ignore[no-untyped-def]
         yield ("error", "", f"{type(exc).__name__}: {exc}")
         return
     q: queue.Queue[tuple[str, Any]] = queue.Queue()
+    gate = threading.Semaphore(EVIDENCE_IN_FLIGHT)
+    gone = threading.Event()
 
     def emit(cls: type[ev._Event], **fields: Any) -> None:
         q.put(("event", (cls.__name__, fields)))
 
+    def send(chunk: bytes) -> None:  # at most EVIDENCE_IN_FLIGHT chunks held here at once
+        while not gate.acquire(timeout=1.0):
+            if gone.is_set():
+                raise TrialInterrupted(t.trial_id)
+        q.put(("evidence", chunk))
+
     def body() -> None:
         try:
-            q.put(("done", run.run(t, emit)))
+            q.put(("done", run.run(t, emit, send)))
         except BaseException as exc:  # noqa: BLE001 - reported to the driver as the reason
             q.put(("error", f"{type(exc).__name__}: {exc}"))
 
     threading.Thread(target=body, name=f"trial-{t.trial_id}", daemon=True).start()
+    try:
+        yield from _relay_queue(q, gate, str(run.root))
+    finally:
+        gone.set()
+
+
+def _relay_queue(q: queue.Queue[tuple[str, Any]], gate: threading.Semaphore,
+                 root: str) -> Iterator[tuple[str, str, Any]]:
+    """The worker side of the stream: events gathered into batches, evidence chunks one by one."""
     while True:
         kind, item = q.get()
         batch = []
@@ -171,14 +206,27 @@ def _trial_task(t: TrialSlice, box: list[Any]):  # type: ignore[no-untyped-def]
             except queue.Empty:
                 kind, item = "flush", None
         if batch:
-            yield ("events", str(run.root), batch)
-        if kind == "done":
-            outcome, evidence = item
-            yield ("result", str(run.root), (outcome, evidence))
+            yield ("events", root, batch)
+        if kind == "evidence":
+            yield ("evidence", root, item)
+            gate.release()
+        elif kind == "done":
+            yield ("result", root, item)
             return
-        if kind == "error":
-            yield ("error", str(run.root), item)
+        elif kind == "error":
+            yield ("error", root, item)
             return
+
+
+def _evidence(first: bytes, items: Any, after: list[Any]) -> Iterator[bytes]:
+    """The evidence chunks of a task's stream from ``first`` on; the first item that is
+    not one goes to ``after``."""
+    yield first
+    for kind, root, item in items:
+        if kind != "evidence":
+            after.append((kind, root, item))
+            return
+        yield item
 
 
 def _rewrite(value: Any, old: str, new: str) -> Any:
@@ -210,6 +258,7 @@ class RayExecutor:
         self.remote = ray.remote(max_retries=0, num_returns="streaming", **hints)(_trial_task)
         self._live: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._listings: dict[str, Any] = {}
 
     def cancel(self) -> None:
         """Ctrl-C: cancel every outstanding task (running ones are killed)."""
@@ -235,32 +284,73 @@ class RayExecutor:
                 self._live.pop(spec.trial_id, None)
 
     def relay(self, spec: TrialSpec, items: Any) -> TrialOutcome:
-        """Emit a task's event batches in order and unpack its evidence; a task that
-        fails or dies raises ``TrialLost`` (after recording a start, if none came)."""
-        started = False
+        """Emit a task's event batches in order, unpack its evidence and write back the
+        workspace files it left out; then its ``trial_finished``, held back until the
+        trial directory is whole (as a local trial's is when it finishes). A task that fails
+        or dies raises ``TrialLost`` (after recording a start, if none came)."""
+        seen = {"started": False}
         try:
-            for kind, root, item in items:
-                if kind == "events":
-                    for name, fields in item:
-                        started = started or name == "TrialStarted"
-                        self.emit(getattr(ev, name), **_rewrite(fields, root, str(self.run_dir)))
-                elif kind == "result":
-                    outcome, evidence = item
-                    unpack(evidence, spec.trial_dir)
-                    return outcome
-                else:
-                    raise TrialLost(f"the trial failed on its Ray worker: {item}")
-            raise TrialLost("the Ray task ended without a result")
+            return self._relay(spec, iter(items), seen)
         except TrialLost as exc:
-            self._lost(spec, started, str(exc))
+            self._lost(spec, seen["started"], str(exc))
             raise
+        except RunnerError as exc:  # evidence that does not fit the trial
+            self._lost(spec, seen["started"], str(exc))
+            raise TrialLost(str(exc)) from exc
         except self.ray.exceptions.RayError as exc:
             if self.stop.is_set():
                 raise TrialInterrupted(spec.trial_id) from exc
             why = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             reason = f"Ray worker lost ({type(exc).__name__}{': ' + why if why else ''})"
-            self._lost(spec, started, reason)
+            self._lost(spec, seen["started"], reason)
             raise TrialLost(reason) from exc
+
+    def _relay(self, spec: TrialSpec, items: Any, seen: dict[str, bool]) -> TrialOutcome:
+        finish: tuple[str, dict[str, Any]] | None = None
+        unpacked = False
+        nxt = next(items, None)
+        while nxt is not None:
+            kind, root, item = nxt
+            nxt = None
+            if kind == "events":
+                for name, fields in item:
+                    fields = _rewrite(fields, root, str(self.run_dir))
+                    seen["started"] = seen["started"] or name == "TrialStarted"
+                    if name == "TrialFinished":
+                        finish = (name, fields)
+                    else:
+                        self.emit(getattr(ev, name), **fields)
+            elif kind == "evidence":
+                after: list[Any] = []
+                unpack(_evidence(item, items, after), spec.trial_dir)
+                unpacked = True
+                nxt = after[0] if after else None
+                continue
+            elif kind == "result":
+                outcome, omitted = item
+                if not unpacked:
+                    spec.trial_dir.mkdir(parents=True)
+                restore(spec.containment.store.path, spec.initial_commit, omitted,
+                        spec.trial_dir / "workspace", self._listing(spec))
+                if finish is not None:
+                    self.emit(getattr(ev, finish[0]), **finish[1])
+                return outcome
+            else:
+                raise TrialLost(f"the trial failed on its Ray worker: {item}")
+            nxt = next(items, None)
+        raise TrialLost("the Ray task ended without a result")
+
+    def _listing(self, spec: TrialSpec) -> Any:
+        """The driver's own listing of the trial's pinned commit (a few kept per run)."""
+        with self._lock:
+            rows = self._listings.get(spec.initial_commit)
+        if rows is None:
+            rows = listing(spec.containment.store.path, spec.initial_commit)
+            with self._lock:
+                while len(self._listings) >= 4:
+                    self._listings.pop(next(iter(self._listings)))
+                self._listings[spec.initial_commit] = rows
+        return rows
 
     def _lost(self, spec: TrialSpec, started: bool, reason: str) -> None:
         """Before the driver records ``infra_error``: a start it can attach to, and the

@@ -102,15 +102,24 @@ def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_r
         t = remote.TrialSlice(s.run_id, tid, 0, case_id, variant, s.config_ids[variant], 1, 1,
                               s.manifest.initial_commit, s.texts[variant], {}, None, True)
         seen: list[str] = []
-        outcome, evidence = run.run(t, lambda cls, seen=seen, **_f: seen.append(cls.__name__))
+        chunks: list[bytes] = []
+        outcome, omitted = run.run(t, lambda cls, seen=seen, **_f: seen.append(cls.__name__),
+                                   chunks.append)
         assert outcome.outcome == fin.outcome, (tid, outcome.reason)
         assert seen[0] == "TrialStarted" and seen[-1] == "TrialFinished"
         assert not (tmp_path / "worker" / "trials" / tid).exists()  # packed, then removed
+        # The repository's untouched files stay behind: the driver has them already.
+        assert (".gitignore" in omitted, "calc.py" in omitted) == (True, variant == "noop"), omitted
         dest = tmp_path / "unpacked" / tid
-        remote.unpack(evidence, dest)
-        local_files = {p.relative_to(local.run_dir / "trials" / tid).as_posix()
-                       for p in (local.run_dir / "trials" / tid).rglob("*")}
+        remote.unpack(chunks, dest)
+        remote.restore(s.containment.store.path, s.manifest.initial_commit, omitted,
+                       dest / "workspace")
+        src = local.run_dir / "trials" / tid
+        local_files = {p.relative_to(src).as_posix() for p in src.rglob("*")}
         assert {p.relative_to(dest).as_posix() for p in dest.rglob("*")} == local_files
+        ws = [p.relative_to(src).as_posix() for p in (src / "workspace").rglob("*") if p.is_file()]
+        assert ws and all((dest / rel).read_bytes() == (src / rel).read_bytes() for rel in ws)
+        assert all((dest / rel).stat().st_mode == (src / rel).stat().st_mode for rel in ws)
 
 
 def test_a_damaged_payload_is_refused_on_the_worker(cli, kit, corpus_root, tmp_path):
@@ -173,7 +182,7 @@ def test_pack_keeps_symlinks_as_links(tmp_path):
     (src / "workspace" / "a.txt").write_text("a")
     (src / "workspace" / "link").symlink_to("/etc")
     dest = tmp_path / "dest"
-    remote.unpack(remote.pack(src), dest)
+    remote.unpack(remote.pack_bytes(src), dest)
     assert (dest / "workspace" / "a.txt").read_text() == "a"
     assert (dest / "workspace" / "link").is_symlink()
     assert os.readlink(dest / "workspace" / "link") == "/etc"
@@ -201,3 +210,118 @@ def test_a_pinned_commit_with_history_reaches_the_worker(kit, corpus_root, tmp_p
     run = remote.WorkerRun(payload, tmp_path / "worker")
     assert run.containment.store.tree_of(s.manifest.initial_commit) == \
         s.containment.store.tree_of(s.manifest.initial_commit)
+
+
+def _store_with(kit, tmp_path, files: dict[str, bytes]):
+    """A bare run store holding one commit of ``files``; returns (store, commit)."""
+    from runner.capture import RunStore
+
+    repo = tmp_path / "src"
+    repo.mkdir()
+    kit.git(repo, "init", "-q")
+    for rel, data in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_bytes(data)
+    (repo / "run.sh").chmod(0o755)
+    kit.git(repo, "add", "-A")
+    kit.git(repo, "commit", "-qm", "c")
+    commit = kit.git(repo, "rev-parse", "HEAD")
+    store = RunStore(tmp_path / "store.git")
+    store.pin(repo, commit)
+    return store, commit, repo
+
+
+def test_evidence_leaves_out_only_the_commits_own_files_and_streams_in_chunks(kit, tmp_path,
+                                                                              monkeypatch):
+    files = {"a.txt": b"a\n", "dir/b.bin": os.urandom(300_000), "run.sh": b"#!/bin/sh\n",
+             "c.txt": b"c\n", "d.txt": b"d\n"}
+    store, commit, repo = _store_with(kit, tmp_path, files)
+    trial = tmp_path / "trial"
+    ws = trial / "workspace"
+    (trial / "logs").mkdir(parents=True)
+    (trial / "logs" / "x.log").write_text("log\n")
+    ws.mkdir()
+    for rel, data in files.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_bytes(data)
+    (ws / "run.sh").chmod(0o755)
+    (ws / "c.txt").write_bytes(b"C\n")  # changed: shipped
+    (ws / "d.txt").chmod(0o755)  # same bytes, another mode: shipped
+    (ws / "new.txt").write_text("new\n")
+    (ws / "made.bin").write_bytes(os.urandom(200_000))  # the agent's: shipped, in several chunks
+    monkeypatch.setattr(remote, "CHUNK", 64 * 1024)
+    chunks: list[bytes] = []
+    omitted = remote.pack(trial, chunks.append, remote.listing(store.path, commit))
+    assert omitted == ["a.txt", "dir/b.bin", "run.sh"]
+    assert len(chunks) > 1 and max(map(len, chunks)) <= 64 * 1024
+    assert files["dir/b.bin"] not in b"".join(chunks)  # the large file stayed behind
+    dest = tmp_path / "dest"
+    remote.unpack(iter(chunks), dest)
+    remote.restore(store.path, commit, omitted, dest / "workspace")
+    for p in trial.rglob("*"):
+        rel = p.relative_to(trial)
+        assert (dest / rel).exists(), rel
+        if p.is_file():
+            assert (dest / rel).read_bytes() == p.read_bytes(), rel
+            assert (dest / rel).stat().st_mode == p.stat().st_mode, rel
+    assert sorted(p.relative_to(dest) for p in dest.rglob("*")) == sorted(p.relative_to(trial) for p in trial.rglob("*"))
+
+
+@pytest.mark.parametrize("name", ["not-in-commit.txt", "link/a.txt", "../a.txt", "a.txt"])
+def test_restore_refuses_names_that_are_not_the_commits_own(kit, tmp_path, name):
+    store, commit, _repo = _store_with(kit, tmp_path, {"a.txt": b"a", "link/a.txt": b"x", "run.sh": b""})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "link").symlink_to(outside)  # a directory replaced by a symlink: never written through
+    (ws / "a.txt").write_text("the agent's")  # already there: never overwritten
+    with pytest.raises(RunnerError, match="which it is not"):
+        remote.restore(store.path, commit, [name], ws)
+    assert not list(outside.iterdir()) and (ws / "a.txt").read_text() == "the agent's"
+
+
+@pytest.mark.parametrize("ending", ["error", "bad evidence"])
+def test_a_trial_whose_evidence_does_not_arrive_whole_is_never_recorded_finished(kit, tmp_path, ending):
+    """The driver holds a task's trial_finished back until the trial directory is whole: a
+    task that fails after its last event, or whose evidence does not fit the trial, is one
+    infra_error (recorded by the run), never a finished trial plus a second finish."""
+    import threading
+    from types import SimpleNamespace
+
+    from runner.executors.on_ray import RayExecutor, TrialLost
+
+    store, commit, _repo = _store_with(kit, tmp_path, {"a.txt": b"a", "run.sh": b""})
+    emitted: list[str] = []
+    ex = object.__new__(RayExecutor)
+    ex.ray = SimpleNamespace(exceptions=SimpleNamespace(RayError=type("RayError", (Exception,), {})))
+    ex.run_dir, ex.stop, ex._listings, ex._lock = tmp_path / "run", threading.Event(), {}, threading.Lock()
+    ex.emit = lambda cls, **_f: emitted.append(cls.__name__)
+    spec = SimpleNamespace(trial_id="t1", trial_dir=tmp_path / "run" / "trials" / "t1", initial_commit=commit,
+                           containment=SimpleNamespace(store=store))
+    src = tmp_path / "src-trial"
+    (src / "workspace").mkdir(parents=True)
+    events = ("events", "/w", [("TrialStarted", {"trial_id": "t1"}), ("StageStarted", {}),
+                               ("TrialFinished", {"trial_id": "t1"})])
+    tail = ([("error", "/w", "RuntimeError: boom")] if ending == "error" else
+            [("evidence", "/w", remote.pack_bytes(src)), ("result", "/w", ("outcome", ["not-in-commit.txt"]))])
+    with pytest.raises(TrialLost):
+        ex.relay(spec, iter([events, *tail]))
+    assert emitted == ["TrialStarted", "StageStarted"]
+    assert (spec.trial_dir / "lost.txt").exists()
+
+
+def test_scratch_copies_of_workers_that_are_gone_are_swept(tmp_path):
+    """A worker Ray kills runs no atexit: the next worker to start a run removes the copies
+    whose process is gone, and only those."""
+    import subprocess
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"trialhouse-20260101T000000Z-abcdef-pid{gone.pid}-x1y2"
+    alive = tmp_path / f"trialhouse-20260101T000000Z-abcdef-pid{os.getpid()}-z3w4"
+    other = tmp_path / "trialhouse-not-a-copy"
+    for d in (dead, alive, other):
+        (d / "store").mkdir(parents=True)
+    remote.sweep_stale(tmp_path)
+    assert not dead.exists() and alive.exists() and other.exists()
