@@ -27,6 +27,7 @@ import subprocess
 import tarfile
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,7 +202,12 @@ def sweep_stale(tmp: Path) -> None:
     """Remove the scratch copies (``trialhouse-<run id>-pid<pid>-…``) of this user's
     worker processes that are gone: a worker killed by Ray (``ray.shutdown``, a lost
     task, out of memory) runs no ``atexit`` and would leave its copy of the run — the
-    run store with the whole repository — behind for good."""
+    run store with the whole repository — behind for good.
+
+    Workers that start together sweep together: each copy is first claimed by renaming it
+    to a name of this process's own (one rename wins; the others find it gone and go on),
+    and a sweep never fails the trial that runs it — it is housekeeping. A claimed copy
+    whose sweeper dies is a copy of a dead process again, swept by the next one."""
     for d in tmp.glob("trialhouse-*-pid*-*"):
         m = _OWNER.search(d.name)
         try:
@@ -209,7 +215,12 @@ def sweep_stale(tmp: Path) -> None:
                 continue
             os.kill(int(m.group(1)), 0)
         except ProcessLookupError:
-            remove_tree(d)
+            claimed = tmp / f"trialhouse-sweep-pid{os.getpid()}-{uuid.uuid4().hex[:12]}"
+            try:
+                os.rename(d, claimed)
+                remove_tree(claimed)
+            except OSError:  # claimed by another worker first, or left for the next sweep
+                continue
         except OSError:  # alive under another user, or gone already
             continue
 

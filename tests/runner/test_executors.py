@@ -325,3 +325,25 @@ def test_scratch_copies_of_workers_that_are_gone_are_swept(tmp_path):
         (d / "store").mkdir(parents=True)
     remote.sweep_stale(tmp_path)
     assert not dead.exists() and alive.exists() and other.exists()
+
+
+def test_workers_sweeping_at_once_never_fail_and_leave_nothing(tmp_path):
+    """Workers that start a run together sweep the same stale copies at once (a clean
+    clone's CI run lost a trial to this: one worker's rmtree found a directory the other
+    had just removed). Eight real processes sweep 40 stale copies of dead workers."""
+    import subprocess
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    for i in range(40):
+        d = tmp_path / f"trialhouse-20260101T000000Z-abcdef-pid{gone.pid}-c{i:03d}"
+        for j in range(20):
+            (d / "store" / f"objects{j}").mkdir(parents=True)
+            (d / "store" / f"objects{j}" / "blob").write_text("x" * 100)
+    code = ("import sys; from pathlib import Path; from runner.executors import remote; "
+            "remote.sweep_stale(Path(sys.argv[1]))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stderr=subprocess.PIPE)
+             for _ in range(8)]
+    errors = [p.communicate()[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, errors
+    assert sorted(tmp_path.iterdir()) == []
