@@ -519,7 +519,7 @@ class TrialGit:
             self.store.discard(dest)
         self._write(plan, dest, timeout)
         if reuse:
-            record = Pristine(dest, lambda rel, path: _same_blob(path, plan.get(rel)))
+            record = Pristine(dest, lambda rel, path: same_blob(path, plan.get(rel)))
             if record.record():
                 record.expose()
                 self._copies[dest] = (plan, record)
@@ -532,17 +532,9 @@ class TrialGit:
             if mode == "160000":
                 (dest / rel).mkdir(parents=True, exist_ok=True)
         for rel, data in self._blobs(blobs, timeout):
-            mode = plan[rel][0]
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            if mode == "120000":
-                os.symlink(b"".join(data), target)
-            else:
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                             0o755 if mode == "100755" else 0o644)
-                with os.fdopen(fd, "wb") as fh:
-                    for chunk in data:
-                        fh.write(chunk)
+            write_blob(target, plan[rel][0], data)
 
     def read_files(self, tree: str, names: list[str], limit: int,
                    timeout: float | None = None) -> dict[str, bytes]:
@@ -563,32 +555,7 @@ class TrialGit:
 
     def _blobs(self, blobs: list[tuple[str, str, str]], timeout: float | None
                ) -> Iterator[tuple[str, Iterator[bytes]]]:
-        """(path, chunks of its content) for each (path, mode, sha), from one
-        ``cat-file --batch``; each chunk iterator must be consumed before the next item."""
-        if not blobs:
-            return
-        proc = subprocess.Popen(
-            ["git", "cat-file", "--batch"], cwd=self.path, env=git_env({"GIT_DIR": str(self.path)}),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        request = "".join(f"{sha}\n" for _r, _m, sha in blobs).encode()
-        feeder = threading.Thread(target=_feed, args=(proc.stdin, request), daemon=True)
-        feeder.start()
-        try:
-            for rel, _mode, _sha in blobs:
-                header = proc.stdout.readline().split()
-                if len(header) != 3 or header[1] != b"blob":
-                    raise GitError(f"object for {rel} missing from the runner's store")
-                chunks = _read_exact(proc.stdout, int(header[2]))
-                yield rel, chunks
-                for _rest in chunks:  # whatever the consumer left
-                    pass
-                proc.stdout.read(1)  # the newline after each object
-        finally:
-            proc.stdout.close()
-            proc.wait(timeout=timeout)
-            feeder.join(timeout=5)
+        return cat_blobs(self.path, blobs, timeout)
 
     def diff_to_file(self, old: str, new: str, dest: Path, *, timeout: float | None = None,
                      file_limit: int = PATCH_FILE_LIMIT, limit: int = PATCH_LIMIT) -> PatchInfo:
@@ -666,7 +633,51 @@ class TrialGit:
         return info
 
 
-def _same_blob(path: Path, want: tuple[str, str] | None) -> bool:
+def cat_blobs(git_dir: Path, blobs: list[tuple[str, str, str]], timeout: float | None = None
+              ) -> Iterator[tuple[str, Iterator[bytes]]]:
+    """(path, chunks of its content) for each (path, mode, sha), from one
+    ``cat-file --batch`` of ``git_dir``; each chunk iterator must be consumed before the
+    next item. No object is held whole."""
+    if not blobs:
+        return
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch"], cwd=git_dir, env=git_env({"GIT_DIR": str(git_dir)}),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    request = "".join(f"{sha}\n" for _r, _m, sha in blobs).encode()
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, request), daemon=True)
+    feeder.start()
+    try:
+        for rel, _mode, _sha in blobs:
+            header = proc.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise GitError(f"object for {rel} missing from the runner's store")
+            chunks = _read_exact(proc.stdout, int(header[2]))
+            yield rel, chunks
+            for _rest in chunks:  # whatever the consumer left
+                pass
+            proc.stdout.read(1)  # the newline after each object
+    finally:
+        proc.stdout.close()
+        proc.wait(timeout=timeout)
+        feeder.join(timeout=5)
+
+
+def write_blob(target: Path, mode: str, chunks: Iterable[bytes]) -> None:
+    """A blob's content as a new file (or symlink) at ``target``, with git's mode for it;
+    never through an existing path."""
+    if mode == "120000":
+        os.symlink(b"".join(chunks), target)
+        return
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                 0o755 if mode == "100755" else 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        for chunk in chunks:
+            fh.write(chunk)
+
+
+def same_blob(path: Path, want: tuple[str, str] | None) -> bool:
     """Whether the file or symlink at ``path`` is the blob ``want`` = (mode, sha)."""
     if want is None:
         return False

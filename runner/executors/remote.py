@@ -23,7 +23,6 @@ import io
 import os
 import re
 import stat
-import subprocess
 import tarfile
 import tempfile
 import threading
@@ -35,10 +34,10 @@ from typing import Any
 
 import numpy
 
-from runner.capture import RunStore, blob_sha, file_blob_sha
+from runner.capture import RunStore, cat_blobs, same_blob, write_blob
 from runner.errors import RunnerError
 from runner.eventlog import Emit
-from runner.git import git, git_env
+from runner.git import git
 from runner.manifest import Manifest
 from runner.paths import Snapshot, sha256_bytes
 from runner.redact import Redactor
@@ -269,17 +268,13 @@ def _is_pristine(path: Path, st: os.stat_result, want: tuple[str, str, int] | No
     if want is None:
         return False
     mode, sha, size = want
-    try:
-        if stat.S_ISLNK(st.st_mode):
-            return mode == "120000" and blob_sha(os.fsencode(os.readlink(path))) == sha
+    if stat.S_ISREG(st.st_mode):
         perm = (0o755 if mode == "100755" else 0o644) & ~umask
-        if not stat.S_ISREG(st.st_mode) or st.st_size != size or stat.S_IMODE(st.st_mode) != perm:
+        if st.st_size != size or stat.S_IMODE(st.st_mode) != perm:
             return False
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as fh:
-            return file_blob_sha(fh) == sha
-    except OSError:
+    elif not stat.S_ISLNK(st.st_mode):
         return False
+    return same_blob(path, (mode, sha))  # a symlink for a file's mode, or the reverse, is not
 
 
 class _Sink(io.RawIOBase):
@@ -424,43 +419,8 @@ def restore(store: Path, commit: str, names: list[str], ws: Path,
             raise RunnerError(f"the worker's evidence names {rel!r} as the pinned commit's own, "
                               "which it is not")
         plan.append((rel, want))
-    if not plan:
-        return
-    proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=store, env=git_env({"GIT_DIR": str(store)}),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    assert proc.stdin is not None and proc.stdout is not None
-    feeder = threading.Thread(target=_feed, args=(proc.stdin, "".join(f"{w[1]}\n" for _r, w in plan).encode()),
-                              daemon=True)
-    feeder.start()
-    try:
-        for rel, (mode, _sha, _size) in plan:
-            _write_blob(proc.stdout, ws / rel, mode, rel)
-    finally:
-        proc.stdout.close()
-        proc.wait()
-        feeder.join(timeout=5)
-
-
-def _write_blob(out: Any, target: Path, mode: str, rel: str) -> None:
-    """One object of ``cat-file --batch`` output into ``target``, in 1 MiB pieces."""
-    header = out.readline().split()
-    if len(header) != 3 or header[1] != b"blob":
-        raise RunnerError(f"the run store lacks the blob of {rel}")
-    left = int(header[2])
-    if mode == "120000":
-        os.symlink(out.read(left), target)
-        left = 0
-    else:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                     0o755 if mode == "100755" else 0o644)
-        with os.fdopen(fd, "wb") as fh:
-            while left > 0:
-                chunk = out.read(min(left, 1 << 20))
-                if not chunk:
-                    raise RunnerError(f"the run store ended the blob of {rel} early")
-                fh.write(chunk)
-                left -= len(chunk)
-    out.read(1)  # the newline after each object
+    for rel, data in cat_blobs(store, [(rel, mode, sha) for rel, (mode, sha, _size) in plan]):
+        write_blob(ws / rel, rows[rel][0], data)
 
 
 def _real_dir(ws: Path, rel: str) -> Path | None:
@@ -479,14 +439,3 @@ def _real_dir(ws: Path, rel: str) -> Path | None:
             return None
     return cur
 
-
-def _feed(pipe: Any, data: bytes) -> None:
-    try:
-        pipe.write(data)
-    except (BrokenPipeError, ValueError):
-        pass
-    finally:
-        try:
-            pipe.close()
-        except (BrokenPipeError, ValueError):
-            pass
