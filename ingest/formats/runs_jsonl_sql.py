@@ -29,6 +29,9 @@ _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 # the row path, which judges them as it always did (raw control characters make the
 # line invalid JSON for both parsers).
 _UNUSUAL = r"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u[dD][89a-fA-F]"
+# A comma before a closing brace or bracket: DuckDB's parser allows a trailing comma and
+# Python's refuses it, so such lines (or a string that merely holds ", }") take the row path.
+_TRAILING_COMMA = r",[ \t\n\r]*[}\]]"
 
 
 def fast_sql(check_json: bool = True, source: str = "lines") -> str:
@@ -77,6 +80,7 @@ def fast_sql(check_json: bool = True, source: str = "lines") -> str:
             SELECT lineno, text, from_json(text, '{struct}') AS j FROM {source}
             WHERE starts_with(text, '{{') AND {"json_valid(text)" if check_json else "true"}
               AND NOT (contains(text, '\\u') AND regexp_matches(text, '{_UNUSUAL}'))
+              AND NOT regexp_matches(text, '{_TRAILING_COMMA}')
         ), fields AS (
             SELECT lineno, text, {raw} FROM parsed
         ), timed AS (

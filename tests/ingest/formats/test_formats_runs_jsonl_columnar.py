@@ -31,6 +31,12 @@ BAD_LINES = [
     '{"model": "m", "harness"',                       # truncated
     "[1, 2]", "42", '"text"', "null",
     "NaN",
+    # JSON that DuckDB's parser accepts and Python's refuses: trailing commas, a byte-order mark
+    '{"model": "m", "harness": "h", "task_id": "tc", "trial": 1, "status": "solved",}',
+    '{"model": "m", "harness": "h", "task_id": "tc", "trial": 2, "status": "solved" , \t}',
+    '{"model": "m", "harness": "h", "task_id": "tc", "trial": 3, "status": "solved", "x": [1,]}',
+    '\ufeff{"model": "m", "harness": "h", "task_id": "bom", "trial": 1, "status": "solved"}',
+    '{"model": "m", "harness": "h", "task_id": "nan", "trial": 1, "status": "solved", "cost_usd": NaN}',
 ]
 BAD_FIELDS = [
     {"status": "timeout"}, {"trial": "6"}, {"trial": True}, {"trial": -1}, {"trial": 1.5},
