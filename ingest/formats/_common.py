@@ -27,7 +27,8 @@ def labels_json(labels: dict[str, Any]) -> str | None:
 
 
 def parse_ts(value: Any) -> tuple[datetime | None, bool]:
-    """ISO timestamp → aware UTC datetime; second item is True when the input was naive."""
+    """ISO timestamp → aware UTC datetime; second item is True when the input was naive.
+    A timestamp that cannot be read, or has no UTC datetime, is ``None``."""
     if value is None or value == "":
         return None, False
     if isinstance(value, datetime):
@@ -39,7 +40,10 @@ def parse_ts(value: Any) -> tuple[datetime | None, bool]:
             return None, False
     if dt.tzinfo is None:
         return dt.replace(tzinfo=UTC), True
-    return dt.astimezone(UTC), False
+    try:
+        return dt.astimezone(UTC), False
+    except OverflowError:  # e.g. 9999-12-31T23:00-14:00, which is in year 10000 in UTC
+        return None, False
 
 
 def seconds_between(a: datetime | None, b: datetime | None) -> float | None:

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from ingest.batch import QuarantineRow
 from ingest.errors import IngestError
 from ingest.formats._common import BatchBuilder, labels_json, parse_ts
 from ingest.formats.runs_jsonl_sql import LOOKUP, MAP_CONFIGS, PRICED, TRIALS_SQL, fast_sql
@@ -151,6 +152,10 @@ def _slow_record(lineno: int, text: str, b: BatchBuilder, path: Path) -> dict | 
         return None
     task = str(r.task_id)
     started, naive = parse_ts(r.started_at)
+    if r.started_at is not None and started is None:
+        b.quarantine(path, lineno, f"line {lineno}: started_at: {r.started_at.isoformat()} has no UTC time "
+                                   "(out of range once moved to UTC)", raw)
+        return None
     settings = {"system_id": r.system_id} if r.system_id else None
     cid = config_id_for(r.model, r.harness, r.harness_version, settings)
     extra = json.dumps(r.model_extra, sort_keys=True, default=str) if r.model_extra else None
@@ -165,10 +170,10 @@ def _slow_record(lineno: int, text: str, b: BatchBuilder, path: Path) -> dict | 
              "duration_s": r.wall_seconds}  # labels_json is ASCII JSON: always storable
     for k in ("repo", "benchmark", "system_id"):  # stored in labels and cases
         if (problem := value_problem("string", getattr(r, k))) is not None:
-            b.quarantine(path, None, f"trials row: {k} {problem}", repr(probe)[:4096])
+            b.quarantine(path, lineno, f"line {lineno}: trials row: {k} {problem}", raw)
             return None
     if problem := row_problem("trials", probe):
-        b.quarantine(path, None, f"trials row: {problem}", repr(probe)[:4096])
+        b.quarantine(path, lineno, f"line {lineno}: trials row: {problem}", raw)
         return None
     return {"lineno": lineno, "model": r.model, "harness": r.harness,
             "harness_version": r.harness_version, "system_id": r.system_id, "task": task,
@@ -222,15 +227,16 @@ def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = 
     try:
         con.execute("SET TimeZone = 'UTC'")
         n_lines = _valid_lines(con, lines, b, path, row_path_only)
-        _mark_duplicates(con, b, path)
-        del lines
-        trials = _trials(con, b, prices)
+        # the value rules first, then duplicates among the lines that pass them (the row
+        # path's order: a bad line repeated is two bad lines, not a bad line and a duplicate)
+        trials, rejected = _checked_trials(_trials(con, b, prices), lines, path)
+        b.batch.quarantine.extend(rejected)
+        trials = _drop_duplicates(con, trials, lines, b, path)
     finally:
         con.close()
     source = {"path": str(path), "sha256": digest.result().hexdigest(), "bytes": len(data)}
-    del data
-    trials, rejected = checked_table("trials", trials, str(path))
-    b.batch.quarantine.extend(rejected)
+    del data, lines
+    b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
     _cases_and_configs(b, trials, path)
     b.batch.tables["trials"] = _conform("trials", trials)
     b.batch.tables["attempts"] = _conform("attempts", pa.table({
@@ -253,6 +259,20 @@ def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = 
             + ("" if prices else "; pass a prices file to price tokens")
         )
     return [b.finish()]
+
+
+def _checked_trials(trials: pa.Table, lines: pa.Table, path: Path) -> tuple[pa.Table, list]:
+    """``checked_table`` on the trials, each rejected row quarantined as its line, with the
+    line's number and text (as the row path quarantines it)."""
+    import numpy as np
+
+    kept, rejected = checked_table("trials", trials, str(path))
+    if not rejected:
+        return kept, []
+    gone = np.setdiff1d(trials.column("lineno").to_numpy(), kept.column("lineno").to_numpy())
+    texts = lines.take(pa.array(gone - 1)).column("text").to_pylist()  # line n is row n - 1
+    return kept, [QuarantineRow(str(path), int(n), f"line {n}: {q.reason}", text.strip()[:RAW_MAX])
+                  for n, q, text in zip(gone.tolist(), rejected, texts, strict=True)]
 
 
 def _typed(con, sql_for: Callable[[bool], str]) -> pa.Table:
@@ -307,27 +327,29 @@ def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_onl
     return n_lines
 
 
-def _mark_duplicates(con, b: BatchBuilder, path: Path) -> None:
-    """Quarantine every line repeating an earlier line's (configuration, task, trial); the
-    view ``kept`` is the valid lines without them. Keys are grouped by their hash first
-    (one integer per line), and only lines whose hash repeats are compared by value."""
-    key = "model, harness, harness_version, system_id, task, trial"
-    con.execute(f"""CREATE TEMP TABLE suspects AS SELECT * FROM valid WHERE hash({key}) IN
-                    (SELECT hash({key}) FROM valid GROUP BY ALL HAVING count(*) > 1)""")  # noqa: S608
-    dups = con.execute(f"""
+def _drop_duplicates(con, trials: pa.Table, lines: pa.Table, b: BatchBuilder, path: Path) -> pa.Table:
+    """``trials`` without the lines repeating an earlier line's (configuration, task, trial),
+    each quarantined. Ids are grouped by their hash first (one integer per line), and only
+    lines whose hash repeats are compared by value."""
+    import numpy as np
+
+    con.register("checked", trials.select(["lineno", "trial_id", "model", "harness", "harness_version",
+                                           "case_id", "repetition"]))
+    dups = con.execute("""
         SELECT list(lineno ORDER BY lineno), any_value(model), any_value(harness),
-               any_value(harness_version), any_value(task), any_value(trial)
-        FROM suspects GROUP BY {key} HAVING count(*) > 1""").fetchall()  # noqa: S608 - constant names
-    dup_lines = sorted(n for d in dups for n in d[0][1:])
-    con.register("dup_lines", pa.table({"lineno": pa.array(dup_lines, pa.int64())}))
-    raw = dict(con.execute("SELECT lineno, text FROM lines SEMI JOIN dup_lines USING (lineno)").fetchall())
+               any_value(harness_version), any_value(case_id), any_value(repetition)
+        FROM checked WHERE hash(trial_id) IN (SELECT hash(trial_id) FROM checked GROUP BY ALL HAVING count(*) > 1)
+        GROUP BY trial_id HAVING count(*) > 1""").fetchall()
+    con.unregister("checked")
+    if not dups:
+        return trials
+    dup_lines = np.array(sorted(n for d in dups for n in d[0][1:]), dtype=np.int64)
+    raw = dict(zip(dup_lines.tolist(), lines.take(pa.array(dup_lines - 1)).column("text").to_pylist(), strict=True))
     for nos, model, harness, hv, task, trial in dups:
         for n in nos[1:]:
             b.quarantine(path, n, f"line {n}: duplicate (configuration, task, trial) of line {nos[0]}: "
                                   f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n].strip()[:RAW_MAX])
-    b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
-    kept = "valid ANTI JOIN dup_lines USING (lineno)" if dup_lines else "valid"
-    con.execute(f"CREATE TEMP VIEW kept AS SELECT * FROM {kept}")  # noqa: S608 - constant names
+    return trials.filter(pa.array(~np.isin(trials.column("lineno").to_numpy(), dup_lines)))
 
 
 _FREE_TEXT = ("repo", "benchmark", "system_id", "failure_mode")
@@ -352,11 +374,11 @@ def _redacted(con) -> None:
 
 
 def _trials(con, b: BatchBuilder, prices: PriceTable | None) -> pa.Table:
-    """The trials of the kept lines: one config id per distinct configuration, cost, labels."""
+    """The trials of the valid lines: one config id per distinct configuration, cost, labels."""
     configs = con.execute("""
         SELECT model, harness, harness_version, NULLIF(system_id, '') AS sys, min(lineno) AS first,
                hash(model, harness, harness_version, NULLIF(system_id, '')) AS h
-        FROM kept GROUP BY ALL ORDER BY first""").fetchall()
+        FROM valid GROUP BY ALL ORDER BY first""").fetchall()
     rows = []
     for model, harness, hv, sys, _first, h in configs:
         cid, variant = b.config(model, harness, hv, {"system_id": sys} if sys else None)

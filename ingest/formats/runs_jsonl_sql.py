@@ -1,5 +1,5 @@
 """The SQL of the runs-jsonl import (``ingest.formats.runs_jsonl``): the query that proves
-lines valid and types them, and the query that turns the kept lines into trials.
+lines valid and types them, and the query that turns the valid lines into trials.
 
 Kept apart from the importer so each reads on its own: the rules a line must meet are in
 ``runs_jsonl.RunLine`` (the row path's judge); here they are restated as checks on DuckDB
@@ -24,7 +24,10 @@ _STR = "starts_with(r_{k}, '\"')"
 # a JSON integer: its text survives the round trip through BIGINT (no fraction or exponent)
 _INT = "(r_{k} = CAST(TRY_CAST(r_{k} AS BIGINT) AS VARCHAR))"
 _NUM = "(left(r_{k}, 1) BETWEEN '0' AND '9')"  # a JSON number that may be ≥ 0 (no sign)
-_ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+# An ISO timestamp whose every field is in range (DuckDB's cast takes hour 24 and an offset
+# of ±24:00, which Python refuses), years 1000-2999 (no overflow when moved to UTC).
+_ISO = (r"^[12]\d{3}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?"
+        r"(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$")
 # Escapes that decode to a control character or half a surrogate pair: such lines take
 # the row path, which judges them as it always did (raw control characters make the
 # line invalid JSON for both parsers).
@@ -111,12 +114,12 @@ do, and the trials are sorted after (DuckDB's joins do not keep the order)."""
 LOOKUP = {
     "map": """
         rated AS (SELECT v.*, map_extract_value(getvariable('ip_map'), v.model) AS ip,
-                         map_extract_value(getvariable('op_map'), v.model) AS op FROM kept v),
+                         map_extract_value(getvariable('op_map'), v.model) AS op FROM valid v),
         priced AS ({priced}),
         configured AS (SELECT t.*, map_extract_value(getvariable('cid_map'), t.h) AS config_id,
                               map_extract_value(getvariable('variant_map'), t.h) AS variant FROM priced t)""",
     "join": """
-        rated AS (SELECT v.*, p.ip, p.op FROM kept v
+        rated AS (SELECT v.*, p.ip, p.op FROM valid v
                   LEFT JOIN prices p ON p.model = v.model AND (
                       p.n = 1
                       OR (v.started_at IS NULL AND p.is_last)

@@ -1,11 +1,12 @@
 """``make fuzz``: the long seeded fuzz run of ingest and manifest validation (``fuzzlib``).
 
-    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --seed 14
+    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --seed 14
 
 Prints one line per check and exits 1 on any finding: a traceback, a good line lost, a bad
 line accepted, a line neither accepted nor quarantined, an exit code that does not match the
 warehouse, a warehouse that summarize/tables/sql cannot read, a manifest problem without a
-location, or a manifest ``validate`` accepts that a run could not use.
+location, a manifest ``validate`` accepts that a run could not use, or a mutated runs-jsonl
+file on which the columnar path and the row path disagree (``runs_jsonl_diff``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ _spec = importlib.util.spec_from_file_location("fuzzlib", Path(__file__).with_na
 fuzzlib = importlib.util.module_from_spec(_spec)
 sys.modules["fuzzlib"] = fuzzlib  # dataclasses look their module up
 _spec.loader.exec_module(fuzzlib)
+_spec = importlib.util.spec_from_file_location("runs_jsonl_diff", Path(__file__).with_name("runs_jsonl_diff.py"))
+runs_jsonl_diff = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(runs_jsonl_diff)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=520, help="mutated event files (default 520)")
     ap.add_argument("--manifests", type=int, default=449, help="mutated manifests (default 449)")
+    ap.add_argument("--runs-jsonl", type=int, default=60,
+                    help="mutated runs-jsonl files of 4,000 lines, columnar vs row path (default 60)")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--workdir", type=Path, default=None, help="keep the inputs and warehouse here")
     args = ap.parse_args()
@@ -41,9 +47,16 @@ def main() -> int:
     print(f"manifests: {man.summary()} ({time.monotonic() - t1:.0f} s)")
     for line in (man.tracebacks + man.unlocated + man.accepted_unusable)[:20]:
         print("  " + line.replace("\n", "\n  "))
-    ok = ev.ok() and man.ok()
+    t2 = time.monotonic()
+    diffs = runs_jsonl_diff.fuzz(args.runs_jsonl, 4000, args.seed, work / "runs-jsonl")
+    print(f"runs-jsonl files: {args.runs_jsonl}, {len(diffs)} difference(s) between the columnar "
+          f"and the row path ({time.monotonic() - t2:.0f} s)")
+    for line in diffs[:20]:
+        print("  " + line.replace("\n", "\n  "))
+    ok = ev.ok() and man.ok() and not diffs
     print(f"{'OK' if ok else 'FINDINGS'}: {len(ev.tracebacks) + len(man.tracebacks)} tracebacks, "
           f"{ev.lost_good} lost good lines, {ev.bad_accepted} bad lines accepted, "
+          f"{len(diffs)} runs-jsonl path differences, "
           f"warehouse {'always readable' if not ev.unreadable else 'unreadable ' + str(len(ev.unreadable)) + ' times'}"
           f"; inputs in {work}")
     return 0 if ok else 1
