@@ -232,3 +232,23 @@ class BatchBuilder:
     def finish(self) -> SourceBatch:
         self.batch.rows = self.rows
         return self.batch
+
+
+def field(obj: Any, dotted: str) -> Any:
+    """``obj["a"]["b"]`` for ``"a.b"``, or None where a level is missing or not an object."""
+    for key in dotted.split("."):
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def shape_problem(obj: dict, objects: tuple[str, ...] = (), texts: tuple[str, ...] = (),
+                  lists: tuple[str, ...] = ()) -> str | None:
+    """Why a foreign record cannot be read as its format documents it (a field present with
+    the wrong JSON type: an object, a string or a list expected), or None. Importers check
+    a record with this before reading it, so bad input is quarantined with the field named
+    instead of failing somewhere inside."""
+    for names, kind, name_of in ((objects, dict, "an object"), (texts, str, "a string"), (lists, list, "a list")):
+        for name in names:
+            if (v := field(obj, name)) is not None and not isinstance(v, kind):
+                return f"field {name} must be {name_of}, not {type(v).__name__}"
+    return None

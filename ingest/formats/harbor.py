@@ -17,10 +17,12 @@ from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats._common import (
     BatchBuilder,
+    field,
     finite_cost,
     nonneg_int,
     parse_ts,
     seconds_between,
+    shape_problem,
 )
 from ingest.formats.detect import is_harbor_job_result, is_harbor_trial_result, read_json
 from ingest.identity import path_key
@@ -135,6 +137,20 @@ def _job_dirs(path: Path) -> list[Path]:
     return jobs or [path]
 
 
+_OBJECTS = ("agent_info", "agent_info.model_info", "config", "config.agent", "agent_result", "task_id",
+            "verifier_result", "exception_info", "environment_setup", "agent_setup", "agent_execution", "verifier")
+_TEXTS = ("task_name", "source", "task_checksum", "id", "started_at", "finished_at", "agent_info.name",
+          "agent_info.version", "agent_info.model_info.name", "agent_info.model_info.provider",
+          "config.agent.model_name", "task_id.path", "exception_info.exception_type")
+
+
+def _shape_problem(result: dict) -> str | None:
+    """Why a trial result cannot be read as one (a field of the wrong JSON type), or None."""
+    if not isinstance(result.get("task_name"), str) or not result["task_name"]:
+        return "field task_name must be a non-empty string"
+    return shape_problem(result, objects=_OBJECTS, texts=_TEXTS)
+
+
 def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBatch:
     job_result = read_json(job / "result.json") if (job / "result.json").is_file() else None
     single = is_harbor_trial_result(job_result)
@@ -145,7 +161,8 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
     b = BatchBuilder(f"harbor-{job.name}-{path_key(job)}", FORMAT, [])
     config = read_json(job / "config.json") if not single else None
     lock = read_json(job / "lock.json") if not single else None
-    harbor_version = ((lock or {}).get("harbor") or {}).get("version") if isinstance(lock, dict) else None
+    harbor_version = field(lock, "harbor.version") if isinstance(lock, dict) else None
+    harbor_version = harbor_version if isinstance(harbor_version, str) else None
     parsed: list[tuple[Path, dict]] = []
     for f in trial_files:
         if not f.is_file():
@@ -159,6 +176,9 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
             continue
         if not obj.get("task_name"):
             b.quarantine(f, None, f"{f}: field task_name is missing", None)
+            continue
+        if problem := _shape_problem(obj):
+            b.quarantine(f, None, f"{f}: {problem}", f.read_text(encoding="utf-8", errors="replace")[:2000])
             continue
         parsed.append((f, obj))
     if not parsed and not b.batch.quarantine:

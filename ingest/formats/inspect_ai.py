@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, finite_cost, nonneg_int, parse_ts
+from ingest.formats._common import BatchBuilder, finite_cost, nonneg_int, parse_ts, shape_problem
 from ingest.formats.detect import is_inspect_eval_zip, is_inspect_json
 from ingest.prices import PriceTable
 
@@ -307,8 +307,19 @@ def _usage(sample: dict, model: str | None) -> tuple[dict | None, dict]:
     return None, {"usage_models_unattributed": sorted(usage)}
 
 
+_HEADER_OBJECTS = ("eval", "eval.config", "eval.dataset", "eval.packages", "eval.model_generate_config",
+                   "eval.metadata", "eval.model_roles", "plan", "results", "stats", "stats.model_usage", "error")
+_HEADER_TEXTS = ("status", "eval.eval_id", "eval.model", "eval.task", "eval.run_id", "eval.eval_set_id",
+                 "eval.dataset.name", "stats.started_at", "stats.completed_at", "eval.created")
+_SAMPLE_OBJECTS = ("metadata", "scores", "model_usage", "output", "role_usage")  # error, limit: text or object
+_SAMPLE_TEXTS = ("started_at", "completed_at", "uuid")
+_SAMPLE_LISTS = ("messages", "error_retries", "events")
+
+
 def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
     header, samples, where, notes, unreadable = read_log(path)
+    if problem := shape_problem(header, objects=_HEADER_OBJECTS, texts=_HEADER_TEXTS):
+        raise IngestError(f"{path}: {problem}")
     ev = header.get("eval") or {}
     plan = header.get("plan") or {}
     eval_id = ev.get("eval_id")
@@ -338,6 +349,9 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
     for s, at in zip(samples, where, strict=True):
         if not isinstance(s, dict):
             b.quarantine(path, None, f"{at}: a sample record must be an object", json.dumps(s, default=str)[:2000])
+            continue
+        if problem := shape_problem(s, objects=_SAMPLE_OBJECTS, texts=_SAMPLE_TEXTS, lists=_SAMPLE_LISTS):
+            b.quarantine(path, None, f"{at}: {problem}", json.dumps(s, default=str)[:2000])
             continue
         sid, epoch = s.get("id"), s.get("epoch")
         if sid is None or not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:

@@ -69,8 +69,15 @@ def _grades(root: Path, b: BatchBuilder) -> dict[str, tuple[str, str | None, dic
         for key, outcome, reason in (("unresolved_ids", "target_failed", None),
                                      ("error_ids", "infra_error", "SWE-bench evaluation error"),
                                      ("resolved_ids", "accepted", None)):
-            for iid in obj.get(key) or []:
-                grades.setdefault(str(iid), (outcome, reason, {}))
+            ids = obj.get(key) or []
+            if not isinstance(ids, list):
+                raise IngestError(f"{path}: {key} must be a list of instance ids, not {type(ids).__name__}")
+            for i, iid in enumerate(ids):
+                if isinstance(iid, str) and iid.strip():
+                    grades.setdefault(iid, (outcome, reason, {}))
+                else:
+                    b.quarantine(path, None, f"{path.name}: {key}[{i}] is {iid!r:.80}, not an instance id",
+                                 repr(iid)[:2000])
     return grades
 
 

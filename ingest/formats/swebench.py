@@ -208,18 +208,20 @@ def _load_eval_results(path: Path, obj: dict[str, bool]) -> SourceBatch:
 # ------------------------------------------------------------------ experiments submission
 
 
-def _predicted_ids(folder: Path) -> list[str] | None:
+def _predicted_ids(folder: Path, b: BatchBuilder | None = None) -> list[str] | None:
     for name in ("all_preds.jsonl", "preds.jsonl"):
         f = folder / name
         if f.is_file():
             ids = []
-            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+            for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
                 try:
                     obj = json.loads(line)
                 except ValueError:
-                    continue
-                if isinstance(obj, dict) and obj.get("instance_id"):
-                    ids.append(str(obj["instance_id"]))
+                    obj = None
+                if isinstance(obj, dict) and isinstance(obj.get("instance_id"), str) and obj["instance_id"]:
+                    ids.append(obj["instance_id"])
+                elif line.strip() and b is not None:  # not silently: an instance missing here is missing
+                    b.quarantine(f, n, f"line {n}: not a prediction (a JSON object with an instance_id)", line[:2000])
             return ids
     obj = read_json(folder / "preds.json") if (folder / "preds.json").is_file() else None
     if isinstance(obj, dict):
@@ -227,6 +229,23 @@ def _predicted_ids(folder: Path) -> list[str] | None:
     if isinstance(obj, list):
         return [str(o["instance_id"]) for o in obj if isinstance(o, dict) and o.get("instance_id")]
     return None
+
+
+def _instance_ids(results: dict, key: str, b: BatchBuilder, source: Path) -> set[str]:
+    """The instance ids under ``key`` of results.json; an entry that is not one (a number,
+    an object, an empty string) is quarantined with its place."""
+    value = results.get(key)
+    if value is None:
+        return set()
+    if not isinstance(value, list):
+        raise IngestError(f"{source}: {key} must be a list of instance ids, not {type(value).__name__}")
+    ids = set()
+    for i, iid in enumerate(value):
+        if isinstance(iid, str) and iid.strip():
+            ids.add(iid)
+        else:
+            b.quarantine(source, None, f"results.json: {key}[{i}] is {iid!r:.80}, not an instance id", repr(iid)[:2000])
+    return ids
 
 
 def _load_submission(folder: Path) -> SourceBatch:
@@ -261,8 +280,10 @@ def _load_submission(folder: Path) -> SourceBatch:
         base_labels["best_of_n"] = str(attempts)
     details = read_json(folder / "per_instance_details.json")
     details = details if isinstance(details, dict) else {}
-    resolved, no_gen, no_logs = (set(results.get(k) or []) for k in ("resolved", "no_generation", "no_logs"))
-    predicted = _predicted_ids(folder)
+    results_file = folder / "results" / "results.json"
+    resolved, no_gen, no_logs = (_instance_ids(results, k, b, results_file)
+                                 for k in ("resolved", "no_generation", "no_logs"))
+    predicted = _predicted_ids(folder, b)
     logs = (folder / "logs").is_dir()
     universe = list(dict.fromkeys([*(predicted or []), *sorted(resolved | no_gen | no_logs), *details]))
     if predicted is None and not details:
@@ -284,6 +305,11 @@ def _load_submission(folder: Path) -> SourceBatch:
             outcome, reason, extra = outcome_from_report(report[iid])
             labels.update(extra)
         d = details.get(iid) or {}
+        if not isinstance(d, dict):
+            b.quarantine(folder / "per_instance_details.json", None,
+                         f"per_instance_details.json: {iid}: expected an object, not {type(d).__name__} "
+                         "(its cost and API calls are unknown)", repr(d)[:2000])
+            d = {}
         calls = nonneg_int(d.get("api_calls"))
         # No tokens to price; a cost 0 next to API calls means the submission did not price it.
         cost, source = resolve_cost(None, None, reported=d.get("cost"), activity=calls, zero_is_unpriced=True)

@@ -1,12 +1,14 @@
 """``make fuzz``: the long seeded fuzz run of ingest and manifest validation (``fuzzlib``).
 
-    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --seed 14
+    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --seed 14
 
 Prints one line per check and exits 1 on any finding: a traceback, a good line lost, a bad
 line accepted, a line neither accepted nor quarantined, an exit code that does not match the
 warehouse, a warehouse that summarize/tables/sql cannot read, a manifest problem without a
 location, a manifest ``validate`` accepts that a run could not use, or a mutated runs-jsonl
-file on which the columnar path and the row path disagree (``runs_jsonl_diff``).
+file on which the columnar path and the row path disagree (``runs_jsonl_diff``), or a
+mutated foreign result (Harbor, Terminal-Bench, SWE-bench, mini-swe-agent, Inspect) whose
+ingest raises a traceback (``foreign_fuzz``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ _spec.loader.exec_module(fuzzlib)
 _spec = importlib.util.spec_from_file_location("runs_jsonl_diff", Path(__file__).with_name("runs_jsonl_diff.py"))
 runs_jsonl_diff = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(runs_jsonl_diff)
+_spec = importlib.util.spec_from_file_location("foreign_fuzz", Path(__file__).with_name("foreign_fuzz.py"))
+foreign_fuzz = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(foreign_fuzz)
 
 
 def main() -> int:
@@ -33,6 +38,8 @@ def main() -> int:
     ap.add_argument("--manifests", type=int, default=449, help="mutated manifests (default 449)")
     ap.add_argument("--runs-jsonl", type=int, default=60,
                     help="mutated runs-jsonl files of 4,000 lines, columnar vs row path (default 60)")
+    ap.add_argument("--foreign", type=int, default=500,
+                    help="mutated copies of the foreign fixtures, ingested (default 500)")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--workdir", type=Path, default=None, help="keep the inputs and warehouse here")
     args = ap.parse_args()
@@ -53,8 +60,14 @@ def main() -> int:
           f"and the row path ({time.monotonic() - t2:.0f} s)")
     for line in diffs[:20]:
         print("  " + line.replace("\n", "\n  "))
-    ok = ev.ok() and man.ok() and not diffs
-    print(f"{'OK' if ok else 'FINDINGS'}: {len(ev.tracebacks) + len(man.tracebacks)} tracebacks, "
+    t3 = time.monotonic()
+    crashes = foreign_fuzz.fuzz(args.foreign, args.seed, work / "foreign")
+    print(f"foreign results: {args.foreign} mutated copies, {len(crashes)} traceback(s) "
+          f"({time.monotonic() - t3:.0f} s)")
+    for line in crashes[:10]:
+        print("  " + line.replace("\n", "\n  "))
+    ok = ev.ok() and man.ok() and not diffs and not crashes
+    print(f"{'OK' if ok else 'FINDINGS'}: {len(ev.tracebacks) + len(man.tracebacks) + len(crashes)} tracebacks, "
           f"{ev.lost_good} lost good lines, {ev.bad_accepted} bad lines accepted, "
           f"{len(diffs)} runs-jsonl path differences, "
           f"warehouse {'always readable' if not ev.unreadable else 'unreadable ' + str(len(ev.unreadable)) + ' times'}"
