@@ -58,6 +58,8 @@ def value_problem(kind: str, value: object, *, nullable: bool = True, identifier
     if kind == "float64":
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"must be a number, not {type(value).__name__}"
+        if isinstance(value, int) and not _RANGES["int64"][0] <= value <= _RANGES["int64"][1]:
+            return f"integer {value} is out of range for a number column (Arrow reads it as int64 first)"
         try:
             ok = math.isfinite(float(value))
         except OverflowError:

@@ -21,7 +21,14 @@ from typing import Any, NamedTuple
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, finite_cost, nonneg_int, parse_ts, shape_problem
+from ingest.formats._common import (
+    BatchBuilder,
+    field,
+    finite_cost,
+    nonneg_int,
+    parse_ts,
+    shape_problem,
+)
 from ingest.formats.detect import is_inspect_eval_zip, is_inspect_json
 from ingest.prices import PriceTable
 
@@ -316,9 +323,18 @@ _SAMPLE_TEXTS = ("started_at", "completed_at", "uuid")
 _SAMPLE_LISTS = ("messages", "error_retries", "events")
 
 
+def _usage_problem(usage: Any, name: str) -> str | None:
+    """A ``model_usage`` mapping must map each model to an object of counts."""
+    for model, counts in (usage or {}).items():
+        if not isinstance(counts, dict):
+            return f"field {name}.{model} must be an object, not {type(counts).__name__}"
+    return None
+
+
 def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
     header, samples, where, notes, unreadable = read_log(path)
-    if problem := shape_problem(header, objects=_HEADER_OBJECTS, texts=_HEADER_TEXTS):
+    if problem := (shape_problem(header, objects=_HEADER_OBJECTS, texts=_HEADER_TEXTS)
+                   or _usage_problem(field(header, "stats.model_usage"), "stats.model_usage")):
         raise IngestError(f"{path}: {problem}")
     ev = header.get("eval") or {}
     plan = header.get("plan") or {}
@@ -350,7 +366,8 @@ def _load_one(path: Path, prices: PriceTable | None) -> SourceBatch:
         if not isinstance(s, dict):
             b.quarantine(path, None, f"{at}: a sample record must be an object", json.dumps(s, default=str)[:2000])
             continue
-        if problem := shape_problem(s, objects=_SAMPLE_OBJECTS, texts=_SAMPLE_TEXTS, lists=_SAMPLE_LISTS):
+        if problem := (shape_problem(s, objects=_SAMPLE_OBJECTS, texts=_SAMPLE_TEXTS, lists=_SAMPLE_LISTS)
+                       or _usage_problem(s.get("model_usage"), "model_usage")):
             b.quarantine(path, None, f"{at}: {problem}", json.dumps(s, default=str)[:2000])
             continue
         sid, epoch = s.get("id"), s.get("epoch")

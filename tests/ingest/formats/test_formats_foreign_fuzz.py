@@ -63,3 +63,25 @@ def test_a_harbor_trial_with_a_field_of_the_wrong_type_is_quarantined_and_the_re
     [b] = harbor.load(job)
     assert len(b.rows["trials"]) == len(good.rows["trials"]) - 1
     assert any("field agent_info must be an object, not float" in q.reason for q in b.quarantine)
+
+
+def test_an_inspect_sample_with_usage_of_the_wrong_shape_is_quarantined(tmp_path):
+    from ingest.formats import inspect_ai
+
+    src = fuzz.FIXTURES / "inspect" / "mixed.json"
+    doc = json.loads(src.read_text())
+    [good] = inspect_ai.load(src)
+    sample = next(s for s in doc["samples"] if s.get("model_usage"))
+    sample["model_usage"] = {"mockllm/model": "x"}
+    (tmp_path / "log.json").write_text(json.dumps(doc))
+    [b] = inspect_ai.load(tmp_path / "log.json")
+    assert len(b.rows["trials"]) == len(good.rows["trials"]) - 1
+    assert any("field model_usage.mockllm/model must be an object, not str" in q.reason for q in b.quarantine)
+
+
+def test_a_number_column_refuses_an_integer_arrow_cannot_read():
+    from ingest.rows import value_problem
+
+    assert value_problem("float64", 2**63) is not None
+    assert value_problem("float64", 2**63 - 1) is None
+    assert value_problem("float64", 1.5e300) is None
