@@ -86,8 +86,9 @@ def histograms(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[s
         hist = con.execute(_HIST_SQL.format(by_cols=by_list, common=st.common)).fetchall()
         left_out = {(cid, u): (n, ids or []) for cid, u, n, ids in
                     con.execute(_LEFT_OUT_SQL.format(common=st.common)).fetchall()}
-        names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells "
-                                  "WHERE n_valid > 0") if hist else {}
+        # every configuration of the cells: one with no valid trial on a common task is named
+        # in a warning too
+        names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells") if hist else {}
     if not hist:
         if not st.config_runs:
             raise AnalysisError(

@@ -107,7 +107,22 @@ def tasks_needed(between: float, within: float, target: float, reps: float,
     if target <= 0:
         return None
     n = _solve(effect_size=target / sd, alpha=alpha, power=power)
-    return max(2, math.ceil(n - 1e-9))
+    # statsmodels' root finder fails (NaN) or stops at its lower bound (2) for a huge effect:
+    # the answer is then the fewest tasks whose computed power reaches ``power``
+    first = 2 if math.isnan(n) else max(2, math.ceil(n - 1e-9))
+    return _fewest_tasks(target / sd, alpha, power, first)
+
+
+def _fewest_tasks(effect: float, alpha: float, power: float, first: int, limit: int = 100_000) -> int | None:
+    """The fewest tasks from ``first`` on whose paired t test's power (statsmodels) is known
+    and reaches ``power``; None past ``limit``."""
+    from statsmodels.stats.power import TTestPower
+
+    for n in range(first, limit):
+        p = TTestPower().power(effect_size=effect, nobs=n, alpha=alpha, alternative="two-sided")
+        if math.isfinite(p) and p >= power:
+            return n
+    return None
 
 
 def reps_needed(between: float, within: float, target: float, tasks: int,

@@ -18,6 +18,13 @@ def _table(caption: str, columns: list[str], rows: list[list[Any]], numeric: lis
     return Table(caption, columns, rows, numeric)
 
 
+def _slice(row: Any, key: str) -> str:
+    """A ``--by`` slice value as a cell: a task without the label is a dash, not a blank."""
+    from analysis import formatting as fmt
+
+    return fmt.DASH if row[key] is None else str(row[key])
+
+
 def _name(row: Any, simulated: frozenset[str] = frozenset()) -> str:
     from analysis import formatting as fmt
 
@@ -47,7 +54,7 @@ def summary(s: Any) -> View:
         flags = ("unknown" if r.get("flags") is None else
                  f"{fmt.count(r['flags'])} ({fmt.count(r['flagged_trials'])})")
         rows.append([
-            _name(r), *[r[u] for u in uni], *[r[b] if r[b] is not None else fmt.DASH for b in s.by],
+            _name(r), *[r[u] for u in uni], *[_slice(r, b) for b in s.by],
             fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
             fmt.count(r["tasks"]),
             f"{fmt.rate(r['task_mean'])} [{fmt.interval(r['task_ci_low'], r['task_ci_high'])}]",
@@ -151,7 +158,7 @@ def consistency(res: Any) -> View:
     from analysis import formatting as fmt
 
     uni = _universe(res.rows)
-    rows = [[_name(r), *[r[u] for u in uni], *[r[b] for b in res.by],
+    rows = [[_name(r), *[r[u] for u in uni], *[_slice(r, b) for b in res.by],
              fmt.pct(r["consistent"], r["tasks"]),
              fmt.interval(r["ci_low"], r["ci_high"]),
              str(r["min_n"]) if r["equal_n"] else f"{r['min_n']}–{r['max_n']}",
@@ -172,7 +179,7 @@ def pareto(res: Any) -> View:
     x = res.rows[0]["x_name"] if res.rows else "cost"
     uni = _universe(res.rows)
     steps = x == "median_steps"
-    rows = [[names[r["config_id"]], *[r[u] for u in uni], *[r[b] for b in res.by],
+    rows = [[names[r["config_id"]], *[r[u] for u in uni], *[_slice(r, b) for b in res.by],
              fmt.number(r["x"], unknown="unknown") if steps else fmt.usd(r["x"]),
              fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
              fmt.front_status(r.get("role"), r["on_front"]), fmt.listing([names.get(d, d[:12]) for d in r["dominated_by"]]),
@@ -216,7 +223,7 @@ def matrix(m: Any) -> View:
 def failures(res: Any) -> View:
     from analysis import formatting as fmt
 
-    rows = [[_name(r), *[r[b] for b in res.by], r["dimension"], r["value"],
+    rows = [[_name(r), *[_slice(r, b) for b in res.by], r["dimension"], r["value"],
              r["annotator"] or "", fmt.pct(r["count"], r["total"]), fmt.usd(r["lost_spend_usd"])]
             for r in res.rows]
     cols = ["configuration", *res.by, "kind", "class", "annotator", "count", "lost spend"]
@@ -236,7 +243,7 @@ def disagreements(res: Any) -> View:
 def familiarity(res: Any) -> View:
     from analysis import formatting as fmt
 
-    rows = [[_name(r), *[r[b] for b in res.by], fmt.pct(r["known_solved"], r["known_valid"]),
+    rows = [[_name(r), *[_slice(r, b) for b in res.by], fmt.pct(r["known_solved"], r["known_valid"]),
              fmt.pct(r["unknown_solved"], r["unknown_valid"]),
              fmt.diff_ci(r["gap"], r["ci_low"], r["ci_high"]),
              f"{r['g_known']}+{r['g_unknown']}"] for r in res.rows]
@@ -257,7 +264,7 @@ def latency(res: Any) -> View:
         out = " / ".join(fmt.number(r[f"{p}_{q}"]) for q in ("p50", "p90", "p95"))
         return out + ("" if r[f"{p}_n"] == r["trials"] else f" (n={fmt.count(r[f'{p}_n'])})")
 
-    rows = [[_name(r), *[r[b] for b in res.by], fmt.count(r["trials"]),
+    rows = [[_name(r), *[_slice(r, b) for b in res.by], fmt.count(r["trials"]),
              *[phase(r, p) for p in PHASES]] for r in res.rows]
     return View(tables=[_table("Latency p50 / p90 / p95 (s)",
                                ["configuration", *res.by, "trials", *PHASES], rows,
