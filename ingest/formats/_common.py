@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.batch import QuarantineRow, SourceBatch
+from ingest.errors import IngestError
 from ingest.identity import config_id_for, run_key, variant_label
 from runner.events import as_amount, as_count, as_text, file_sha256
 
@@ -252,3 +253,20 @@ def shape_problem(obj: dict, objects: tuple[str, ...] = (), texts: tuple[str, ..
             if (v := field(obj, name)) is not None and not isinstance(v, kind):
                 return f"field {name} must be {name_of}, not {type(v).__name__}"
     return None
+
+
+def instance_ids(value: Any, key: str, b: BatchBuilder, source: Path) -> list[str]:
+    """The instance ids of a SWE-bench-style id list (``resolved``, ``error_ids``, …): an
+    entry that is not one (a number, an object, an empty string) is quarantined with its
+    place; a value that is not a list is a clear error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise IngestError(f"{source}: {key} must be a list of instance ids, not {type(value).__name__}")
+    ids = []
+    for i, iid in enumerate(value):
+        if isinstance(iid, str) and iid.strip():
+            ids.append(iid)
+        else:
+            b.quarantine(source, None, f"{source.name}: {key}[{i}] is {iid!r:.80}, not an instance id", repr(iid)[:2000])
+    return ids

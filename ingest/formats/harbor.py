@@ -144,13 +144,6 @@ _TEXTS = ("task_name", "source", "task_checksum", "id", "started_at", "finished_
           "config.agent.model_name", "task_id.path", "exception_info.exception_type")
 
 
-def _shape_problem(result: dict) -> str | None:
-    """Why a trial result cannot be read as one (a field of the wrong JSON type), or None."""
-    if not isinstance(result.get("task_name"), str) or not result["task_name"]:
-        return "field task_name must be a non-empty string"
-    return shape_problem(result, objects=_OBJECTS, texts=_TEXTS)
-
-
 def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBatch:
     job_result = read_json(job / "result.json") if (job / "result.json").is_file() else None
     single = is_harbor_trial_result(job_result)
@@ -161,8 +154,8 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
     b = BatchBuilder(f"harbor-{job.name}-{path_key(job)}", FORMAT, [])
     config = read_json(job / "config.json") if not single else None
     lock = read_json(job / "lock.json") if not single else None
-    harbor_version = field(lock, "harbor.version") if isinstance(lock, dict) else None
-    harbor_version = harbor_version if isinstance(harbor_version, str) else None
+    version = field(lock, "harbor.version")
+    harbor_version = version if isinstance(version, str) else None
     parsed: list[tuple[Path, dict]] = []
     for f in trial_files:
         if not f.is_file():
@@ -177,7 +170,7 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
         if not obj.get("task_name"):
             b.quarantine(f, None, f"{f}: field task_name is missing", None)
             continue
-        if problem := _shape_problem(obj):
+        if problem := shape_problem(obj, objects=_OBJECTS, texts=_TEXTS):
             b.quarantine(f, None, f"{f}: {problem}", f.read_text(encoding="utf-8", errors="replace")[:2000])
             continue
         parsed.append((f, obj))

@@ -30,7 +30,7 @@ from typing import Any
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, nonneg_int, seconds_between
+from ingest.formats._common import BatchBuilder, instance_ids, nonneg_int, seconds_between
 from ingest.formats.detect import (
     is_mini_trajectory,
     is_swebench_instance_report,
@@ -69,15 +69,8 @@ def _grades(root: Path, b: BatchBuilder) -> dict[str, tuple[str, str | None, dic
         for key, outcome, reason in (("unresolved_ids", "target_failed", None),
                                      ("error_ids", "infra_error", "SWE-bench evaluation error"),
                                      ("resolved_ids", "accepted", None)):
-            ids = obj.get(key) or []
-            if not isinstance(ids, list):
-                raise IngestError(f"{path}: {key} must be a list of instance ids, not {type(ids).__name__}")
-            for i, iid in enumerate(ids):
-                if isinstance(iid, str) and iid.strip():
-                    grades.setdefault(iid, (outcome, reason, {}))
-                else:
-                    b.quarantine(path, None, f"{path.name}: {key}[{i}] is {iid!r:.80}, not an instance id",
-                                 repr(iid)[:2000])
+            for iid in instance_ids(obj.get(key) or [], key, b, path):
+                grades.setdefault(iid, (outcome, reason, {}))
     return grades
 
 

@@ -270,9 +270,13 @@ def _checked_trials(trials: pa.Table, lines: pa.Table, path: Path) -> tuple[pa.T
     if not rejected:
         return kept, []
     gone = np.setdiff1d(trials.column("lineno").to_numpy(), kept.column("lineno").to_numpy())
-    texts = lines.take(pa.array(gone - 1)).column("text").to_pylist()  # line n is row n - 1
-    return kept, [QuarantineRow(str(path), int(n), f"line {n}: {q.reason}", text.strip()[:RAW_MAX])
-                  for n, q, text in zip(gone.tolist(), rejected, texts, strict=True)]
+    return kept, [QuarantineRow(str(path), int(n), f"line {n}: {q.reason}", text)
+                  for n, q, text in zip(gone.tolist(), rejected, _raw_lines(lines, gone), strict=True)]
+
+
+def _raw_lines(lines: pa.Table, linenos) -> list[str]:
+    """The quarantined text of these lines (line n is row n - 1 of ``lines``)."""
+    return [t.strip()[:RAW_MAX] for t in lines.take(pa.array(linenos - 1)).column("text").to_pylist()]
 
 
 def _typed(con, sql_for: Callable[[bool], str]) -> pa.Table:
@@ -344,11 +348,11 @@ def _drop_duplicates(con, trials: pa.Table, lines: pa.Table, b: BatchBuilder, pa
     if not dups:
         return trials
     dup_lines = np.array(sorted(n for d in dups for n in d[0][1:]), dtype=np.int64)
-    raw = dict(zip(dup_lines.tolist(), lines.take(pa.array(dup_lines - 1)).column("text").to_pylist(), strict=True))
+    raw = dict(zip(dup_lines.tolist(), _raw_lines(lines, dup_lines), strict=True))
     for nos, model, harness, hv, task, trial in dups:
         for n in nos[1:]:
             b.quarantine(path, n, f"line {n}: duplicate (configuration, task, trial) of line {nos[0]}: "
-                                  f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n].strip()[:RAW_MAX])
+                                  f"{model} / {harness}@{hv} / {task} / trial {trial}", raw[n])
     return trials.filter(pa.array(~np.isin(trials.column("lineno").to_numpy(), dup_lines)))
 
 

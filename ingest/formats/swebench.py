@@ -21,7 +21,7 @@ from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
 from ingest.formats import swebench_names
-from ingest.formats._common import BatchBuilder, nonneg_int
+from ingest.formats._common import BatchBuilder, instance_ids, nonneg_int
 from ingest.formats.detect import (
     is_swebench_eval_results,
     is_swebench_instance_report,
@@ -231,23 +231,6 @@ def _predicted_ids(folder: Path, b: BatchBuilder | None = None) -> list[str] | N
     return None
 
 
-def _instance_ids(results: dict, key: str, b: BatchBuilder, source: Path) -> set[str]:
-    """The instance ids under ``key`` of results.json; an entry that is not one (a number,
-    an object, an empty string) is quarantined with its place."""
-    value = results.get(key)
-    if value is None:
-        return set()
-    if not isinstance(value, list):
-        raise IngestError(f"{source}: {key} must be a list of instance ids, not {type(value).__name__}")
-    ids = set()
-    for i, iid in enumerate(value):
-        if isinstance(iid, str) and iid.strip():
-            ids.add(iid)
-        else:
-            b.quarantine(source, None, f"results.json: {key}[{i}] is {iid!r:.80}, not an instance id", repr(iid)[:2000])
-    return ids
-
-
 def _load_submission(folder: Path) -> SourceBatch:
     import yaml
 
@@ -281,7 +264,7 @@ def _load_submission(folder: Path) -> SourceBatch:
     details = read_json(folder / "per_instance_details.json")
     details = details if isinstance(details, dict) else {}
     results_file = folder / "results" / "results.json"
-    resolved, no_gen, no_logs = (_instance_ids(results, k, b, results_file)
+    resolved, no_gen, no_logs = (set(instance_ids(results.get(k), k, b, results_file))
                                  for k in ("resolved", "no_generation", "no_logs"))
     predicted = _predicted_ids(folder, b)
     logs = (folder / "logs").is_dir()
