@@ -78,6 +78,9 @@ CASES = [
     ("sql-empty", ["sql", "  ", "-w", W], 2, ["empty SQL query", "SELECT"]),
     ("sql-no-result", ["sql", "/* only a comment */", "-w", W], 2, ["no rows", "SELECT"]),
     ("sql-missing-table", ["sql", "select * from nope", "-w", W], 2, ["SQL error", "nope", "does not exist"]),
+    # DuckDB's message quotes the value cut inside an 'é': the binding raises UnicodeDecodeError (duckdb-python#93)
+    ("sql-message-not-utf8", ["sql", "SELECT json_extract('{{\"model\" : \"m\" , \"h\" : \"' || repeat('\u00e9', 60) || '\" , x}}', '$')",
+                              "-w", W], 2, ["SQL error", "Malformed JSON", "\ufffd"]),
     # ingest inputs
     ("ingest-missing-path", ["ingest", "{d}/nope", "-w", "{d}/w1.duckdb"], 2, ["nope", "no such file"]),
     ("ingest-unknown-format", ["ingest", "{d}/a_dir", "-w", "{d}/w1.duckdb"], 2, ["a_dir", "cannot tell its format", "--format"]),

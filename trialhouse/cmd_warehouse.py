@@ -99,6 +99,7 @@ def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     import duckdb
 
     import warehouse as wh
+    from warehouse.errors import duckdb_message
 
     con = wh.open(warehouse, read_only=True)
     try:
@@ -106,8 +107,8 @@ def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
         if rel is None:  # e.g. only a comment
             raise CommandError("the statement returned no rows to show; give a SELECT query")
         df = rel.pl()
-    except duckdb.Error as exc:
-        raise CommandError(f"SQL error: {str(exc).splitlines()[0]}") from None
+    except (duckdb.Error, UnicodeDecodeError) as exc:  # the latter: duckdb_message says why
+        raise CommandError(f"SQL error: {duckdb_message(exc).splitlines()[0]}") from None
     finally:
         con.close()
     if json:

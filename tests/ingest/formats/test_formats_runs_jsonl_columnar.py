@@ -122,3 +122,22 @@ def test_most_lines_take_the_columnar_path(tmp_path, prices, monkeypatch):
     monkeypatch.setattr(runs_jsonl, "_slow_record", lambda *a: calls.append(a[0]) or real(*a))
     [b] = load(path, prices)
     assert len(calls) < 0.2 * 3000 and len(b.quarantine) > 0
+
+
+@pytest.mark.parametrize("pad", range(3))
+def test_a_bad_line_whose_duckdb_error_cuts_a_character(tmp_path, pad):
+    """DuckDB's error for a line that is not JSON quotes the line's first bytes, cut at a byte
+    count: through a multi-byte character, the message is not UTF-8 and the Python binding
+    raises UnicodeDecodeError instead of its own error (duckdb-python#93). The line must
+    still be quarantined as the row path quarantines it, and the rest load (the fuzzer's
+    finding: a traceback). Three offsets, so the cut falls inside a character."""
+    good = [json.dumps({"model": "m", "harness": "h", "task_id": f"t{i}", "trial": 1, "status": "solved"})
+            for i in range(3)]
+    bad = '{"model" : "model-0" , "harness" : "h0" ,' + " " * pad + "\u00e9" * 40 + "}"
+    path = tmp_path / "runs.jsonl"
+    path.write_text("\n".join([good[0], bad, *good[1:]]) + "\n", encoding="utf-8")
+    [fast] = load(path)
+    [slow] = load(path, row_path_only=True)
+    assert len(_rows(fast, "trials")) == 3
+    assert [(q.line, q.reason) for q in fast.quarantine] == [(q.line, q.reason) for q in slow.quarantine]
+    assert [q.line for q in fast.quarantine] == [2] and "invalid JSON" in fast.quarantine[0].reason
