@@ -9,6 +9,7 @@ average, so a result can be reproduced and compared with bench/README.md.
     .venv/bin/python bench/run_all.py            # 1M events, 1M trials (a few minutes)
     .venv/bin/python bench/run_all.py --quick    # 200k events, 100k trials (about a minute)
     .venv/bin/python bench/run_all.py --only analysis --output /tmp/results.md
+    .venv/bin/python bench/run_all.py --only runs-jsonl  # issue 15's targets and the exact-import floor
     .venv/bin/python bench/run_all.py --only inspect  # needs the inspect extra (make bench installs it)
     .venv/bin/python bench/run_all.py --only runner   # also rewrites docs/performance.md
 """
@@ -28,9 +29,10 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 SIZES = {"full": {"events": 1_000_000, "trials": 1_000_000, "repeat": 3, "lines": 100_000,
-                  "inspect_logs": 20, "inspect_samples": 500},
+                  "inspect_logs": 20, "inspect_samples": 500, "runs_lines": 2_000_000},
          "quick": {"events": 200_000, "trials": 100_000, "repeat": 1, "lines": 50_000,
-                   "inspect_logs": 4, "inspect_samples": 250}}
+                   "inspect_logs": 4, "inspect_samples": 250, "runs_lines": 200_000}}
+BENCHMARKS = ("ingest", "analysis", "runs-jsonl", "inspect", "runner")
 
 
 def _commit() -> str:
@@ -79,6 +81,12 @@ def _plan(size: dict, work: Path, only: set[str]) -> list[tuple[str, list[str]]]
         plan.append(("Analysis", [py, str(BENCH / "analysis_bench.py"), "--trials",
                                   str(size["trials"]), "--repeat", str(size["repeat"]),
                                   "--dir", str(work / "analysis")]))
+    if "runs-jsonl" in only:  # issue 15's targets, then the floor of an exact import on the same file
+        runs = work / "runs-jsonl"
+        plan.append(("Runs-jsonl import", [py, str(BENCH / "runs_jsonl_bench.py"), "--lines", str(size["runs_lines"]),
+                                           "--repeat", "1", "--dir", str(runs)]))
+        plan.append(("Runs-jsonl floor", [py, str(BENCH / "runs_jsonl_floor.py"), "--file",
+                                          str(runs / "runs.jsonl"), "--repeat", "1"]))
     if "inspect" in only:
         # one run each: samples_df(full=True) alone takes minutes at 20 logs × 500 samples
         plan.append(("Inspect import", [py, str(BENCH / "inspect_bench.py"), "--logs", str(size["inspect_logs"]),
@@ -93,7 +101,7 @@ def _plan(size: dict, work: Path, only: set[str]) -> list[tuple[str, list[str]]]
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    ap.add_argument("--only", choices=("ingest", "analysis", "inspect", "runner"), action="append",
+    ap.add_argument("--only", choices=BENCHMARKS, action="append",
                     help="run only this benchmark (repeatable; default: all)")
     ap.add_argument("--output", type=Path, default=BENCH / "results.md",
                     help="where the results go (default bench/results.md)")
@@ -110,7 +118,7 @@ def main() -> int:
             "- sizes: " + ", ".join(f"{k} {v:,}" for k, v in size.items()), ""]
     body, failed = [], []
     try:
-        for name, argv in _plan(size, work, set(args.only or ("ingest", "analysis", "inspect", "runner"))):
+        for name, argv in _plan(size, work, set(args.only or BENCHMARKS)):
             out, secs, rc = _run(name, argv)
             shown = " ".join(a.replace(str(work), "$WORK").replace(str(REPO) + "/", "")
                              .replace(sys.executable, ".venv/bin/python") for a in argv)

@@ -81,6 +81,14 @@ duckdb.execute("COPY (SELECT * FROM read_json(?, format='newline_delimited')) TO
 """
 
 
+def write_prices(path: Path) -> Path:
+    """The prices file of the generated log's four models."""
+    path.write_text(json.dumps({f"model-{chr(97 + m)}": {"input_per_mtok": 3.0 - m * 0.5,
+                                                         "output_per_mtok": 15.0 - m * 2}
+                                for m in range(4)}))
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=2_000_000)
@@ -94,10 +102,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     runs = work / "runs.jsonl"
     n = generate(runs, args.lines)
-    prices = work / "prices.json"
-    prices.write_text(json.dumps({f"model-{chr(97 + m)}": {"input_per_mtok": 3.0 - m * 0.5,
-                                                           "output_per_mtok": 15.0 - m * 2}
-                                  for m in range(4)}))
+    prices = write_prices(work / "prices.json")
     print(f"{n:,} lines, {runs.stat().st_size / 1e6:.0f} MB; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
     py = sys.executable

@@ -1,6 +1,6 @@
 """``make fuzz``: the long seeded fuzz run of ingest and manifest validation (``fuzzlib``).
 
-    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --seed 14
+    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --analysis 30 --seed 14
 
 Prints one line per check and exits 1 on any finding: a traceback, a good line lost, a bad
 line accepted, a line neither accepted nor quarantined, an exit code that does not match the
@@ -8,7 +8,8 @@ warehouse, a warehouse that summarize/tables/sql cannot read, a manifest problem
 location, a manifest ``validate`` accepts that a run could not use, or a mutated runs-jsonl
 file on which the columnar path and the row path disagree (``runs_jsonl_diff``), or a
 mutated foreign result (Harbor, Terminal-Bench, SWE-bench, mini-swe-agent, Inspect) whose
-ingest raises a traceback (``foreign_fuzz``).
+ingest raises a traceback (``foreign_fuzz``), or an analysis command that raises a traceback or
+prints ``--json`` that does not parse on a warehouse of a random design (``analysis_fuzz``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ _spec.loader.exec_module(runs_jsonl_diff)
 _spec = importlib.util.spec_from_file_location("foreign_fuzz", Path(__file__).with_name("foreign_fuzz.py"))
 foreign_fuzz = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(foreign_fuzz)
+_spec = importlib.util.spec_from_file_location("analysis_fuzz", Path(__file__).with_name("analysis_fuzz.py"))
+analysis_fuzz = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(analysis_fuzz)
 
 
 def main() -> int:
@@ -40,6 +44,8 @@ def main() -> int:
                     help="mutated runs-jsonl files of 4,000 lines, columnar vs row path (default 60)")
     ap.add_argument("--foreign", type=int, default=500,
                     help="mutated copies of the foreign fixtures, ingested (default 500)")
+    ap.add_argument("--analysis", type=int, default=30,
+                    help="warehouses of random designs, every analysis command run on each (default 30)")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--workdir", type=Path, default=None, help="keep the inputs and warehouse here")
     args = ap.parse_args()
@@ -66,8 +72,15 @@ def main() -> int:
           f"({time.monotonic() - t3:.0f} s)")
     for line in crashes[:10]:
         print("  " + line.replace("\n", "\n  "))
-    ok = ev.ok() and man.ok() and not diffs and not crashes
+    t4 = time.monotonic()
+    analysis = analysis_fuzz.fuzz(args.analysis, args.seed, work / "analysis")
+    print(f"analysis: {args.analysis} warehouses × {len(analysis_fuzz.COMMANDS)} commands, "
+          f"{len(analysis)} finding(s) ({time.monotonic() - t4:.0f} s)")
+    for line in analysis[:10]:
+        print("  " + line.replace("\n", "\n  "))
+    ok = ev.ok() and man.ok() and not diffs and not crashes and not analysis
     print(f"{'OK' if ok else 'FINDINGS'}: {len(ev.tracebacks) + len(man.tracebacks) + len(crashes)} tracebacks, "
+          f"{len(analysis)} analysis findings, "
           f"{ev.lost_good} lost good lines, {ev.bad_accepted} bad lines accepted, "
           f"{len(diffs)} runs-jsonl path differences, "
           f"warehouse {'always readable' if not ev.unreadable else 'unreadable ' + str(len(ev.unreadable)) + ' times'}"
