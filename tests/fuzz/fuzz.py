@@ -21,19 +21,26 @@ import tempfile
 import time
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location("fuzzlib", Path(__file__).with_name("fuzzlib.py"))
-fuzzlib = importlib.util.module_from_spec(_spec)
-sys.modules["fuzzlib"] = fuzzlib  # dataclasses look their module up
-_spec.loader.exec_module(fuzzlib)
-_spec = importlib.util.spec_from_file_location("runs_jsonl_diff", Path(__file__).with_name("runs_jsonl_diff.py"))
-runs_jsonl_diff = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(runs_jsonl_diff)
-_spec = importlib.util.spec_from_file_location("foreign_fuzz", Path(__file__).with_name("foreign_fuzz.py"))
-foreign_fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(foreign_fuzz)
-_spec = importlib.util.spec_from_file_location("analysis_fuzz", Path(__file__).with_name("analysis_fuzz.py"))
-analysis_fuzz = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(analysis_fuzz)
+
+def _sibling(name: str):
+    """A module of this folder, loaded by path (tests/fuzz is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+fuzzlib = _sibling("fuzzlib")
+runs_jsonl_diff = _sibling("runs_jsonl_diff")
+foreign_fuzz = _sibling("foreign_fuzz")
+analysis_fuzz = _sibling("analysis_fuzz")
+
+
+def _show(findings: list[str], most: int) -> None:
+    """The first ``most`` findings, indented under their section's line."""
+    for line in findings[:most]:
+        print("  " + line.replace("\n", "\n  "))
 
 
 def main() -> int:
@@ -53,31 +60,26 @@ def main() -> int:
     t0 = time.monotonic()
     ev = fuzzlib.fuzz_events(args.events, args.seed, work / "events", progress=True)
     print(f"event files: {ev.summary()} ({time.monotonic() - t0:.0f} s)")
-    for line in (ev.details + ev.tracebacks + ev.unreadable + ev.exit_mismatch)[:20]:
-        print("  " + line.replace("\n", "\n  "))
+    _show(ev.details + ev.tracebacks + ev.unreadable + ev.exit_mismatch, 20)
     t1 = time.monotonic()
     man = fuzzlib.fuzz_manifests(args.manifests, args.seed, work / "manifests")
     print(f"manifests: {man.summary()} ({time.monotonic() - t1:.0f} s)")
-    for line in (man.tracebacks + man.unlocated + man.accepted_unusable)[:20]:
-        print("  " + line.replace("\n", "\n  "))
+    _show(man.tracebacks + man.unlocated + man.accepted_unusable, 20)
     t2 = time.monotonic()
     diffs = runs_jsonl_diff.fuzz(args.runs_jsonl, 4000, args.seed, work / "runs-jsonl")
     print(f"runs-jsonl files: {args.runs_jsonl}, {len(diffs)} difference(s) between the columnar "
           f"and the row path ({time.monotonic() - t2:.0f} s)")
-    for line in diffs[:20]:
-        print("  " + line.replace("\n", "\n  "))
+    _show(diffs, 20)
     t3 = time.monotonic()
     crashes = foreign_fuzz.fuzz(args.foreign, args.seed, work / "foreign")
     print(f"foreign results: {args.foreign} mutated copies, {len(crashes)} traceback(s) "
           f"({time.monotonic() - t3:.0f} s)")
-    for line in crashes[:10]:
-        print("  " + line.replace("\n", "\n  "))
+    _show(crashes, 10)
     t4 = time.monotonic()
     analysis = analysis_fuzz.fuzz(args.analysis, args.seed, work / "analysis")
     print(f"analysis: {args.analysis} warehouses × {len(analysis_fuzz.COMMANDS)} commands, "
           f"{len(analysis)} finding(s) ({time.monotonic() - t4:.0f} s)")
-    for line in analysis[:10]:
-        print("  " + line.replace("\n", "\n  "))
+    _show(analysis, 10)
     ok = ev.ok() and man.ok() and not diffs and not crashes and not analysis
     print(f"{'OK' if ok else 'FINDINGS'}: {len(ev.tracebacks) + len(man.tracebacks) + len(crashes)} tracebacks, "
           f"{len(analysis)} analysis findings, "
