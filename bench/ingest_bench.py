@@ -36,18 +36,18 @@ def _eventgen():
 def generate(path: Path, n_events: int) -> None:
     """Write ``n_events`` lines: one run_started, then 10-event trials (models → string templates)."""
     sys.path.insert(0, str(REPO))
-    from runner import events as ev
+    from contract.events import dump_event
 
     gen = _eventgen()
     cases = [f"case-{i:03d}" for i in range(50)]
     variants = ("base", "cand", "alt")
     s = gen.Seq("bench-run")
-    head = ev.dump_event(gen.run_started(s, variants=variants, cases=cases, repetitions=5))
+    head = dump_event(gen.run_started(s, variants=variants, cases=cases, repetitions=5))
     t = gen.Seq("bench-run")
     ts0 = gen.T0
     templates = []
     for e in gen.trial_events(t, "TRIAL", "CASE", "base", 1):
-        line = ev.dump_event(e)
+        line = dump_event(e)
         line = line.replace("{", "{{").replace("}", "}}")
         line = line.replace(f'"seq":{e.seq},', '"seq":{seq},', 1)
         line = line.replace(json.dumps(e.ts.isoformat().replace("+00:00", "Z")), '"{ts}"', 1)

@@ -40,7 +40,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runner import events as ev  # noqa: E402
+from contract.stage_events import Judgment  # noqa: E402
+from contract.trial_events import TrialFinished  # noqa: E402
 from runner.eventlog import read_events  # noqa: E402
 from runner.run import run_controls, run_trials  # noqa: E402
 
@@ -54,8 +55,8 @@ def _git(cwd: Path, *args: str) -> str:
                           text=True).stdout.strip()
 
 
-def _finished(run_dir: Path) -> list[ev.TrialFinished]:
-    return [e for e in read_events(run_dir / "events.jsonl") if isinstance(e, ev.TrialFinished)]
+def _finished(run_dir: Path) -> list[TrialFinished]:
+    return [e for e in read_events(run_dir / "events.jsonl") if isinstance(e, TrialFinished)]
 
 
 # ---------------------------------------------------------------- overhead
@@ -101,10 +102,10 @@ def overhead(work: Path, quick: bool) -> list[str]:
     with _Started() as started:
         run_trials(small, work / "run", jobs=1, progress=False, controls_dir=work / "ctl")
     events = read_events(work / "run" / "events.jsonl")
-    fins = [e for e in events if isinstance(e, ev.TrialFinished)]
+    fins = [e for e in events if isinstance(e, TrialFinished)]
     judged: dict[str, float] = {}
     for e in events:
-        if isinstance(e, ev.Judgment) and e.trial_id:
+        if isinstance(e, Judgment) and e.trial_id:
             judged[e.trial_id] = judged.get(e.trial_id, 0.0) + (e.duration_s or 0.0)
     graders = [(f.agent_s or 0) + (f.verification_s or 0) for f in fins]
     own = [f.duration_s - g - judged.get(f.trial_id, 0.0) for f, g in zip(fins, graders, strict=True)]

@@ -33,10 +33,28 @@ T0 = datetime(2026, 12, 1, tzinfo=UTC)
 def generate(path: Path, trials: int, steps: int, calls: int) -> tuple[int, int]:
     """Write the run; returns (lines, step events)."""
     sys.path.insert(0, str(REPO))
-    from runner import events as ev
+    from contract.call_events import ModelCall, TrajectoryStep
+    from contract.chain import chain_digest, chain_genesis
+    from contract.events import dump_event
+    from contract.run_events import CaseInfo, RunFinished, RunStarted, VariantInfo
+    from contract.stage_events import (
+        GatewayUsage,
+        PermissionDenial,
+        StageFinished,
+        StageStarted,
+        Usage,
+    )
+    from contract.trial_events import (
+        AttemptFinished,
+        AttemptStarted,
+        Checkpoint,
+        Grading,
+        TrialFinished,
+        TrialStarted,
+    )
 
     run_id = "bench-steps"
-    prev = ev.chain_genesis(run_id)
+    prev = chain_genesis(run_id)
     seq = 0
     lines = n_steps = 0
     out = path.open("wb", buffering=1 << 20)
@@ -44,29 +62,29 @@ def generate(path: Path, trials: int, steps: int, calls: int) -> tuple[int, int]
     def emit(cls, trial_id=None, **fields):
         nonlocal prev, seq, lines
         e = cls(run_id=run_id, trial_id=trial_id, seq=seq, ts=T0 + timedelta(milliseconds=seq), prev=prev, **fields)
-        line = ev.dump_event(e).encode()
+        line = dump_event(e).encode()
         out.write(line + b"\n")
-        prev, seq, lines = ev.chain_digest(line), seq + 1, lines + 1
+        prev, seq, lines = chain_digest(line), seq + 1, lines + 1
 
-    emit(ev.RunStarted, manifest_id="bench", manifest_path="m.json", manifest_sha256="a" * 64, engine_version="0",
+    emit(RunStarted, manifest_id="bench", manifest_path="m.json", manifest_sha256="a" * 64, engine_version="0",
          os="linux", python="3.11", git_version="2.43", repository="/repo", initial_commit="b" * 40,
          initial_tree="c" * 40, repetitions=1, max_attempts=1, timeout_seconds=600, stages=["build"],
-         variants=[ev.VariantInfo(variant=v, config_id=f"cfg-{v}", model="m", harness="claude-code",
+         variants=[VariantInfo(variant=v, config_id=f"cfg-{v}", model="m", harness="claude-code",
                                   harness_version="2.1.332", agent_kind="claude-code") for v in ("a", "b")],
-         cases=[ev.CaseInfo(case_id="c1", initial_commit="b" * 40)])
-    usage = ev.Usage(input_tokens=30000, output_tokens=4000, cache_read_tokens=90000, cache_write_tokens=0,
+         cases=[CaseInfo(case_id="c1", initial_commit="b" * 40)])
+    usage = Usage(input_tokens=30000, output_tokens=4000, cache_read_tokens=90000, cache_write_tokens=0,
                      steps=steps // 2, time_to_first_edit_s=12.5, source="claude-stream-json")
-    gw = ev.GatewayUsage(calls=calls, failed_calls=1, retries=1, input_tokens=30000, output_tokens=4000,
+    gw = GatewayUsage(calls=calls, failed_calls=1, retries=1, input_tokens=30000, output_tokens=4000,
                          cache_read_tokens=90000, cache_write_tokens=0, model_s=80.5)
     t_unix = T0.timestamp()
     for i in range(trials):
         tid, var = f"c1__{'ab'[i % 2]}__r{i}", "ab"[i % 2]
-        emit(ev.TrialStarted, tid, case_id="c1", variant=var, config_id=f"cfg-{var}", repetition=1, seed=i,
+        emit(TrialStarted, tid, case_id="c1", variant=var, config_id=f"cfg-{var}", repetition=1, seed=i,
              workspace="/w", order=i)
-        emit(ev.AttemptStarted, tid, attempt=1)
-        emit(ev.StageStarted, tid, attempt=1, stage="build", time_left_s=600, prompt_sha256="d" * 64)
+        emit(AttemptStarted, tid, attempt=1)
+        emit(StageStarted, tid, attempt=1, stage="build", time_left_s=600, prompt_sha256="d" * 64)
         for k in range(calls):
-            emit(ev.ModelCall, tid, stage="build", attempt=1, call_index=k, mode="record", provider="anthropic",
+            emit(ModelCall, tid, stage="build", attempt=1, call_index=k, mode="record", provider="anthropic",
                  api="messages", model="claude-sonnet-4-5", response_model="claude-sonnet-4-5",
                  request_id=f"req_{i}_{k}", response_id=f"msg_{i}_{k}", status=200, streamed=True, position=k,
                  stop_reason="tool_use", tool_calls=["Bash"], input_tokens=750, output_tokens=100,
@@ -76,29 +94,29 @@ def generate(path: Path, trials: int, steps: int, calls: int) -> tuple[int, int]
         for k in range(steps):
             t = t_unix + k * 0.5
             if k % 2 == 0:
-                emit(ev.TrajectoryStep, tid, attempt=1, stage="build", index=k, kind="model",
+                emit(TrajectoryStep, tid, attempt=1, stage="build", index=k, kind="model",
                      source="claude-stream-json", ok=True, started_at_unix=t, ended_at_unix=t + 0.25,
                      input_tokens=750, output_tokens=100, cache_read_tokens=2250, cache_write_tokens=0,
                      call_id=f"msg_{i}_{k}", tokens_from="gateway")
             else:
-                emit(ev.TrajectoryStep, tid, attempt=1, stage="build", index=k, kind="tool",
+                emit(TrajectoryStep, tid, attempt=1, stage="build", index=k, kind="tool",
                      source="claude-stream-json", tool="Bash", action="run",
                      paths=["src/module.py"] if k % 4 == 1 else [], command="python -m pytest -q tests/test_x.py",
                      exit_code=k % 3, ok=k % 3 == 0, started_at_unix=t + 0.25, ended_at_unix=t + 0.5,
                      call_id=f"toolu_{i}_{k}")
         n_steps += steps
-        emit(ev.StageFinished, tid, attempt=1, stage="build", exit_code=0, duration_s=300.0, usage=usage,
+        emit(StageFinished, tid, attempt=1, stage="build", exit_code=0, duration_s=300.0, usage=usage,
              harness_version="2.1.332", session_id=f"sess-{i}", tokens_from="result",
-             permission_denials=[ev.PermissionDenial(tool_name="Bash", tool_use_id="toolu_x")],
+             permission_denials=[PermissionDenial(tool_name="Bash", tool_use_id="toolu_x")],
              gateway_usage=gw if calls else None, trajectory_steps=steps or None)
-        emit(ev.Checkpoint, tid, attempt=1, stage="build", sha="f" * 40, files_changed=2, tree="f" * 40)
-        emit(ev.Grading, tid, attempt=1, criterion_id="t1", layer="target", exit_code=0, verdict="passed",
+        emit(Checkpoint, tid, attempt=1, stage="build", sha="f" * 40, files_changed=2, tree="f" * 40)
+        emit(Grading, tid, attempt=1, criterion_id="t1", layer="target", exit_code=0, verdict="passed",
              duration_s=1.5)
-        emit(ev.AttemptFinished, tid, attempt=1, outcome="accepted")
-        emit(ev.TrialFinished, tid, case_id="c1", variant=var, config_id=f"cfg-{var}", repetition=1,
+        emit(AttemptFinished, tid, attempt=1, outcome="accepted")
+        emit(TrialFinished, tid, case_id="c1", variant=var, config_id=f"cfg-{var}", repetition=1,
              outcome="accepted", attempts=1, duration_s=320.0, usage=usage, gateway_usage=gw if calls else None,
              patch_paths=["src/module.py"])
-    emit(ev.RunFinished, status="completed", trials_total=trials, trials_finished=trials, duration_s=1.0)
+    emit(RunFinished, status="completed", trials_total=trials, trials_finished=trials, duration_s=1.0)
     out.close()
     return lines, n_steps
 

@@ -34,8 +34,8 @@ def main() -> None:
     from pydantic import Json, TypeAdapter
     from pydantic_core import from_json
 
+    from contract.events import Event
     from ingest.fastdecode import decode_block
-    from runner.events import Event
 
     with args.events.open("rb") as f:
         lines = [line.rstrip(b"\n") for _, line in zip(range(args.lines), f, strict=False)]

@@ -15,11 +15,11 @@ import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
+from contract.stage_events import FailureCategory
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
 from ingest.rows import row_problem
 from ingest.write import new_batch_id, unchanged, write_batch
-from runner.events import FailureCategory
 from warehouse import db
 
 CATEGORIES: tuple[str, ...] = FailureCategory.__args__  # type: ignore[attr-defined]

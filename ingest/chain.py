@@ -1,9 +1,9 @@
 """The hash chain of one of our ``events.jsonl`` files, followed while ingest reads it.
 
 The runner writes every line with ``prev`` = sha256 of the line before it (see
-``runner.events``) and seals the head in ``events.seal.json``. Ingest follows the chain as
+``contract.chain``) and seals the head in ``events.seal.json``. Ingest follows the chain as
 it reads — one digest per accepted line — and only when something does not line up does
-it verify the whole file (``runner.events.verify_chain``) to decide which lines to refuse.
+it verify the whole file (``contract.chain.verify_chain``) to decide which lines to refuse.
 Those are quarantined with the reason; gaps, reordering and a tail missing against the
 seal become notes on the batch and the run's ``integrity`` column. A file written before
 the chain existed carries no ``prev`` and is read as it is (``unchained``).
@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.events import (
+from contract.chain import (
     ChainLink,
     ChainVerdict,
     Seal,
@@ -95,7 +95,7 @@ def assess(follower: ChainFollower, run_id: str, seal: Seal | None) -> ChainOutc
     if follower.lines == 0:
         return ChainOutcome(False, INTACT, notes)
     if seal is None and 2 * (follower.lines - follower.unchained) <= follower.lines:
-        return ChainOutcome(False, UNCHAINED, notes)  # the rule of runner.events.verify_chain
+        return ChainOutcome(False, UNCHAINED, notes)  # the rule of contract.chain.verify_chain
     if follower.unchained or follower.breaks or follower.first_prev != chain_genesis(run_id):
         return ChainOutcome(True, "", notes)
     if seal is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import NamedTuple, Protocol
 
-from runner.events import as_amount
+from contract.values import as_amount
 
 
 class Prices(Protocol):

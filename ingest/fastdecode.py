@@ -4,7 +4,7 @@ Why: validating every event into its pydantic model is about half of ingest's CP
 (≈ 6 µs of ≈ 14 µs per event), and the models are then only read. msgspec decodes and
 type-checks JSON straight into slotted structs several times faster.
 
-The pydantic models in ``runner.events`` stay the one contract: the structs here are
+The pydantic models in ``contract`` (``contract.events``) stay the one contract: the structs here are
 *generated* from them at import (field names, types, defaults, ``ge``/``le`` bounds,
 ``extra="forbid"``, the ``event`` tag), never written by hand. The compiled decoder is
 strict where pydantic is lax (``"5"`` for an int, ``1.0`` for an int, a unix number for
@@ -35,7 +35,8 @@ import msgspec
 from pydantic import AfterValidator, AllowInfNan, BaseModel, StringConstraints
 from pydantic.fields import FieldInfo
 
-from runner import events as ev
+from contract.events import EVENT_ADAPTER, EVENT_TYPES
+from contract.values import ID_PATTERN, ID_RE, check_settings
 
 _FLOAT_MAX = sys.float_info.max
 
@@ -62,7 +63,7 @@ class UnsupportedField(TypeError):
 _FINITE = {"le": _FLOAT_MAX, "ge": -_FLOAT_MAX}
 """Bounds that make msgspec refuse inf (from 1e999; JSON has no NaN/Infinity): ``allow_inf_nan=False``."""
 
-_PATTERNS = {ev.ID_PATTERN: ev.ID_PATTERN[:-1] + r"\Z"}
+_PATTERNS = {ID_PATTERN: ID_PATTERN[:-1] + r"\Z"}
 """Contract patterns the compiler knows, as msgspec (Python ``re.search``) spells them. pydantic
 matches with Rust's regex, where ``$`` is the end of the text; in Python it also matches before
 a final newline, so ``\\Z``. Any other pattern is refused rather than guessed at."""
@@ -73,7 +74,7 @@ values (``decode_block``) instead of once per line inside msgspec (≈ 0.4 µs a
 an event's other top-level ids (``case_id``, ``variant``, …: ``_Compiler.id_fields``); ids of
 nested models (a ``run_started``'s variants and cases) keep the pattern in the struct."""
 
-_CHECKS = {ev.check_settings}
+_CHECKS = {check_settings}
 """``AfterValidator`` functions the compiler knows: pure checks (they return the value unchanged),
 run on the decoded value after msgspec (``decode_block``), so the struct is held to the same rule."""
 
@@ -242,7 +243,7 @@ class _Compiler:
             if name in _ENVELOPE_IDS:
                 fields.append(_envelope_id(name, info, where))
                 continue
-            if is_event and meta.get("pattern") == _PATTERNS[ev.ID_PATTERN] and info.annotation is str:
+            if is_event and meta.get("pattern") == _PATTERNS[ID_PATTERN] and info.annotation is str:
                 del meta["pattern"]  # checked per block on the distinct values (``_refuse_unchecked``)
                 id_fields.append(name)
             if (name, info.annotation) == ("ts", datetime) and info.is_required() and not meta:
@@ -277,7 +278,7 @@ class _Compiler:
         if renames:
             opts["rename"] = renames
         ns: dict[str, Any] = {
-            "__doc__": f"Compiled from runner.events.{model.__name__}.", "__contract__": model, **ns_extra,
+            "__doc__": f"Compiled from {model.__module__}.{model.__name__}.", "__contract__": model, **ns_extra,
         }
         if tag is not None:
             opts.update(tag_field="event", tag=tag)
@@ -304,7 +305,7 @@ def _envelope_id(name: str, info: FieldInfo, where: str) -> tuple:
             raise UnsupportedField(f"{where}: an envelope id must be an id type, or one or None")
         tp, *meta = typing.get_args(args[0])
     got = _bounds(meta, False)
-    if tp is not str or got.get("pattern") != _PATTERNS[ev.ID_PATTERN] or set(got) != {"pattern", "max_length"}:
+    if tp is not str or got.get("pattern") != _PATTERNS[ID_PATTERN] or set(got) != {"pattern", "max_length"}:
         raise UnsupportedField(f"{where}: an envelope id must be an id type (pattern and max_length)")
     if info.is_required() == optional:
         raise UnsupportedField(f"{where}: an envelope id is required, or optional with default None")
@@ -326,7 +327,7 @@ the pattern)."""
 
 
 _COMPILER = _Compiler()
-STRUCTS: dict[str, type[msgspec.Struct]] = {name: _COMPILER.struct(m) for name, m in ev.EVENT_TYPES.items()}
+STRUCTS: dict[str, type[msgspec.Struct]] = {name: _COMPILER.struct(m) for name, m in EVENT_TYPES.items()}
 """event name → compiled struct, for every event type of the contract."""
 if set(ENVELOPE_ID_LIMITS) != set(_ENVELOPE_IDS):
     raise UnsupportedField(f"the envelope ids {_ENVELOPE_IDS} must be typed with the id pattern")
@@ -391,7 +392,7 @@ def _refuse_unchecked(events: list, bad: set[int]) -> list | None:
             add(get(good[i])) if single else update(get(good[i]))
     ids.discard(None)
     new = ids - _GOOD_IDS
-    wrong = {x for x in new if not ev.ID_RE.match(x)}
+    wrong = {x for x in new if not ID_RE.match(x)}
     if len(_GOOD_IDS) > _GOOD_IDS_MAX:
         _GOOD_IDS.clear()
     _GOOD_IDS.update(new - wrong)
@@ -470,4 +471,4 @@ def to_model(event: Any) -> Any:
     """The pydantic model of a compiled struct (a model is returned as it is)."""
     if isinstance(event, BaseModel):
         return event
-    return ev.EVENT_ADAPTER.validate_json(msgspec.json.encode(event))
+    return EVENT_ADAPTER.validate_json(msgspec.json.encode(event))

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from runner.events import ID_MAX, id_problem
+from contract.values import ID_MAX, id_problem
 
 
 def _canonical(obj: Any) -> str:
@@ -48,7 +48,7 @@ def path_key(path: Path) -> str:
 
 def run_key(name: str) -> str:
     """A stable safe partition key for a run: ``name`` itself when it is a safe id
-    (``runner.events.id_problem``), else a readable slug of it and a hash of the whole.
+    (``contract.values.id_problem``), else a readable slug of it and a hash of the whole.
 
     Every batch's run id goes through this (foreign sources name their runs from file and
     directory names, which may hold ``=``, quotes, newlines or 300 characters).

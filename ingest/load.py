@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from contract.chain import ChainVerdict, read_seal
+from contract.envelope import SCHEMA_VERSION
 from ingest import parallel
 from ingest.batch import BatchSummary, QuarantineRow
 from ingest.chain import ChainFollower, assess, integrity_label, verify_file
@@ -28,7 +30,6 @@ from ingest.normalize import NeedsBufferedPass, RunNormalizer
 from ingest.read import ReadStats, RunChoiceChanged, SeqConflict, probe_run
 from ingest.stage import RunStage
 from ingest.write import file_meta, last_batch, new_batch_id, unchanged, write_batch
-from runner.events import SCHEMA_VERSION, ChainVerdict, read_seal
 
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
 """Files at least this big are read in two processes (``ingest.parallel``)."""

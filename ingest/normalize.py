@@ -22,13 +22,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from contract.envelope import SCHEMA_VERSION
+from contract.run_events import CaseValidated, RunFinished, RunStarted, VariantInfo
+from contract.trial_events import TrialSkipped
 from ingest import steps as trajectory
 from ingest.batch import QuarantineRow
 from ingest.cost import Prices, resolve_cost
 from ingest.fastdecode import to_model
 from ingest.read import Block, ReadEvent, exact_micros
 from ingest.seen import TrialIds
-from runner import events as ev
 from warehouse.schema import TABLES
 
 
@@ -49,13 +51,13 @@ class EventsColumns:
         self.n = 0
 
     def add(self, re: ReadEvent) -> pa.Table | None:
-        return self.add_block(Block([re.event], [re.line], [re.raw], None if re.version == ev.SCHEMA_VERSION
+        return self.add_block(Block([re.event], [re.line], [re.raw], None if re.version == SCHEMA_VERSION
                                     else [re.version], [exact_micros(re.event.ts)]))
 
     def add_block(self, block: Block) -> pa.Table | None:
         """Append a block's accepted events; a full chunk comes back as a table to write."""
         events, n = block.events, len(block.events)
-        v1 = ev.SCHEMA_VERSION
+        v1 = SCHEMA_VERSION
         if block.versions is None:
             payload = block.payload if block.payload is not None else block.raws
             versions = pa.repeat(pa.scalar(v1, pa.int32()), n)
@@ -149,7 +151,7 @@ _second = itemgetter(1)
 _NO_VARIANT = (None, None, None, False)
 
 
-def _variant_keys(variants: dict[str, ev.VariantInfo]) -> dict[str, tuple]:
+def _variant_keys(variants: dict[str, VariantInfo]) -> dict[str, tuple]:
     """variant → (model, harness, harness_version, simulated) for the trial rows."""
     return {k: (v.model, v.harness, v.harness_version, bool(v.simulated)) for k, v in variants.items()}
 
@@ -202,11 +204,11 @@ class RunNormalizer:
         self.run_id: str | None = run_id
         self.quarantine: list[QuarantineRow] = []
         self.notes: list[str] = []
-        self._started: list[ev.RunStarted] = []
-        self._finished: ev.RunFinished | None = None
-        self._validated: dict[str, ev.CaseValidated] = {}
+        self._started: list[RunStarted] = []
+        self._finished: RunFinished | None = None
+        self._validated: dict[str, CaseValidated] = {}
         self._controls: list[tuple] = []
-        self._skipped: dict[str, ev.TrialSkipped] = {}
+        self._skipped: dict[str, TrialSkipped] = {}
         self._trials: dict[str, list[tuple]] = defaultdict(list)
         self._run_level_other = 0
         self.need_start = False
@@ -291,7 +293,7 @@ class RunNormalizer:
 
     # ------------------------------------------------------------ two halves (ingest.parallel)
 
-    def continue_from(self, run_started: ev.RunStarted) -> None:
+    def continue_from(self, run_started: RunStarted) -> None:
         """Read the second half of a file whose first line is ``run_started``: resolve only
         trials whose ``trial_started`` this half holds (the others are merged at the end)."""
         self.need_start = True
@@ -341,7 +343,7 @@ class RunNormalizer:
 
     # ------------------------------------------------------------ run level
 
-    def _run_rows(self) -> tuple[list[dict], list[dict], list[dict], dict[str, ev.VariantInfo]]:
+    def _run_rows(self) -> tuple[list[dict], list[dict], list[dict], dict[str, VariantInfo]]:
         started = sorted(self._started, key=lambda e: e.seq)
         rs = started[-1] if started else None
         fin = self._finished

@@ -31,6 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from contract.chain import read_seal
+from contract.envelope import SCHEMA_VERSION
+from contract.events import EVENT_ADAPTER
+from contract.run_events import RunStarted
 from ingest.batch import BatchSummary
 from ingest.chain import ChainFollower, assess
 from ingest.cost import Prices
@@ -38,7 +42,6 @@ from ingest.normalize import NeedsBufferedPass, NormalizerState, RunNormalizer
 from ingest.read import CHUNK, ReadStats, SeqConflict
 from ingest.stage import RunStage
 from ingest.write import new_batch_id, write_batch
-from runner.events import EVENT_ADAPTER, SCHEMA_VERSION, RunStarted, read_seal
 from warehouse import db
 
 CHILD_LAG_BYTES = 1024 * 1024

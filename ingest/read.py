@@ -9,9 +9,9 @@ with only their first ``RAW_TEXT_CAP`` bytes). Rules:
 - every line is validated against the event contract, each line its own JSON document:
   first by the contract compiled to msgspec structs (``ingest.fastdecode``, strict); a
   line it refuses goes to pydantic (``_slow_parse``: its lax JSON validation, then
-  ``json.loads`` + ``runner.events.upgrade_event``), so lax values and older versions
+  ``json.loads`` + ``contract.events.upgrade_event``), so lax values and older versions
   are accepted as before and every bad line gets a precise reason (file, line, reason);
-- every value is held to the contract's value rules (``runner.events``: 64-bit ints,
+- every value is held to the contract's value rules (``contract.values``: 64-bit ints,
   finite floats, valid Unicode, nesting, safe ids), on every path a line can take;
 - the file's run is the run with the most valid lines (``choose_run``), never simply the
   first line's; a valid line of another run is quarantined before its seq is compared;
@@ -37,19 +37,13 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from contract.envelope import SCHEMA_VERSION
+from contract.events import EVENT_ADAPTER, EVENT_TYPES, UnsupportedSchemaVersion, upgrade_event
+from contract.values import MAX_DEPTH, json_problem
 from ingest import fastdecode
 from ingest.batch import QuarantineRow
 from ingest.chain import ChainFollower
 from ingest.seen import SeqIndex
-from runner.events import (
-    EVENT_ADAPTER,
-    EVENT_TYPES,
-    MAX_DEPTH,
-    SCHEMA_VERSION,
-    UnsupportedSchemaVersion,
-    json_problem,
-    upgrade_event,
-)
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """Longer lines are quarantined without being held in memory."""

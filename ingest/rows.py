@@ -1,6 +1,6 @@
 """The value rules for the rows an importer built, before they are written.
 
-Our events meet the rules in the event contract (``runner.events``); a foreign importer
+Our events meet the rules in the event contract (``contract.values``); a foreign importer
 builds rows from another tool's JSON, so ``checked`` holds every row of its batch to the
 same rules against the table contract (``warehouse.schema``): integers within the
 column's type, floats finite, strings valid Unicode, required columns present. A row that
@@ -24,9 +24,10 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from contract.redact import Redactor
+from contract.values import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, id_problem
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
-from runner.events import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, Redactor, id_problem
 from warehouse.schema import columns
 
 FOREIGN_ID_MAX = 512

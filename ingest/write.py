@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from contract.files import engine_version, file_sha256
 from ingest.batch import BatchSummary, QuarantineRow
-from runner.events import engine_version, file_sha256
 from warehouse import db
 from warehouse.schema import TABLES, table_from_rows
 

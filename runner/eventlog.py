@@ -19,23 +19,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.events import (
+from contract.chain import (
     SEAL_NAME,
     ChainLink,
     ChainVerdict,
-    _Event,
     chain_digest,
     chain_genesis,
-    dump_event,
-    parse_event,
     read_seal,
-    utc_now,
     verify_chain,
 )
+from contract.envelope import BaseEvent, utc_now
+from contract.events import dump_event, parse_event
+from contract.redact import Redactor
 from runner.evidence import write_atomic
-from runner.redact import Redactor
 
-Emit = Callable[..., _Event]
+Emit = Callable[..., BaseEvent]
 """``emit(EventClass, **fields)`` → the event as written (run_id/seq/ts/prev filled in)."""
 
 def seal_path(events_path: Path) -> Path:
@@ -94,7 +92,7 @@ def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
     """Parse ``path`` and keep the lines its hash chain and seal vouch for.
 
     Lines that do not parse are refused with the parser's reason; lines of another
-    run are refused; the chain decides the rest (``runner.events.verify_chain``).
+    run are refused; the chain decides the rest (``contract.chain.verify_chain``).
     """
     out = VerifiedEvents()
     parsed: list[tuple[int, Any, bytes]] = []
@@ -146,7 +144,7 @@ class EventLog:
     """Append-only writer. Thread-safe; the sole owner of ``seq`` and the chain."""
 
     def __init__(self, path: Path, run_id: str, next_seq: int = 0,
-                 listener: Callable[[_Event], None] | None = None, last_line: bytes | None = None,
+                 listener: Callable[[BaseEvent], None] | None = None, last_line: bytes | None = None,
                  lines: int = 0, redactor: Redactor | None = None) -> None:
         self.path = path
         self.run_id = run_id
@@ -160,7 +158,7 @@ class EventLog:
         self._redactor = redactor
         self.redactions = 0
 
-    def emit(self, cls: type[_Event], **fields: Any) -> _Event:
+    def emit(self, cls: type[BaseEvent], **fields: Any) -> BaseEvent:
         with self._lock:
             event = cls(run_id=self.run_id, seq=self._seq, ts=utc_now(), prev=self._prev, **fields)
             if self._redactor is not None:  # no secret reaches the record, whatever field it hides in

@@ -25,7 +25,7 @@ from runner.errors import RunnerError
 @dataclass(frozen=True)
 class FlagFinding:
     kind: str
-    """One of ``runner.events.Flag.kind``."""
+    """One of ``contract.trial_events.Flag.kind``."""
     path: str
     detail: str = ""
 

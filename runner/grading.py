@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.redact import Redactor
 from runner import sandbox
 from runner.capture import TrialGit
 from runner.evidence import read_capped
@@ -29,7 +30,6 @@ from runner.manifest import Criterion
 from runner.paths import Snapshot, sha256_file, verify_tree
 from runner.pristine import Pristine, remove_tree
 from runner.procs import ProcResult, ordinary_env
-from runner.redact import Redactor
 
 GRADER_OUTPUT_LIMIT = 256 * 1024
 

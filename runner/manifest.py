@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from runner.events import ID_MAX, ID_PATTERN, INT64_MAX, INT64_MIN, MAX_DEPTH
+from contract.values import ID_MAX, ID_PATTERN, INT64_MAX, INT64_MIN, MAX_DEPTH
 
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -38,7 +38,7 @@ CASE_VARIANT_ID_MAX = 100
 """Longest case or variant id. The runner names each trial's directory
 ``<case>__<variant>__r<rep>`` (``runner.run.trial_id``; repetitions ≤ 10): at most
 100 + 2 + 100 + 3 + 2 = 207 bytes, inside the 255-byte file name limit with room for
-the suffixes written beside it. Criterion and manifest ids: ``runner.events.ID_MAX``."""
+the suffixes written beside it. Criterion and manifest ids: ``contract.values.ID_MAX``."""
 MAX_TEXT = 1_000_000
 """Longest string anywhere in a manifest (prompts, descriptions, policy text), in characters."""
 PATH_MAX_BYTES = 4096

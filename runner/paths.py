@@ -26,7 +26,7 @@ INPUT_PLACEHOLDER = "{inputs}"
 
 
 def sha256_file(path: Path) -> str:
-    from runner.events import file_sha256
+    from contract.files import file_sha256
 
     return file_sha256(path)[0]
 

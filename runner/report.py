@@ -13,7 +13,25 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from runner import events as ev
+from contract.envelope import OUTCOMES
+from contract.run_events import (
+    CaseInfo,
+    CaseValidated,
+    ControlResult,
+    RunFinished,
+    RunStarted,
+    VariantInfo,
+)
+from contract.stage_events import StageFinished
+from contract.trial_events import (
+    AttemptFinished,
+    AttemptStarted,
+    Checkpoint,
+    Flag,
+    Grading,
+    TrialFinished,
+    TrialStarted,
+)
 
 REPORT_VERSION = 1
 INFRA = ("infra_error", "invalid")
@@ -25,16 +43,16 @@ def _latest_trials(events: list[Any]) -> dict[str, list[Any]]:
     for e in events:
         if e.trial_id is None:
             continue
-        if isinstance(e, ev.TrialStarted):
+        if isinstance(e, TrialStarted):
             trials[e.trial_id] = [e]
         elif e.trial_id in trials:
             trials[e.trial_id].append(e)
     return trials
 
 
-def _trial_entry(evs: list[Any], variants: dict[str, ev.VariantInfo], cases: dict[str, ev.CaseInfo]) -> dict[str, Any] | None:
+def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[str, CaseInfo]) -> dict[str, Any] | None:
     start, fin = evs[0], evs[-1]
-    if not isinstance(fin, ev.TrialFinished):
+    if not isinstance(fin, TrialFinished):
         return None
     vi = variants.get(start.variant)
     attempts: dict[int, dict[str, Any]] = {}
@@ -44,9 +62,9 @@ def _trial_entry(evs: list[Any], variants: dict[str, ev.VariantInfo], cases: dic
                                        "stages": [], "checkpoints": [], "gradings": []})
 
     for e in evs:
-        if isinstance(e, ev.AttemptStarted):
+        if isinstance(e, AttemptStarted):
             att(e.attempt)["findings_in"] = e.findings
-        elif isinstance(e, ev.StageFinished):
+        elif isinstance(e, StageFinished):
             att(e.attempt)["stages"].append({
                 "stage": e.stage, "exit_code": e.exit_code, "signal": e.signal,
                 "timed_out": e.timed_out, "could_not_start": e.could_not_start,
@@ -60,16 +78,16 @@ def _trial_entry(evs: list[Any], variants: dict[str, ev.VariantInfo], cases: dic
                 "context_exhausted": e.context_exhausted, "trajectory_steps": e.trajectory_steps,
                 "gateway_usage": e.gateway_usage.model_dump() if e.gateway_usage else None,
             })
-        elif isinstance(e, ev.Checkpoint):
+        elif isinstance(e, Checkpoint):
             att(e.attempt)["checkpoints"].append({"stage": e.stage, "sha": e.sha,
                                                   "files_changed": e.files_changed})
-        elif isinstance(e, ev.Grading):
+        elif isinstance(e, Grading):
             att(e.attempt)["gradings"].append({
                 "criterion_id": e.criterion_id, "layer": e.layer, "verdict": e.verdict,
                 "baseline": e.baseline, "exit_code": e.exit_code, "signal": e.signal,
                 "timed_out": e.timed_out, "duration_s": e.duration_s, "final": e.final,
             })
-        elif isinstance(e, ev.AttemptFinished):
+        elif isinstance(e, AttemptFinished):
             att(e.attempt)["outcome"] = e.outcome
             att(e.attempt)["findings_out"] = e.findings
     case = cases.get(fin.case_id)
@@ -102,7 +120,7 @@ def _trial_entry(evs: list[Any], variants: dict[str, ev.VariantInfo], cases: dic
         "cost_budget_status": fin.cost_budget_status,
         "layers": fin.layers,
         "flags": [{"kind": e.kind, "path": e.path, "detail": e.detail}
-                  for e in evs if isinstance(e, ev.Flag)],
+                  for e in evs if isinstance(e, Flag)],
         "simulated": fin.simulated,
         "line": fin.line,
         "attempts": [attempts[k] for k in sorted(attempts)],
@@ -139,16 +157,16 @@ def paired_comparison(trials: list[dict[str, Any]], variant_ids: list[str]) -> d
 
 
 def build_report(events: list[Any]) -> dict[str, Any]:
-    starts = [e for e in events if isinstance(e, ev.RunStarted)]
+    starts = [e for e in events if isinstance(e, RunStarted)]
     if not starts:
         return {"report_version": REPORT_VERSION, "status": "empty", "trials": []}
     first, last = starts[0], starts[-1]
     variants = {v.variant: v for v in last.variants}
     cases = {c.case_id: c for c in last.cases}
-    finished = [e for e in events if isinstance(e, ev.RunFinished)]
+    finished = [e for e in events if isinstance(e, RunFinished)]
     controls: dict[str, dict[str, Any]] = {}
     for e in events:
-        if isinstance(e, ev.ControlResult):
+        if isinstance(e, ControlResult):
             entry = controls.setdefault(e.case_id, {"case_id": e.case_id, "results": []})
             entry["results"].append({
                 "control": e.control, "criterion_id": e.criterion_id, "layer": e.layer,
@@ -156,7 +174,7 @@ def build_report(events: list[Any]) -> dict[str, Any]:
                 "exit_code": e.exit_code, "signal": e.signal, "timed_out": e.timed_out,
                 "duration_s": e.duration_s,
             })
-        elif isinstance(e, ev.CaseValidated):
+        elif isinstance(e, CaseValidated):
             entry = controls.setdefault(e.case_id, {"case_id": e.case_id, "results": []})
             entry.update(ok=e.ok, problems=e.problems, flaky_criteria=e.flaky_criteria,
                          baseline=e.baseline)
@@ -183,7 +201,7 @@ def build_report(events: list[Any]) -> dict[str, Any]:
         "variants": [{"name": v.variant, **v.model_dump()} for v in last.variants],
         "trials_total": 0 if last.validation_only else total,
         "trials_finished": len(trials),
-        "outcomes": {o: outcomes.get(o, 0) for o in ev.OUTCOMES},
+        "outcomes": {o: outcomes.get(o, 0) for o in OUTCOMES},
         "trials": trials,
         "comparison": paired_comparison(trials, vids),
     }

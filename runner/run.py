@@ -24,7 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner import events as ev
+from contract.files import engine_version
+from contract.redact import Redactor
+from contract.run_events import (
+    CaseInfo,
+    CaseValidated,
+    ControlResult,
+    CriterionInfo,
+    ExecutorInfo,
+    IsolationInfo,
+    RunFinished,
+    RunStarted,
+    VariantInfo,
+)
+from contract.trial_events import TrialFinished, TrialSkipped
 from runner import sandbox
 from runner.capture import DEFAULT_EXCLUDES, RunStore, TrialGit
 from runner.errors import RunnerError
@@ -36,7 +49,6 @@ from runner.manifest import Case, Manifest, Variant, config_id
 from runner.paths import Snapshot, input_refs, read_inputs, sha256_file, snapshot_inputs
 from runner.procs import kill_all, ordinary_env
 from runner.prompts import instruction_texts
-from runner.redact import Redactor
 from runner.report import write_report
 from runner.trial import (
     Containment,
@@ -148,7 +160,7 @@ def _interrupted_setup(run_dir: Path) -> bool:
     if not events.exists():
         return True
     verified = read_verified(events)
-    return not any(isinstance(e, ev.RunStarted) for e in verified.events)
+    return not any(isinstance(e, RunStarted) for e in verified.events)
 
 
 def run_secrets(manifest: Manifest) -> list[str]:
@@ -240,7 +252,7 @@ def _resume_snapshot(run_dir: Path, base: Path, manifest: Manifest, hashes: dict
 
 def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_only: bool,
               jobs: int, listener: Any = None, control_repeats: int | None = None,
-              controls_from: str | None = None, executor: ev.ExecutorInfo | None = None) -> _Setup:
+              controls_from: str | None = None, executor: ExecutorInfo | None = None) -> _Setup:
     manifest_path = Path(manifest_path)
     manifest = load_valid_manifest(manifest_path)
     base = manifest_path.resolve().parent
@@ -262,7 +274,7 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         verified: VerifiedEvents = read_verified(events_path)
         prior, refused = verified.events, list(verified.refused)
         last_line, lines = verified.last_line, verified.lines
-        starts = [e for e in prior if isinstance(e, ev.RunStarted)]
+        starts = [e for e in prior if isinstance(e, RunStarted)]
         if not starts:
             raise RunnerError(f"{events_path}: no run_started event; cannot resume this directory")
         if starts[0].manifest_sha256 != manifest_sha:
@@ -318,17 +330,17 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
                    redactor=redactor)
     repo, commit = repo_path(base, manifest.repository), manifest.initial_commit
     log.emit(
-        ev.RunStarted,
+        RunStarted,
         manifest_id=manifest.id, manifest_path=str(manifest_path.resolve()),
         manifest_sha256=manifest_sha, validation_only=validation_only,
-        engine_version=ev.engine_version(), os=platform.platform(), python=sys.version.split()[0],
+        engine_version=engine_version(), os=platform.platform(), python=sys.version.split()[0],
         git_version=git_version(), repository=str(repo.resolve()), initial_commit=commit,
         initial_tree=containment.store.tree_of(commit), input_hashes=snapshot.hashes,
         repetitions=manifest.repetitions, max_attempts=manifest.max_attempts,
         timeout_seconds=manifest.timeout_seconds, max_cost_usd=manifest.max_cost_usd,
         stages=list(manifest.stages),
         variants=[
-            ev.VariantInfo(
+            VariantInfo(
                 variant=v.id, config_id=config_ids[v.id], model=v.model,
                 harness=v.harness or (v.agent.kind if v.agent.is_harness else None),
                 harness_version=v.harness_version or (harnesses[v.id].version if v.id in harnesses else None),
@@ -340,11 +352,11 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
             for v in manifest.variants
         ],
         cases=[
-            ev.CaseInfo(
+            CaseInfo(
                 case_id=c.id, holdout=c.holdout,
                 labels={k: str(v) for k, v in c.labels.model_dump(exclude_none=True).items()},
                 initial_commit=_case_source(manifest, base, c)[1],
-                criteria=[ev.CriterionInfo(criterion_id=k.id, layer=k.layer,
+                criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,
                                            kind="command" if k.command else "judge",
                                            description=k.description,
                                            severity=k.resolved_severity) for k in c.criteria],  # type: ignore[arg-type]
@@ -354,13 +366,13 @@ def _open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation
         ],
         jobs=jobs, resumed=resume,
         simulated=any(v.agent.kind == "simulated" for v in manifest.variants),
-        isolation=ev.IsolationInfo(backend=containment.backend.name,  # type: ignore[arg-type]
+        isolation=IsolationInfo(backend=containment.backend.name,  # type: ignore[arg-type]
                                    isolated=containment.backend.isolated,
                                    version=containment.backend.version,
                                    network=containment.network),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
         grading_semantics=GRADING_SEMANTICS, gateway=gateway.info() if gateway is not None else None,
-        executor=executor or ev.ExecutorInfo(kind="local"),
+        executor=executor or ExecutorInfo(kind="local"),
     )
     (run_dir / SETUP_MARKER).unlink(missing_ok=True)
     return _Setup(manifest, manifest_path, base, run_dir, run_id, log, snapshot, texts, config_ids,
@@ -408,7 +420,7 @@ def _control_case(s: _Setup, case: Case, repeats: int, stop: threading.Event) ->
                              tag=f".{repeat}")
             for r in run.results:
                 expected = _expected(control, r.layer)
-                s.log.emit(ev.ControlResult, case_id=case.id, control=control,
+                s.log.emit(ControlResult, case_id=case.id, control=control,
                            criterion_id=r.criterion_id, layer=r.layer, repeat=repeat,
                            exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
                            verdict=r.verdict, expected=expected, ok=r.verdict == expected,
@@ -438,7 +450,7 @@ def _control_case(s: _Setup, case: Case, repeats: int, stop: threading.Event) ->
         else:
             problems.append(f"{cid} is flaky (different verdicts on repeated runs of the same state); "
                             "its case is not scored until it is fixed and marked flaky_fixed")
-    s.log.emit(ev.CaseValidated, case_id=case.id, ok=not problems, problems=problems,
+    s.log.emit(CaseValidated, case_id=case.id, ok=not problems, problems=problems,
                flaky_criteria=flaky, baseline=baseline, repeats=repeats,
                fingerprint=s.fingerprints[case.id])
     return {"case_id": case.id, "ok": not problems, "problems": problems, "flaky": flaky,
@@ -564,7 +576,7 @@ def run_controls(manifest_path: Path, output_dir: Path, *, jobs: int = 1, repeat
     ok = status == "completed" and all(r["ok"] for r in ordered)
     if status == "completed" and not ok:
         status = "failed_controls"
-    s.log.emit(ev.RunFinished, status=status, trials_total=0, trials_finished=0, outcomes={},
+    s.log.emit(RunFinished, status=status, trials_total=0, trials_finished=0, outcomes={},
                duration_s=round(time.monotonic() - start, 3))
     s.log.close()
     s.containment.store.close()  # the per-run seeds and indexes (runner.capture.RunStore)
@@ -594,7 +606,7 @@ def load_controls(controls_dir: Path, manifest_path: Path) -> ReusedControls:
         raise RunnerError(f"{controls_dir}: no events.jsonl; pass the output directory of a "
                           "'trialhouse run --validation-only' run to --controls")
     verified = read_verified(events_path)
-    starts = [e for e in verified.events if isinstance(e, ev.RunStarted)]
+    starts = [e for e in verified.events if isinstance(e, RunStarted)]
     if not starts or not starts[0].validation_only:
         raise RunnerError(f"{controls_dir}: not a validation-only run (--controls takes the output of "
                           "'trialhouse run --validation-only')")
@@ -615,7 +627,7 @@ def load_controls(controls_dir: Path, manifest_path: Path) -> ReusedControls:
                          if head.input_hashes.get(k) != current.get(k))
         raise RunnerError(f"{controls_dir}: input files changed since its controls ran "
                           f"({', '.join(changed[:3])}: sha256 differs); re-run the controls")
-    validated = [e for e in verified.events if isinstance(e, ev.CaseValidated)]
+    validated = [e for e in verified.events if isinstance(e, CaseValidated)]
     missing = sorted({c.id for c in manifest.cases} - {e.case_id for e in validated})
     if missing:
         raise RunnerError(f"{controls_dir}: has no controls for {', '.join(missing[:5])} "
@@ -626,13 +638,13 @@ def load_controls(controls_dir: Path, manifest_path: Path) -> ReusedControls:
 def _establish_controls(s: _Setup, jobs: int, stop: threading.Event, repeats: int,
                         reused: ReusedControls | None) -> dict[str, Any]:
     """Case id → its ``case_validated`` event: from this run (resume), reused, or run now."""
-    known: dict[str, Any] = {e.case_id: e for e in s.prior if isinstance(e, ev.CaseValidated)}
+    known: dict[str, Any] = {e.case_id: e for e in s.prior if isinstance(e, CaseValidated)}
     if reused is not None:
         run_id, validated = reused.run_id, reused.validated
         for e in validated:
             if e.case_id not in known:
                 known[e.case_id] = s.log.emit(
-                    ev.CaseValidated, case_id=e.case_id, ok=e.ok, problems=e.problems,
+                    CaseValidated, case_id=e.case_id, ok=e.ok, problems=e.problems,
                     flaky_criteria=e.flaky_criteria, baseline=e.baseline, repeats=e.repeats,
                     fingerprint=s.fingerprints[e.case_id], from_run=run_id)
     todo = [c for c in s.manifest.cases if c.id not in known]
@@ -643,7 +655,7 @@ def _establish_controls(s: _Setup, jobs: int, stop: threading.Event, repeats: in
 
     if todo:
         _run_pool(todo, lambda c: _control_case(s, c, repeats, stop), jobs, done, stop)
-    fresh = {e.case_id: e for e in read_events(s.log.path) if isinstance(e, ev.CaseValidated)}
+    fresh = {e.case_id: e for e in read_events(s.log.path) if isinstance(e, CaseValidated)}
     return {c.id: known.get(c.id) or fresh[c.id] for c in s.manifest.cases}
 
 
@@ -676,9 +688,9 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                   executor=where)
     m = s.manifest
     repeats = repeats or m.control_repeats
-    last_finish = {e.trial_id: e for e in s.prior if isinstance(e, ev.TrialFinished)}
+    last_finish = {e.trial_id: e for e in s.prior if isinstance(e, TrialFinished)}
     finished = {tid for tid, e in last_finish.items() if e.outcome not in rerun}
-    skipped_before = {(e.case_id, e.variant, e.repetition) for e in s.prior if isinstance(e, ev.TrialSkipped)}
+    skipped_before = {(e.case_id, e.variant, e.repetition) for e in s.prior if isinstance(e, TrialSkipped)}
     order = trial_order(m)
     stop = threading.Event()
     outcomes: Counter[str] = Counter(last_finish[tid].outcome for tid in finished)
@@ -698,7 +710,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 continue
             if case.id in unscored and not score_unvalidated:
                 if (case.id, var.id, rep) not in skipped_before:
-                    s.log.emit(ev.TrialSkipped, trial_id=tid, case_id=case.id, variant=var.id,
+                    s.log.emit(TrialSkipped, trial_id=tid, case_id=case.id, variant=var.id,
                                config_id=s.config_ids[var.id], repetition=rep,
                                reason=f"case not scored: {unscored[case.id]}",
                                case_fingerprint=s.fingerprints[case.id])
@@ -739,7 +751,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
                 reason = (str(exc) if isinstance(exc, RunnerError)
                           else f"runner error: {type(exc).__name__}: {exc}")
                 line = f"task={spec.case.id} variant={spec.variant.id} rep={spec.repetition} outcome=infra_error"
-                s.log.emit(ev.TrialFinished, trial_id=spec.trial_id, case_id=spec.case.id,
+                s.log.emit(TrialFinished, trial_id=spec.trial_id, case_id=spec.case.id,
                            variant=spec.variant.id, config_id=spec.config_id,
                            repetition=spec.repetition, outcome="infra_error", reason=reason,
                            attempts=0, duration_s=0.0, line=line,
@@ -764,7 +776,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
     except KeyboardInterrupt:
         status = "interrupted"
     total_finished = sum(outcomes.values())
-    s.log.emit(ev.RunFinished, status=status, trials_total=len(order),
+    s.log.emit(RunFinished, status=status, trials_total=len(order),
                trials_finished=total_finished, outcomes=dict(outcomes),
                duration_s=round(time.monotonic() - start, 3), trials_skipped=skipped,
                unscored_cases=sorted(unscored))

@@ -28,7 +28,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner import events as ev
+from contract.call_events import ModelCall, TrajectoryStep
+from contract.envelope import BaseEvent
+from contract.redact import Redactor
+from contract.stage_events import (
+    GatewayUsage,
+    PermissionDenial,
+    StageFinished,
+    StageStarted,
+    Usage,
+    reported_usage,
+)
+from contract.trial_events import (
+    AttemptFinished,
+    AttemptStarted,
+    Budget,
+    Checkpoint,
+    Flag,
+    Grading,
+    IntegrityCheck,
+    PrepareFinished,
+    TrialFinished,
+    TrialStarted,
+    WorkspacePrepared,
+)
+from contract.values import as_text
 from runner import sandbox
 from runner.agents.harness_result import HarnessResult
 from runner.agents.harness_stage import (
@@ -56,7 +80,6 @@ from runner.paths import Snapshot, sha256_bytes
 from runner.pristine import remove_tree
 from runner.procs import ProcResult, ordinary_env
 from runner.prompts import build_prompt
-from runner.redact import Redactor
 
 EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", "checkpoints", "trajectories",
                  ".runner", ".sandbox")
@@ -137,7 +160,7 @@ class TrialOutcome:
     reason: str
     line: str
     duration_s: float
-    usage: ev.Usage
+    usage: Usage
     flags: int = 0
     attempts: int = 0
 
@@ -173,9 +196,9 @@ class StageResult:
 
 @dataclass
 class _Stage:
-    usage: ev.Usage
+    usage: Usage
     duration_s: float
-    gateway: ev.GatewayUsage | None = None
+    gateway: GatewayUsage | None = None
 
 
 def _check_stop(spec: TrialSpec) -> None:
@@ -183,10 +206,10 @@ def _check_stop(spec: TrialSpec) -> None:
         raise TrialInterrupted(spec.trial_id)
 
 
-def _sum_usage(stages: list[_Stage]) -> ev.Usage:
+def _sum_usage(stages: list[_Stage]) -> Usage:
     """Trial totals; a field stays None when any stage left it unreported."""
     if not stages:
-        return ev.Usage()
+        return Usage()
     totals: dict[str, Any] = {}
     for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
                  "cost_usd", "steps"):
@@ -198,7 +221,7 @@ def _sum_usage(stages: list[_Stage]) -> ev.Usage:
     totals["time_to_first_edit_s"] = firsts[0] if firsts else None
     sources = sorted({s.usage.source for s in stages if s.usage.source})
     # A sum of in-range stage numbers can still leave the contract's range: unknown then.
-    usage, _notes = ev.reported_usage(source="+".join(sources) or None, **totals)
+    usage, _notes = reported_usage(source="+".join(sources) or None, **totals)
     return usage.model_copy(update={"cost_basis": basis if usage.cost_usd is not None else None})
 
 
@@ -218,8 +241,8 @@ def _parse_verdict(data: bytes | None) -> tuple[str | None, list[str]]:
         return None, []
     status = parsed.get("status")
     findings = parsed.get("findings")
-    findings = [ev.as_text(f, 2000) for f in findings[:50]] if isinstance(findings, list) else []
-    return (ev.as_text(status, 100) if status is not None else None), findings
+    findings = [as_text(f, 2000) for f in findings[:50]] if isinstance(findings, list) else []
+    return (as_text(status, 100) if status is not None else None), findings
 
 
 def _store_redacted(raw: Path, dest: Path, redactor: Redactor, limit: int = STAGE_OUTPUT_LIMIT) -> tuple[int, int]:
@@ -356,7 +379,7 @@ class _Trial:
                 bad.append(f"evidence directory {name or '(trial)'}/ replaced")
         return bad
 
-    def emit(self, cls: type[ev._Event], **fields: Any) -> None:
+    def emit(self, cls: type[BaseEvent], **fields: Any) -> None:
         self._emit(cls, trial_id=self.tid, **fields)
 
     def left(self) -> float:
@@ -373,7 +396,7 @@ class _Trial:
         if os.path.islink(self.ws) or not self.ws.is_dir():
             bad.append("workspace (replaced or removed)")
         bad += self.evidence_problems()
-        self.emit(ev.IntegrityCheck, phase=phase, ok=not bad, mismatches=bad)
+        self.emit(IntegrityCheck, phase=phase, ok=not bad, mismatches=bad)
         return bad
 
     # -- stages -----------------------------------------------------------------
@@ -388,7 +411,7 @@ class _Trial:
         dirs = StageDirs(d / ".sandbox" / tag, self.home, self.tmp)
         dirs.create(prompt)
         time_left = max(self.left(), 0.0)
-        self.emit(ev.StageStarted, attempt=attempt, stage=stage, time_left_s=round(time_left, 3),
+        self.emit(StageStarted, attempt=attempt, stage=stage, time_left_s=round(time_left, 3),
                   prompt_sha256=sha256_bytes(prompt.encode()))
         ctx = StageContext(
             kind=spec.variant.agent.kind, stage=stage, attempt=attempt, case_id=spec.case.id,
@@ -409,8 +432,8 @@ class _Trial:
             except GatewayConfigError as exc:  # e.g. replay without a recording for this trial
                 why = f"model gateway: {exc}"
                 res = ProcResult(None, None, False, True, 0.0, error=why)
-                self.emit(ev.StageFinished, attempt=attempt, stage=stage, could_not_start=True, duration_s=0.0)
-                self.stages.append(_Stage(ev.Usage(), 0.0))
+                self.emit(StageFinished, attempt=attempt, stage=stage, could_not_start=True, duration_s=0.0)
+                self.stages.append(_Stage(Usage(), 0.0))
                 remove_tree(dirs.root)
                 return StageResult(stage, attempt, res, AgentReport(), None, [],
                                    stop=Stop("infra_error", why, grade=False))
@@ -425,13 +448,13 @@ class _Trial:
         finally:
             calls = gw.close(self.tid, stage, attempt) if base is not None else []
         for call in calls:  # the gateway's own records: what crossed the wire, whatever the agent says
-            self.emit(ev.ModelCall, **to_event_fields(call))
+            self.emit(ModelCall, **to_event_fields(call))
         measured = gateway_usage(calls) if base is not None else None
         failure = gateway_failure(calls)
         gateway_stop = Stop("infra_error", failure, grade=False) if failure else None
         if self.evidence_problems():  # not isolated, and it replaced our directories: write nothing
-            self.stages.append(_Stage(ev.Usage(), res.duration_s, measured))
-            self.emit(ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
+            self.stages.append(_Stage(Usage(), res.duration_s, measured))
+            self.emit(StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
                       signal=res.signal, timed_out=res.timed_out, could_not_start=res.could_not_start,
                       duration_s=round(res.duration_s, 3), gateway_usage=measured)
             return StageResult(stage, attempt, res, AgentReport(), None, [], stop=gateway_stop)
@@ -470,9 +493,9 @@ class _Trial:
         self.redactions += redactions + hidden
         gateway_ids = {c.response_id or c.request_id for c in calls} - {None}
         for step in steps[:MAX_STEPS]:
-            self.emit(ev.TrajectoryStep, attempt=attempt, stage=stage, **step_fields(step, gateway_ids))
+            self.emit(TrajectoryStep, attempt=attempt, stage=stage, **step_fields(step, gateway_ids))
         self.emit(
-            ev.StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
+            StageFinished, attempt=attempt, stage=stage, exit_code=res.exit_code,
             signal=res.signal, timed_out=res.timed_out, could_not_start=res.could_not_start,
             duration_s=round(res.duration_s, 3), usage=report.usage, verdict_status=status,
             verdict_findings=vfindings, stdout_path=str(out_path.relative_to(d)),
@@ -498,7 +521,7 @@ class _Trial:
         return {
             "harness_version": version, "session_id": result.session_id,
             "claimed_cost_usd": result.claimed_cost_usd, "cost_basis": result.cost_basis,
-            "permission_denials": [ev.PermissionDenial(tool_name=p.tool_name, tool_use_id=p.tool_use_id)
+            "permission_denials": [PermissionDenial(tool_name=p.tool_name, tool_use_id=p.tool_use_id)
                                    for p in result.permission_denials],
             "context_exhausted": result.context_exhausted, "stderr_excerpt": result.stderr_excerpt,
             "tokens_from": result.tokens_from, "harness_notes": [*result.notes, *notes],
@@ -561,7 +584,7 @@ class _Trial:
             previous = self.checkpoint_tree or self.prepared_tree or ""
             sha = self.git.commit(self.current.tree, self.checkpoint_sha,
                                   f"trialhouse checkpoint: {st.stage} (attempt {st.attempt})")
-            self.emit(ev.Checkpoint, attempt=st.attempt, stage=st.stage, sha=sha,
+            self.emit(Checkpoint, attempt=st.attempt, stage=st.stage, sha=sha,
                       files_changed=self.git.changed_paths(previous, self.current.tree),
                       tree=self.current.tree)
             self.save_patch(previous, self.current.tree, self.dir / "checkpoints" / f"a{st.attempt}-{st.stage}.patch")
@@ -590,7 +613,7 @@ class _Trial:
         cap = self.box.max_workspace_bytes
         if used <= cap:
             return None
-        self.emit(ev.Budget, type="workspace", status="exceeded", limit=round(cap / 2**20, 3),
+        self.emit(Budget, type="workspace", status="exceeded", limit=round(cap / 2**20, 3),
                   used=round(used / 2**20, 3))
         return Stop("budget_exhausted", f"workspace grew to {used / 2**20:.0f} MB, over "
                                         f"max_workspace_mb={cap / 2**20:g}", grade=False)
@@ -602,7 +625,7 @@ class _Trial:
 
     def time_exhausted(self, reason: str, grade: bool = True) -> Stop:
         """Every stop on the time budget is recorded as a Budget event, wherever the clock ran out."""
-        self.emit(ev.Budget, type="time", status="exceeded", limit=self.manifest.timeout_seconds,
+        self.emit(Budget, type="time", status="exceeded", limit=self.manifest.timeout_seconds,
                   used=round(time.monotonic() - self.start, 3))
         return Stop("budget_exhausted", reason, grade=grade)
 
@@ -621,7 +644,7 @@ class _Trial:
 
     def emit_gradings(self, attempt: int, results: list[GradeResult], final: bool) -> None:
         for r in results:
-            self.emit(ev.Grading, attempt=attempt, final=final, criterion_id=r.criterion_id,
+            self.emit(Grading, attempt=attempt, final=final, criterion_id=r.criterion_id,
                       layer=r.layer, exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
                       verdict=r.verdict, duration_s=r.duration_s,
                       baseline=self.spec.baseline.get(r.criterion_id), tree=r.tree,
@@ -676,7 +699,7 @@ class _Trial:
                                   network=self.box.network)
             res = sandbox.run(self.box.backend, req, timeout=max(self.left(), 0.001),
                               stdout_path=logs / "prepare.stdout", stderr_path=logs / "prepare.stderr")
-            self.emit(ev.PrepareFinished, command=list(argv), exit_code=res.exit_code,
+            self.emit(PrepareFinished, command=list(argv), exit_code=res.exit_code,
                       timed_out=res.timed_out, duration_s=round(res.duration_s, 3))
             if not res.ok:
                 why = "timed out" if res.timed_out else (
@@ -694,13 +717,13 @@ class _Trial:
         except GitError as exc:
             return self.runner_work_failed("capturing the prepared workspace", exc)
         self.current = cap
-        self.emit(ev.WorkspacePrepared, initial_tree=initial_tree, prepared_tree=cap.tree,
+        self.emit(WorkspacePrepared, initial_tree=initial_tree, prepared_tree=cap.tree,
                   ignored_tree=self.ignored_tree, files=cap.files, bytes=cap.bytes)
         return None
 
     def run(self) -> TrialOutcome:
         spec = self.spec
-        self.emit(ev.TrialStarted, case_id=spec.case.id, variant=spec.variant.id,
+        self.emit(TrialStarted, case_id=spec.case.id, variant=spec.variant.id,
                   config_id=spec.config_id, repetition=spec.repetition, seed=spec.seed,
                   workspace=str(self.ws), order=spec.order, case_fingerprint=spec.case_fingerprint)
         early = self.prepare()
@@ -711,7 +734,7 @@ class _Trial:
         while not early and attempts < self.manifest.max_attempts:
             attempts += 1
             attempt = attempts
-            self.emit(ev.AttemptStarted, attempt=attempt, findings=findings)
+            self.emit(AttemptStarted, attempt=attempt, findings=findings)
             stop: Stop | None = None
             stage_findings: list[str] = []
             for stage in self.manifest.stages:
@@ -727,7 +750,7 @@ class _Trial:
                     break  # a failed stage: grade what is there
             if stop and not stop.grade:
                 outcome, reason = stop.outcome, stop.reason
-                self.emit(ev.AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
+                self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
                 break
             _check_stop(spec)
             try:
@@ -735,7 +758,7 @@ class _Trial:
             except GitError as exc:
                 failed = self.runner_work_failed("preparing the grading copy", exc)
                 outcome, reason = failed.outcome, failed.reason
-                self.emit(ev.AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
+                self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
                 break
             bad = self.integrity("after_grading") + violations
             if bad:
@@ -755,7 +778,7 @@ class _Trial:
                 if bad:
                     outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
             next_findings = [] if final else self.retry_findings(stage_findings, results)
-            self.emit(ev.AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings)
+            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings)
             if final:
                 break
             findings = next_findings
@@ -767,11 +790,11 @@ class _Trial:
         spent = _known_cost(self.stages)
         if spent > self.manifest.max_cost_usd:
             self.cost_status = "exceeded"
-            self.emit(ev.Budget, type="cost", status="exceeded", limit=self.manifest.max_cost_usd, used=spent)
+            self.emit(Budget, type="cost", status="exceeded", limit=self.manifest.max_cost_usd, used=spent)
             return True
         if any(s.usage.cost_usd is None for s in self.stages) and self.cost_status != "unknown":
             self.cost_status = "unknown"
-            self.emit(ev.Budget, type="cost", status="unknown", limit=self.manifest.max_cost_usd, used=None)
+            self.emit(Budget, type="cost", status="unknown", limit=self.manifest.max_cost_usd, used=None)
         return False
 
     def patch_paths(self) -> list[str] | None:
@@ -839,7 +862,7 @@ class _Trial:
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
                             usage.cost_usd, wall, flags)
         self.emit(
-            ev.TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
+            TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
             repetition=spec.repetition, outcome=outcome, reason=reason, attempts=attempts,
             duration_s=round(wall, 3), setup_s=round(self.setup_s or 0.0, 3),
             agent_s=round(sum(s.duration_s for s in self.stages), 3),
@@ -859,7 +882,7 @@ class _Trial:
 
         findings = inspect_patch(diff, self.spec.case.allowed_paths)
         for f in findings:
-            self.emit(ev.Flag, kind=f.kind, path=f.path, detail=f.detail)
+            self.emit(Flag, kind=f.kind, path=f.path, detail=f.detail)
         return len(findings)
 
 

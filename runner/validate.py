@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from contract.values import MAX_DEPTH
 from runner.errors import RunnerError
-from runner.events import MAX_DEPTH
 from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
 from runner.paths import check_input, input_refs
 

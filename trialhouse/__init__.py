@@ -4,10 +4,10 @@ from __future__ import annotations
 
 
 def __getattr__(name: str) -> str:
-    # The version has one source, the package metadata (runner.events.engine_version);
+    # The version has one source, the package metadata (contract.files.engine_version);
     # read lazily so that importing the CLI does not import the event contract.
     if name == "__version__":
-        from runner.events import engine_version
+        from contract.files import engine_version
 
         return engine_version()
     raise AttributeError(name)

@@ -126,6 +126,6 @@ def version() -> None:
 
     Example: trialhouse version
     """
-    from runner.events import engine_version
+    from contract.files import engine_version
 
     click.echo(engine_version())

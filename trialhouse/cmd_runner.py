@@ -156,12 +156,12 @@ def _print_run(result: Any, progress: bool) -> None:
 def schema(which: str) -> None:
     """Print the JSON Schema of the event stream or of the manifest.
 
-    Example: trialhouse schema events > runner/schemas/events.v1.json
+    Example: trialhouse schema events > contract/schemas/events.v1.json
     """
     import json
 
     if which == "events":
-        from runner.events import events_json_schema as fn
+        from contract.events import events_json_schema as fn
     else:
         from runner.manifest import manifest_json_schema as fn
     click.echo(json.dumps(fn(), indent=2, sort_keys=True))

@@ -11,7 +11,7 @@ every new partition is written to a hidden directory first, then all are renamed
 under a journal), so loading the same run again yields exactly its latest state and a
 failure or a kill at any point leaves the warehouse as it was (the next writer rolls back
 an unfinished swap and sweeps what was left: ``prepare``). Partition values are safe by
-construction: a run id must be a safe identifier (``runner.events.ID_PATTERN``), checked
+construction: a run id must be a safe identifier (``contract.values.ID_PATTERN``), checked
 before anything is written, so no path can be misread by DuckDB or pyarrow.
 """
 
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from runner.events import id_problem
+from contract.values import id_problem
 from warehouse import rollup
 from warehouse.errors import WarehouseError
 from warehouse.schema import DERIVED, DUCKDB_TYPES, ROW_GROUP_ROWS, TABLES, columns, empty_select

@@ -150,7 +150,7 @@ SPEC: dict[str, tuple[str, tuple[Column, ...]]] = {
         Column("harness_version", "string"),
         Column("case_id", "string", False),
         Column("repetition", "int32", False),
-        Column("outcome", "string"),  # one of runner.events.OUTCOMES; null = incomplete (no finish event)
+        Column("outcome", "string"),  # one of contract.envelope.OUTCOMES; null = incomplete (no finish event)
         Column("complete", "bool", False),
         Column("reason", "string"),
         Column("attempts", "int32"),

@@ -12,10 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from contract.files import file_sha256
+from contract.values import as_amount, as_count, as_text
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
 from ingest.identity import config_id_for, run_key, variant_label
-from runner.events import as_amount, as_count, as_text, file_sha256
 
 STEP_COMMAND_MAX = 2000
 """Longest command kept on a step row (as the ``step`` event's ``command``)."""
@@ -55,12 +56,12 @@ def seconds_between(a: datetime | None, b: datetime | None) -> float | None:
 
 def nonneg_int(value: Any) -> int | None:
     """A reported count: an int ≥ 0 within int64, or None for anything else (unknown, not zero).
-    The same rule as the runner's for agent-reported numbers (``runner.events.as_count``)."""
+    The same rule as the runner's for agent-reported numbers (``contract.values.as_count``)."""
     return as_count(value)
 
 
 def finite_cost(value: Any) -> float | None:
-    """A reported amount: finite and ≥ 0, or None (``runner.events.as_amount``)."""
+    """A reported amount: finite and ≥ 0, or None (``contract.values.as_amount``)."""
     return as_amount(value)
 
 
@@ -199,7 +200,7 @@ class BatchBuilder:
 
     def trajectory(self, trial_id: str, steps: list[dict[str, Any]], source: str, *, stage: str = "build",
                    started_at: datetime | None = None, finished_at: datetime | None = None) -> None:
-        """A foreign trial's trajectory (``runner.events`` reader output) as its one stage
+        """A foreign trial's trajectory (``contract.trajectory`` reader output) as its one stage
         (attempt 1) and that stage's ``steps`` rows, so the trajectory metrics read imported
         trials like ours. No steps: no stage row (the trial has no trajectory, not an empty one)."""
         if not steps:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from contract.trajectory import atif_trajectory_steps
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
@@ -27,7 +28,6 @@ from ingest.formats._common import (
 from ingest.formats.detect import is_harbor_job_result, is_harbor_trial_result, read_json
 from ingest.identity import path_key
 from ingest.prices import PriceTable
-from runner.events import atif_trajectory_steps
 
 FORMAT = "harbor"
 REWARD_KEY = "reward"

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from contract.trajectory import epoch_time, mini_trajectory_steps
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
@@ -40,7 +41,6 @@ from ingest.formats.detect import (
 from ingest.formats.swebench import outcome_from_report, repository_of
 from ingest.identity import path_key
 from ingest.prices import PriceTable
-from runner.events import epoch_time, mini_trajectory_steps
 
 FORMAT = "mini-swe-agent"
 HARNESS = "mini-swe-agent"

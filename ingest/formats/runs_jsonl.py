@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from contract.redact import Redactor
 from ingest.batch import QuarantineRow
 from ingest.errors import IngestError
 from ingest.formats._common import BatchBuilder, labels_json, parse_ts
@@ -42,7 +43,6 @@ from ingest.formats.runs_jsonl_sql import LOOKUP, MAP_CONFIGS, PRICED, TRIALS_SQ
 from ingest.identity import config_id_for, path_key, variant_label
 from ingest.prices import PriceTable
 from ingest.rows import checked_table, row_problem, value_problem
-from runner.events import Redactor
 from warehouse.schema import TABLES
 
 FORMAT = "runs-jsonl"

@@ -8,7 +8,7 @@ columns, conservatively (a line these checks cannot prove valid takes the row pa
 
 from __future__ import annotations
 
-from runner.events import INT32_MAX
+from contract.values import INT32_MAX
 
 KNOWN_KEYS = ("model", "harness", "harness_version", "task_id", "trial", "status", "input_tokens",
               "output_tokens", "steps", "cost_usd", "repo", "benchmark", "system_id", "wall_seconds",

@@ -1,6 +1,6 @@
 """What a harness parser learns beyond :class:`runner.agents.usage.AgentReport`.
 
-``AgentReport`` carries what today's event contract (``runner.events.Usage``) can hold.
+``AgentReport`` carries what today's event contract (``contract.stage_events.Usage``) can hold.
 Real harness output says more, and some of it changes how the numbers may be used:
 the *basis* of a cost claim, the session id and the CLI version that produced the
 run, tools the permission mode denied, whether the context window ran out, and the
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from contract.envelope import (
+    CostBasis,  # the one definition (its docstring says what each basis means)
+)
+from contract.redact import redact
 from runner.agents.usage import AgentReport
-from runner.events import CostBasis  # the one definition (its docstring says what each basis means)
-from runner.redact import redact
 
 STDERR_EXCERPT_CHARS = 2000
 """The tail of stderr kept with a result: enough for an error and its context."""

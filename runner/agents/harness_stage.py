@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner import events as ev
+from contract.stage_events import GatewayUsage
 from runner import sandbox
 from runner.agents.harness import (
     DEFAULT_BINARY,
@@ -313,7 +313,7 @@ def step_fields(step: Step, gateway_ids: set[str]) -> dict[str, Any]:
 _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
-def gateway_usage(calls: list[CallRecord]) -> ev.GatewayUsage:
+def gateway_usage(calls: list[CallRecord]) -> GatewayUsage:
     """One stage's calls summed. Tokens over the calls answered 200; a token field is None
     when no call answered or one that did left it unreported (unknown is not zero)."""
     ok = [c for c in calls if c.status == 200]
@@ -321,12 +321,12 @@ def gateway_usage(calls: list[CallRecord]) -> ev.GatewayUsage:
     for name in _TOKENS:
         values = [getattr(c, name) for c in ok]
         tokens[name] = None if not values or any(v is None for v in values) else sum(values)
-    return ev.GatewayUsage(
+    return GatewayUsage(
         calls=len(calls), failed_calls=sum(1 for c in calls if c.status is None or c.status >= 400),
         retries=sum(c.retries for c in calls), model_s=round(sum(c.latency_s for c in calls), 6), **tokens)
 
 
-def sum_gateway(parts: list[ev.GatewayUsage | None]) -> ev.GatewayUsage | None:
+def sum_gateway(parts: list[GatewayUsage | None]) -> GatewayUsage | None:
     """Trial totals of the stages that went through the gateway (None when none did)."""
     seen = [p for p in parts if p is not None]
     if not seen:
@@ -335,6 +335,6 @@ def sum_gateway(parts: list[ev.GatewayUsage | None]) -> ev.GatewayUsage | None:
     for name in _TOKENS:
         values = [getattr(p, name) for p in seen]
         tokens[name] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-    return ev.GatewayUsage(calls=sum(p.calls for p in seen), failed_calls=sum(p.failed_calls for p in seen),
+    return GatewayUsage(calls=sum(p.calls for p in seen), failed_calls=sum(p.failed_calls for p in seen),
                            retries=sum(p.retries for p in seen), model_s=round(sum(p.model_s for p in seen), 6),
                            **tokens)

@@ -1,7 +1,7 @@
 """The step row: one model turn or one tool call of an agent's trajectory.
 
 What the trajectory parsers (``runner.agents.trajectory``) return; the runner records
-each as a ``step`` event (``runner.events.TrajectoryStep``), which ingest loads into the
+each as a ``step`` event (``contract.call_events.TrajectoryStep``), which ingest loads into the
 ``steps`` table. The trajectory metrics (``analysis.trajectory_metrics``) read the same
 attributes from warehouse rows and from these.
 """

@@ -36,17 +36,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runner.agents.steps import Action, Step
-from runner.agents.usage import count, iter_json_lines
-from runner.agents.usage_claude import timestamp
-from runner.events import (
+from contract.trajectory import (
     CLAUDE_ACTIONS,
     atif_trajectory_steps,
     classify_command,
     mini_trajectory_steps,
 )
-from runner.events import epoch_time as epoch
-from runner.events import relative_path as relative
+from contract.trajectory import epoch_time as epoch
+from contract.trajectory import relative_path as relative
+from runner.agents.steps import Action, Step
+from runner.agents.usage import count, iter_json_lines
+from runner.agents.usage_claude import timestamp
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -235,7 +235,7 @@ def _ms(value: object) -> datetime | None:
 
 
 def mini_steps(path: Path, *, workspace: str | Path | None = None, stage: str | None = None) -> list[Step]:
-    """A mini-swe-agent trajectory file (``runner.events.mini_trajectory_steps``)."""
+    """A mini-swe-agent trajectory file (``contract.trajectory.mini_trajectory_steps``)."""
     return _from_fields(_read_json(path), mini_trajectory_steps, "mini-trajectory", workspace, stage)
 
 
@@ -329,5 +329,5 @@ def attach_gateway(steps: list[Step], calls: Iterable[Any]) -> list[Step]:
 
 
 def atif_steps(path: Path, *, workspace: str | Path | None = None, stage: str | None = None) -> list[Step]:
-    """Harbor ``agent/trajectory.json`` (``runner.events.atif_trajectory_steps``)."""
+    """Harbor ``agent/trajectory.json`` (``contract.trajectory.atif_trajectory_steps``)."""
     return _from_fields(_read_json(path), atif_trajectory_steps, "atif", workspace, stage)

@@ -5,7 +5,7 @@ One entry point, :func:`parse_agent_output`, dispatches on the variant's
 that prints structured output *and* appends agent events loses neither. Bad agent
 output never raises: unparseable lines are counted, unreported fields stay None, and a
 number the event contract cannot hold (``output_tokens: 1e308``, a sum past 2^63) becomes
-None with a note (``runner.events.reported_usage``), so an agent can never make its own
+None with a note (``contract.stage_events.reported_usage``), so an agent can never make its own
 run un-ingestable.
 """
 
@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
+from contract.stage_events import Usage, reported_usage
+from contract.values import as_amount, as_count
 from runner.errors import RunnerError
-from runner.events import Usage, as_amount, as_count, reported_usage
 
 USAGE_FORMATS: tuple[str, ...] = (
     "none",
@@ -118,12 +119,12 @@ def merge_reports(primary: AgentReport, secondary: AgentReport) -> AgentReport:
 
 def count(value: object) -> int | None:
     """A non-negative integer count within 64 bits, or None for anything else (bools, negatives,
-    text, 1e308): the contract's rule, ``runner.events.as_count``."""
+    text, 1e308): the contract's rule, ``contract.values.as_count``."""
     return as_count(value)
 
 
 def amount(value: object) -> float | None:
-    """A finite non-negative number, or None (``runner.events.as_amount``)."""
+    """A finite non-negative number, or None (``contract.values.as_amount``)."""
     return as_amount(value)
 
 

@@ -27,6 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contract.stage_events import Usage
+from contract.trajectory import iso_time
 from runner.agents.harness_result import (
     CONTEXT_EXHAUSTED,
     CostBasis,
@@ -36,7 +38,6 @@ from runner.agents.harness_result import (
     stderr_excerpt,
 )
 from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines, short
-from runner.events import Usage, iso_time
 
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 BUDGET_SUBTYPES = frozenset({"error_max_turns", "error_max_budget_usd"})
@@ -330,7 +331,7 @@ def _denials(result: dict[str, Any]) -> tuple[PermissionDenial, ...]:
 
 
 timestamp = iso_time
-"""An ISO 8601 timestamp with a zone, or None (``runner.events.iso_time``)."""
+"""An ISO 8601 timestamp with a zone, or None (``contract.trajectory.iso_time``)."""
 
 
 def _plain_text_hint(path: Path) -> str | None:

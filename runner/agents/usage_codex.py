@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contract.stage_events import Usage
 from runner.agents.harness_result import (
     CONTEXT_EXHAUSTED,
     HarnessResult,
@@ -37,7 +38,6 @@ from runner.agents.harness_result import (
 )
 from runner.agents.usage import AgentReport, count, iter_json_lines, short
 from runner.agents.usage_claude import timestamp
-from runner.events import Usage
 
 STEP_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call"})
 LEGACY_STEP_MSGS = frozenset({"exec_command_end", "patch_apply_end", "mcp_tool_call_end"})

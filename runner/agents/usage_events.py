@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contract.stage_events import reported_usage
 from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines
-from runner.events import reported_usage
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -17,7 +17,7 @@ def parse_agent_events(path: Path) -> AgentReport:
     is no ``step`` line. Lines that are not JSON objects with a string ``type``, and
     usage values that are not non-negative numbers within 64 bits, are counted as malformed;
     each refused value is ignored with a note, and a total the contract cannot hold becomes
-    None with a note (``runner.events.reported_usage``).
+    None with a note (``contract.stage_events.reported_usage``).
     """
     totals: dict[str, int | float | None] = dict.fromkeys((*_TOKEN_FIELDS, "cost_usd"))
     steps = 0

@@ -23,6 +23,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contract.stage_events import Usage
+from contract.trajectory import EDIT_COMMAND
+from contract.trajectory import epoch_time as epoch
+from contract.trajectory import mini_commands as commands
 from runner.agents.harness_result import (
     CONTEXT_EXHAUSTED,
     HarnessResult,
@@ -31,9 +35,6 @@ from runner.agents.harness_result import (
     stderr_excerpt,
 )
 from runner.agents.usage import AgentReport, add, amount, count, short
-from runner.events import EDIT_COMMAND, Usage
-from runner.events import epoch_time as epoch
-from runner.events import mini_commands as commands
 
 KNOWN_FORMATS = frozenset({"mini-swe-agent-1", "mini-swe-agent-1.1"})
 BUDGET_STATUSES = frozenset({"LimitsExceeded", "TimeExceeded"})

@@ -34,7 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runner import events as ev
+from contract.envelope import BaseEvent
+from contract.events import EVENT_CLASSES
+from contract.run_events import ExecutorInfo
+from contract.trial_events import TrialStarted
 from runner.errors import RunnerError
 from runner.executors.remote import (
     RunPayload,
@@ -130,14 +133,14 @@ def connect(address: str | None, jobs: int = 1) -> Any:
     return ray
 
 
-def describe(ray: Any, address: str | None) -> ev.ExecutorInfo:
+def describe(ray: Any, address: str | None) -> ExecutorInfo:
     """What ``run_started`` records of the cluster the trials go to."""
     try:
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         cpus = ray.cluster_resources().get("CPU")
     except Exception:  # noqa: BLE001 - the description must not fail the run
         nodes, cpus = None, None
-    return ev.ExecutorInfo(kind="ray", address=address, ray_version=ray.__version__,
+    return ExecutorInfo(kind="ray", address=address, ray_version=ray.__version__,
                            nodes=nodes, cpus=float(cpus) if cpus is not None else None)
 
 
@@ -171,7 +174,7 @@ def _trial_task(t: TrialSlice, box: list[Any]) -> Iterator[tuple[str, str, Any]]
     gate = threading.Semaphore(EVIDENCE_IN_FLIGHT)
     gone = threading.Event()
 
-    def emit(cls: type[ev._Event], **fields: Any) -> None:
+    def emit(cls: type[BaseEvent], **fields: Any) -> None:
         q.put(("event", (cls.__name__, fields)))
 
     def send(chunk: bytes) -> None:  # at most EVIDENCE_IN_FLIGHT chunks held here at once
@@ -319,7 +322,7 @@ class RayExecutor:
                     if name == "TrialFinished":
                         finish = (name, fields)
                     else:
-                        self.emit(getattr(ev, name), **fields)
+                        self.emit(EVENT_CLASSES[name], **fields)
             elif kind == "evidence":
                 after: list[Any] = []
                 unpack(_evidence(item, items, after), spec.trial_dir)
@@ -333,7 +336,7 @@ class RayExecutor:
                 restore(spec.containment.store.path, spec.initial_commit, omitted,
                         spec.trial_dir / "workspace", self._listing(spec))
                 if finish is not None:
-                    self.emit(getattr(ev, finish[0]), **finish[1])
+                    self.emit(EVENT_CLASSES[finish[0]], **finish[1])
                 return outcome
             else:
                 raise TrialLost(f"the trial failed on its Ray worker: {item}")
@@ -358,7 +361,7 @@ class RayExecutor:
         if self.stop.is_set():
             raise TrialInterrupted(spec.trial_id)
         if not started:
-            self.emit(ev.TrialStarted, trial_id=spec.trial_id, case_id=spec.case.id,
+            self.emit(TrialStarted, trial_id=spec.trial_id, case_id=spec.case.id,
                       variant=spec.variant.id, config_id=spec.config_id,
                       repetition=spec.repetition, seed=spec.seed,
                       workspace=str(spec.trial_dir / "workspace"), order=spec.order,

@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy
 
+from contract.redact import Redactor
 from runner.capture import RunStore, cat_blobs, same_blob, write_blob
 from runner.errors import RunnerError
 from runner.eventlog import Emit
 from runner.git import git
 from runner.manifest import Manifest
 from runner.paths import Snapshot, sha256_bytes
-from runner.redact import Redactor
 from runner.trial import Containment, TrialOutcome, TrialSpec, remove_tree, run_trial
 
 

@@ -1,6 +1,6 @@
 """The gateway's record of one model call, and what makes a trial's model traffic untrustworthy.
 
-The fields are the event contract's (``runner.events.ModelCallFields``): the runner turns
+The fields are the event contract's (``contract.call_events.ModelCallFields``): the runner turns
 each record into a ``model_call`` event unchanged, adding only the envelope. Outside a run
 (``python -m runner.gateway``, rehearsals, benchmarks) the gateway hands these records to
 its ``on_call`` callback and keeps them per route.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from runner.events import Api, GatewayError, GatewayMode, ModelCallFields, Provider
+from contract.call_events import Api, GatewayError, GatewayMode, ModelCallFields, Provider
 
 __all__ = ["Api", "CallRecord", "GatewayError", "GatewayMode", "Provider", "gateway_failure", "to_event_fields"]
 

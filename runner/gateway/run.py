@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner import events as ev
+from contract.run_events import GatewayInfo
 from runner.errors import RunnerError
 from runner.gateway.records import CallRecord
 from runner.gateway.script import Script, load_script
@@ -123,7 +123,7 @@ class RunGateway:
     def __exit__(self, *exc: object) -> None:
         self.gateway.stop()
 
-    def info(self) -> ev.GatewayInfo:
+    def info(self) -> GatewayInfo:
         s = self.settings
         forwarding = s.mode in ("forward", "record")
         ups = upstreams(s)
@@ -132,7 +132,7 @@ class RunGateway:
             recording = str(RECORDINGS)
         elif s.mode == "replay":
             recording = s.recording_dir
-        return ev.GatewayInfo(
+        return GatewayInfo(
             mode=s.mode,
             upstreams={p: u.base_url for p, u in ups.items()} if forwarding else {},
             key_env={p: u.api_key_env for p, u in ups.items() if u.api_key_env} if forwarding else {},

@@ -44,13 +44,13 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from contract.redact import compile_redactor
+from contract.redact import replacement as _redacted  # same replacement text as stored stdout
 from runner.agents.usage import short
 from runner.gateway import sse
 from runner.gateway.records import Api, CallRecord, GatewayMode, Provider
 from runner.gateway.script import Answer, Script, ScriptMismatch, pick, render
 from runner.gateway.wire import ROUTES, BadRequest, RequestInfo, ResponseTap, read_request
-from runner.redact import _replacement as _redacted  # same replacement text as stored stdout
-from runner.redact import compile_redactor
 
 log = logging.getLogger(__name__)
 

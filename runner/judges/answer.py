@@ -4,7 +4,7 @@ Shape (docs/judges.md)::
 
     {"verdict": "pass" | "fail" | "inconclusive", "reasons": ["...", ...]}
 
-``failure_category`` (one of ``runner.events.FailureCategory``) may come with ``fail``.
+``failure_category`` (one of ``contract.stage_events.FailureCategory``) may come with ``fail``.
 ``edited_files`` (a list) may be present and must be empty: a judge works on a read-only
 copy, so an answer claiming edits is not trusted. One surrounding Markdown code fence is
 tolerated (models add them); any other text, a missing field or an unknown one makes
@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runner.events import FailureCategory
+from contract.stage_events import FailureCategory
 
 MAX_REASONS = 20
 MAX_REASON_CHARS = 2000

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.redact import Redactor
 from runner import sandbox
 from runner.errors import RunnerError
 from runner.judges.config import resolve
 from runner.judges.invoke import JudgeRuntime, TrialEvidence, _judge_one
 from runner.manifest import Criterion, Judge, Manifest
 from runner.paths import InputRef, input_refs, snapshot_inputs
-from runner.redact import Redactor
 
 LABELS = ("pass", "fail")
 MAX_EXAMPLES = 5000

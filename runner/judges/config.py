@@ -4,7 +4,7 @@ When a field is omitted the judge follows the variant's own host (``claude-code`
 ``codex``; every other host falls back to Codex) with that provider's economical model and
 low effort. The builder's own model and effort are never read or changed here: a judge is
 an evaluator, not part of the configuration under test. The resolved values are recorded
-with every judgment (``runner.events.JudgeInfo``) and hashed into the evaluator
+with every judgment (``contract.stage_events.JudgeInfo``) and hashed into the evaluator
 fingerprint; a calibration holds only for the same host/provider/model/effort.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.events import JudgeInfo
+from contract.stage_events import JudgeInfo
 from runner.manifest import Criterion, JudgeSettings, Manifest, Variant
 
 PROVIDER = {"claude-code": "anthropic", "codex": "openai", "builtin": "anthropic"}

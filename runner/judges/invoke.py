@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import events as ev
+from contract.call_events import ModelCall
+from contract.redact import Redactor
+from contract.stage_events import Judgment
 from runner import sandbox
 from runner.evidence import read_capped
 from runner.gateway.records import CallRecord, gateway_failure, to_event_fields
@@ -37,7 +39,6 @@ from runner.judges.evidence import Evidence, changed, write_evidence
 from runner.manifest import Criterion, Manifest, Variant
 from runner.paths import Snapshot
 from runner.procs import ordinary_env
-from runner.redact import Redactor
 
 ANSWER_LIMIT = 256 * 1024
 GATEWAY_KEY = "trialhouse-gateway-key"
@@ -156,12 +157,12 @@ def judge_trial(rt: JudgeRuntime, criteria: list[Criterion], te: TrialEvidence, 
         if bad:
             violations.append(bad)
             judge = resolve(te.variant, crit)
-            emit(ev.Judgment, attempt=te.attempt, criterion_id=crit.id, verdict="inconclusive", abstained=True,
+            emit(Judgment, attempt=te.attempt, criterion_id=crit.id, verdict="inconclusive", abstained=True,
                  judge_model=judge.info.model, judge=judge.info, rubric=crit.judge.rubric,
                  rubric_sha256=rt.snapshot.hashes.get(crit.judge.rubric), error=bad)
             continue
         fields = _judge_one(rt, crit, te, emit)
-        emit(ev.Judgment, attempt=te.attempt, criterion_id=crit.id, **fields)
+        emit(Judgment, attempt=te.attempt, criterion_id=crit.id, **fields)
     shutil.rmtree(te.scratch, ignore_errors=True)
     return violations
 
@@ -192,7 +193,7 @@ def _judge_one(rt: JudgeRuntime, crit: Criterion, te: TrialEvidence, emit: Emit)
     finally:
         calls = gw.close_trial(te.trial_id, stage, te.attempt)
     for call in calls:
-        emit(ev.ModelCall, **to_event_fields(call))
+        emit(ModelCall, **to_event_fields(call))
     duration = round(time.monotonic() - started, 3)
     problem = problem or _call_problem(calls) or _edited(evidence)
     parsed = parse_answer(text) if problem is None else None

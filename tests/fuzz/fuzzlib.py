@@ -63,11 +63,11 @@ def _eventgen():
 
 def seed_files() -> list[list[bytes]]:
     """The good files mutations start from: a real run excerpt and a generated run."""
-    from runner import events as ev
+    from contract.events import dump_event
 
     gen = _eventgen()
     real = (SEEDS / "real_run.jsonl").read_bytes().splitlines()
-    made = [ev.dump_event(e).encode() for e in gen.run_events("fuzz-gen", cases=("c1", "c2", "c3"))]
+    made = [dump_event(e).encode() for e in gen.run_events("fuzz-gen", cases=("c1", "c2", "c3"))]
     return [real, made]
 
 
@@ -234,7 +234,7 @@ def judge_line(raw: bytes):
     """The contract's event of one line, or None when the contract refuses it."""
     from pydantic import ValidationError
 
-    from runner import events as ev
+    from contract.events import EVENT_ADAPTER, upgrade_event
 
     if len(raw) + 1 > MAX_LINE_BYTES:
         return None
@@ -245,11 +245,11 @@ def judge_line(raw: bytes):
     if not isinstance(obj, dict) or not _rules(obj):
         return None
     try:
-        return ev.EVENT_ADAPTER.validate_json(raw)
+        return EVENT_ADAPTER.validate_json(raw)
     except (ValidationError, ValueError):
         pass
     try:
-        return ev.EVENT_ADAPTER.validate_python(ev.upgrade_event(obj))
+        return EVENT_ADAPTER.validate_python(upgrade_event(obj))
     except (ValidationError, ValueError, TypeError, KeyError):
         return None
 
@@ -576,15 +576,17 @@ def _set_at(doc: Any, path: tuple, value: Any) -> None:
 def manifest_usable(m: Any) -> str | None:
     """Why an accepted manifest could not be run (None when it can): every value the run writes
     into its events must meet the event contract, every derived file name must fit."""
-    from runner import events as ev
+    from contract.envelope import utc_now
+    from contract.run_events import CaseInfo, CriterionInfo, RunStarted, VariantInfo
+    from contract.trial_events import TrialStarted
     from runner.manifest import config_id
 
     try:
-        variants = [ev.VariantInfo(variant=v.id, config_id=config_id(v, {}), model=v.model, harness=v.harness,
+        variants = [VariantInfo(variant=v.id, config_id=config_id(v, {}), model=v.model, harness=v.harness,
                                    harness_version=v.harness_version, settings=v.settings, agent_kind=v.agent.kind)
                     for v in m.variants]
-        cases = [ev.CaseInfo(case_id=c.id, initial_commit="0" * 40,
-                             criteria=[ev.CriterionInfo(criterion_id=k.id, layer=k.layer,
+        cases = [CaseInfo(case_id=c.id, initial_commit="0" * 40,
+                             criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,
                                                         kind="command" if k.command else "judge") for k in c.criteria])
                  for c in m.cases]
         json.dumps(m.model_dump(mode="json"), allow_nan=False)
@@ -595,10 +597,10 @@ def manifest_usable(m: Any) -> str | None:
                 name = f"{c.case_id}__{v.variant}__r{m.repetitions}"
                 if len(name.encode()) > 255:
                     return f"trial directory name of {len(name.encode())} bytes"
-                ev.TrialStarted(run_id="r", seq=0, ts=ev.utc_now(), trial_id=name, case_id=c.case_id,
+                TrialStarted(run_id="r", seq=0, ts=utc_now(), trial_id=name, case_id=c.case_id,
                                 variant=v.variant, config_id=v.config_id, repetition=m.repetitions, seed=1,
                                 workspace="/w", order=0)
-        ev.RunStarted(run_id="r", seq=0, ts=ev.utc_now(), manifest_id=m.id, manifest_path="m.json",
+        RunStarted(run_id="r", seq=0, ts=utc_now(), manifest_id=m.id, manifest_path="m.json",
                       manifest_sha256="0" * 64, engine_version="x", os="x", python="x", git_version="x",
                       repository="r", initial_commit="0" * 40, initial_tree="0" * 40,
                       repetitions=m.repetitions, max_attempts=m.max_attempts, timeout_seconds=m.timeout_seconds,

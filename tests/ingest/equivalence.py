@@ -36,18 +36,21 @@ def _awkward_lines(clean: bool = False) -> list[bytes]:
     spec = importlib.util.spec_from_file_location("eq_eventgen", Path(__file__).with_name("eventgen.py"))
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    from runner import events as ev
+    from contract.events import dump_event
+    from contract.run_events import CaseValidated, ControlResult, RunFinished
+    from contract.stage_events import Usage
+    from contract.trial_events import Budget
 
     s = gen.Seq("eq-run")
     rs = gen.run_started(s, variants=("model-a", "model-b", "x"), cases=("c1", "c2", "c3"))
-    d = json.loads(ev.dump_event(rs))
+    d = json.loads(dump_event(rs))
     for v in d["variants"]:  # priced models, and a nested "ts" key the envelope must not take
         v["model"] = v["variant"]
         v["settings"] = {"ts": "2001-01-01T00:00:00Z", "nested": {"ts": 5}}
     out = [json.dumps(d, separators=(",", ":")).encode()]
-    out += [ev.dump_event(e).encode() for e in (
-        ev.CaseValidated(**s.env(), case_id="c1", ok=True, baseline={"t1": "failed"}),
-        ev.ControlResult(**s.env(), case_id="c1", control="negative", criterion_id="t1", layer="target",
+    out += [dump_event(e).encode() for e in (
+        CaseValidated(**s.env(), case_id="c1", ok=True, baseline={"t1": "failed"}),
+        ControlResult(**s.env(), case_id="c1", control="negative", criterion_id="t1", layer="target",
                          exit_code=1, verdict="failed", expected="failed", ok=True, duration_s=0.2),
     )]
     ts_forms = [
@@ -63,11 +66,11 @@ def _awkward_lines(clean: bool = False) -> list[bytes]:
             for var in ("model-a", "model-b", "x"):
                 n += 1
                 tid = f"eq-run-t{n:03d}"
-                usage = ev.Usage(input_tokens=1000 + n, output_tokens=20 * n, cache_read_tokens=n if n % 2 else None,
+                usage = Usage(input_tokens=1000 + n, output_tokens=20 * n, cache_read_tokens=n if n % 2 else None,
                                  cost_usd=0.5 if n % 5 == 0 else None, steps=n, source="simulated")
                 evs = gen.trial_events(s, tid, case, var, rep, outcome=None if n == 7 else "accepted", usage=usage)
                 for i, e in enumerate(evs):
-                    d = json.loads(ev.dump_event(e))
+                    d = json.loads(dump_event(e))
                     form = ts_forms[(n * 3 + i) % len(ts_forms)]
                     d["ts"] = form
                     if i % 4 == 1:  # ts last, spaced separators
@@ -108,10 +111,10 @@ def _awkward_lines(clean: bool = False) -> list[bytes]:
         b'{"schema_version":1,"run_id":"eq-run","trial_id":null,"seq":6001.0,"ts":"2026-03-02T10:00:00Z",'
         b'"event":"budget","type":"cost","status":"exceeded","status":"unknown"}',
     ]
-    out.append(ev.dump_event(ev.Budget(run_id="eq-run", seq=1 << 30, ts=gen.T0, type="cost", status="unknown")).encode())
-    fin = ev.RunFinished(run_id="eq-run", seq=s.n + 10, ts=gen.T0, status="completed", trials_total=n,
+    out.append(dump_event(Budget(run_id="eq-run", seq=1 << 30, ts=gen.T0, type="cost", status="unknown")).encode())
+    fin = RunFinished(run_id="eq-run", seq=s.n + 10, ts=gen.T0, status="completed", trials_total=n,
                          trials_finished=n - 1, outcomes={"accepted": n - 1}, duration_s=10.0)
-    out.append(ev.dump_event(fin).encode() + b"\r")
+    out.append(dump_event(fin).encode() + b"\r")
     return out
 
 

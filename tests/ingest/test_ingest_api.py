@@ -14,8 +14,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import warehouse
+from contract.events import dump_event
+from contract.stage_events import Usage
 from ingest.api import IngestQuarantined, ingest_paths
-from runner import events as ev
 from warehouse.schema import TABLES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_partial_then_final_equals_final_only(tmp_path, gen, wh):
     evs = gen.run_events()
     cut = len(evs) - 15  # mid-trial, no run_finished yet
     run = tmp_path / "run-1"
-    torn = ev.dump_event(evs[cut]).encode()[:40]
+    torn = dump_event(evs[cut]).encode()[:40]
     gen.write_jsonl(run / "events.jsonl", evs[:cut], torn=torn)
     partial = ingest_paths([run], wh)
     assert partial.quarantined == 0
@@ -105,10 +106,10 @@ def test_cost_reported_priced_or_null(tmp_path, gen, wh):
         "model-base": {"input_per_mtok": 2.0, "output_per_mtok": 10.0, "effective_from": "2026-01-01"}}}))
     s = gen.Seq("run-c")
     evs = [gen.run_started(s, variants=("base", "cand"), cases=("c1",), repetitions=1)]
-    evs += gen.trial_events(s, "reported", "c1", "base", 1, usage=ev.Usage(input_tokens=10, output_tokens=10, cost_usd=0.5))
-    evs += gen.trial_events(s, "priced", "c1", "base", 1, usage=ev.Usage(input_tokens=1_000_000, output_tokens=100_000))
-    evs += gen.trial_events(s, "noprice", "c1", "cand", 1, usage=ev.Usage(input_tokens=1000, output_tokens=10))
-    evs += gen.trial_events(s, "notokens", "c1", "base", 1, usage=ev.Usage(output_tokens=10))
+    evs += gen.trial_events(s, "reported", "c1", "base", 1, usage=Usage(input_tokens=10, output_tokens=10, cost_usd=0.5))
+    evs += gen.trial_events(s, "priced", "c1", "base", 1, usage=Usage(input_tokens=1_000_000, output_tokens=100_000))
+    evs += gen.trial_events(s, "noprice", "c1", "cand", 1, usage=Usage(input_tokens=1000, output_tokens=10))
+    evs += gen.trial_events(s, "notokens", "c1", "base", 1, usage=Usage(output_tokens=10))
     run = tmp_path / "run-c"
     gen.write_jsonl(run / "events.jsonl", evs)
     ingest_paths([run], wh, prices=prices)  # an ingest error is a failure, never a skip
@@ -136,7 +137,7 @@ def test_event_from_another_run_is_quarantined(tmp_path, gen, wh):
     evs = gen.run_events("run-a")
     stray = gen.run_events("run-b")[5].model_copy(update={"seq": 99_999})
     run = tmp_path / "run-a"
-    gen.write_jsonl(run / "events.jsonl", evs, extra_lines=[ev.dump_event(stray).encode()])
+    gen.write_jsonl(run / "events.jsonl", evs, extra_lines=[dump_event(stray).encode()])
     res = ingest_paths([run], wh, allow_quarantine=True)
     assert res.quarantined == 1
     assert _count(wh, "SELECT reason FROM quarantine")[0][0].startswith("run_id 'run-b' differs")

@@ -8,15 +8,16 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pyarrow as pa
 import pytest
+from pydantic import BaseModel
 
+from contract.events import EVENT_ADAPTER, dump_event
 from ingest import fastdecode
 from ingest import read as rd
 from ingest.read import ReadStats, read_events
-from runner import events as ev
 
 
 def _line(e) -> bytes:
-    return ev.dump_event(e).encode()
+    return dump_event(e).encode()
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ def test_escaped_key_and_nested_decoy_give_the_top_level_instant(gen):
     real = d.pop("ts")
     d["variants"][0]["settings"] = {"ts": "2001-01-01T00:00:00Z"}
     line = json.dumps(d).encode()[:-1] + b', "t\\u0073": "' + real.encode() + b'"}'
-    event = ev.EVENT_ADAPTER.validate_json(line)
+    event = EVENT_ADAPTER.validate_json(line)
     assert event.ts == e.ts
     events, failed, micros = fastdecode.decode_block([line])
     assert not failed and micros == [_micros_by_pyarrow(e.ts)]
@@ -167,7 +168,7 @@ def test_compiled_validation_then_pydantic_equals_pydantic_line_by_line(tmp_path
     events, failed, micros = fastdecode.decode_block(lines)
     for i, raw in enumerate(lines):
         try:
-            want = ev.EVENT_ADAPTER.validate_json(raw)
+            want = EVENT_ADAPTER.validate_json(raw)
         except ValueError:
             want = None
         if i in failed:
@@ -209,15 +210,15 @@ def test_the_runners_lines_take_the_compiled_path(tmp_path, gen, monkeypatch):
     monkeypatch.setattr(rd, "exact_micros", lambda t: calls.append(t) or real(t))
     events, failed, micros = fastdecode.decode_block(lines)
     assert not failed and micros == [real(e.ts) for e in evs]
-    assert not any(isinstance(e, ev.BaseModel) for e in events)
+    assert not any(isinstance(e, BaseModel) for e in events)
     odd = lines[3].replace(b'Z"', b'+02:00"', 1)
     assert odd != lines[3]
     p = tmp_path / "events.jsonl"
     p.write_bytes(b"\n".join([*lines[:3], odd, *lines[4:]]) + b"\n")
     (blk,) = rd.read_blocks(p)
-    assert [isinstance(e, ev.BaseModel) for e in blk.events] == [i == 3 for i in range(len(evs))]
-    assert blk.micros[3] == _micros_by_pyarrow(ev.EVENT_ADAPTER.validate_json(odd).ts) and len(calls) == 1
-    assert [fastdecode.to_model(e) for e in blk.events] == [*evs[:3], ev.EVENT_ADAPTER.validate_json(odd), *evs[4:]]
+    assert [isinstance(e, BaseModel) for e in blk.events] == [i == 3 for i in range(len(evs))]
+    assert blk.micros[3] == _micros_by_pyarrow(EVENT_ADAPTER.validate_json(odd).ts) and len(calls) == 1
+    assert [fastdecode.to_model(e) for e in blk.events] == [*evs[:3], EVENT_ADAPTER.validate_json(odd), *evs[4:]]
 
 
 def test_line_array_is_the_lines(tmp_path):

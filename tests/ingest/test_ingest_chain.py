@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 import warehouse
+from contract.chain import chain_digest
+from contract.envelope import utc_now
+from contract.events import dump_event
+from contract.trial_events import TrialFinished
 from ingest import load
 from ingest.api import IngestQuarantined, ingest_paths
-from runner import events as ev
 from runner.run import run_trials
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -39,11 +42,11 @@ def rows(wh: Path, sql: str) -> list[tuple]:
 def forge_after(lines: list[bytes], index: int, **fields) -> bytes:
     """A valid line a forger writes after ``lines[index]``, with a correct chain link."""
     src = json.loads(lines[index])
-    event = ev.TrialFinished(run_id=src["run_id"], trial_id="mul__noop__r1", seq=9999, ts=ev.utc_now(),
-                             prev=ev.chain_digest(lines[index]), case_id="mul", variant="noop",
+    event = TrialFinished(run_id=src["run_id"], trial_id="mul__noop__r1", seq=9999, ts=utc_now(),
+                             prev=chain_digest(lines[index]), case_id="mul", variant="noop",
                              config_id=src.get("config_id") or "x" * 16, repetition=1, outcome="accepted",
                              attempts=1, duration_s=1.0, **fields)
-    return ev.dump_event(event).encode()
+    return dump_event(event).encode()
 
 
 def test_a_real_run_is_intact_and_agrees_with_its_report(run_dir, tmp_path):

@@ -70,8 +70,8 @@ def _trials(batches) -> list[dict]:
 
 
 def test_our_runner_reported_zero_is_real_and_cache_writes_need_their_price(tmp_path, gen, wh):
+    from contract.stage_events import Usage
     from ingest.api import ingest_paths
-    from runner import events as ev
     from warehouse import open as wopen
 
     s = gen.Seq("cost-run")
@@ -79,9 +79,9 @@ def test_our_runner_reported_zero_is_real_and_cache_writes_need_their_price(tmp_
     rs = rs.model_copy(update={"variants": [v.model_copy(update={"model": "m"}) for v in rs.variants]})
     evs: list = [rs]
     usages = {
-        "cost-run-zero": ev.Usage(input_tokens=100, output_tokens=10, cost_usd=0.0, source="agent-events"),
-        "cost-run-write": ev.Usage(input_tokens=1_000_000, output_tokens=0, cache_write_tokens=1_000_000),
-        "cost-run-plain": ev.Usage(input_tokens=1_000_000, output_tokens=100_000),
+        "cost-run-zero": Usage(input_tokens=100, output_tokens=10, cost_usd=0.0, source="agent-events"),
+        "cost-run-write": Usage(input_tokens=1_000_000, output_tokens=0, cache_write_tokens=1_000_000),
+        "cost-run-plain": Usage(input_tokens=1_000_000, output_tokens=100_000),
     }
     for (tid, usage), case in zip(usages.items(), ("c1", "c2", "c3"), strict=True):
         evs += gen.trial_events(s, tid, case, "m", 1, usage=usage)

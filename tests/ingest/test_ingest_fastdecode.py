@@ -21,44 +21,53 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from contract.call_events import ModelCall, TrajectoryStep
+from contract.events import EVENT_ADAPTER, EVENT_TYPES, dump_event
+from contract.stage_events import JudgeInfo, Judgment
+from contract.trial_events import (
+    Budget,
+    IntegrityCheck,
+    PrepareFinished,
+    TrialSkipped,
+    WorkspacePrepared,
+)
 from ingest import fastdecode
 from ingest.read import exact_micros
-from runner import events as ev
 
 _spec = importlib.util.spec_from_file_location("fastdecode_eventgen", Path(__file__).with_name("eventgen.py"))
 gen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(gen)
 
 
-def _every_event_type() -> list[ev.BaseModel]:
+def _every_event_type() -> list[BaseModel]:
     evs = gen.run_events()
     s = gen.Seq("run-1")
     evs += [
-        ev.PrepareFinished(**s.env("run-1-t001"), command=["make", "deps"], exit_code=0, duration_s=1.5),
-        ev.IntegrityCheck(**s.env("run-1-t001"), phase="before_grading", ok=False, mismatches=["a.py"]),
-        ev.Budget(**s.env("run-1-t001"), type="cost", status="exceeded", limit=2.0, used=2.5),
-        ev.WorkspacePrepared(**s.env("run-1-t001"), initial_tree="a" * 40, prepared_tree="b" * 40),
-        ev.TrialSkipped(**s.env("run-1-t002"), case_id="c", variant="v", config_id="x", repetition=1,
+        PrepareFinished(**s.env("run-1-t001"), command=["make", "deps"], exit_code=0, duration_s=1.5),
+        IntegrityCheck(**s.env("run-1-t001"), phase="before_grading", ok=False, mismatches=["a.py"]),
+        Budget(**s.env("run-1-t001"), type="cost", status="exceeded", limit=2.0, used=2.5),
+        WorkspacePrepared(**s.env("run-1-t001"), initial_tree="a" * 40, prepared_tree="b" * 40),
+        TrialSkipped(**s.env("run-1-t002"), case_id="c", variant="v", config_id="x", repetition=1,
                         reason="case not scored: controls failed"),
-        ev.ModelCall(**s.env("run-1-t001"), stage="build", attempt=1, call_index=0, mode="scripted",
+        ModelCall(**s.env("run-1-t001"), stage="build", attempt=1, call_index=0, mode="scripted",
                      provider="anthropic", api="messages", model="m", status=200, input_tokens=10, output_tokens=3,
                      provider_usage={"input_tokens": 10, "output_tokens": 3}, tool_calls=["Read"], latency_s=0.25,
                      request_sha256="c" * 64, started_at_unix=1764600000.123456),
-        ev.TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
+        TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
                           tool="Bash", action="run", paths=["a.py"], command="pytest", exit_code=1, ok=False,
                           started_at_unix=1764600000.5, ended_at_unix=1764600001.25),
-        ev.Judgment(**s.env("run-1-t001"), attempt=1, criterion_id="fits", verdict="inconclusive", abstained=True,
-                    judge=ev.JudgeInfo(host="builtin", provider="anthropic", model="m", reasoning_effort="low",
+        Judgment(**s.env("run-1-t001"), attempt=1, criterion_id="fits", verdict="inconclusive", abstained=True,
+                    judge=JudgeInfo(host="builtin", provider="anthropic", model="m", reasoning_effort="low",
                                        timeout_s=30.0, source="variant"),
                     rubric="rubric.md", rubric_sha256="d" * 64, reasons=["r"], error="not JSON", duration_s=0.5,
                     model_calls=2),
     ]
-    assert {e.event for e in evs} == set(ev.EVENT_TYPES), "the sample must hold every event type"
+    assert {e.event for e in evs} == set(EVENT_TYPES), "the sample must hold every event type"
     return evs
 
 
 EVENTS = _every_event_type()
-LINES = [ev.dump_event(e).encode() for e in EVENTS]
+LINES = [dump_event(e).encode() for e in EVENTS]
 
 
 def _same(a: Any, b: Any, where: str = "") -> None:
@@ -87,7 +96,7 @@ def _check(line: bytes) -> bool:
     """Hold one line to the promise; True when the compiled decoder accepted it."""
     events, bad, micros = fastdecode.decode_block([line])
     try:
-        want = ev.EVENT_ADAPTER.validate_json(line)
+        want = EVENT_ADAPTER.validate_json(line)
     except ValidationError:
         want = None
     if bad:
@@ -101,8 +110,8 @@ def _check(line: bytes) -> bool:
 
 
 def test_every_event_type_is_compiled_with_the_models_fields():
-    assert set(fastdecode.STRUCTS) == set(ev.EVENT_TYPES)
-    for name, model in ev.EVENT_TYPES.items():
+    assert set(fastdecode.STRUCTS) == set(EVENT_TYPES)
+    for name, model in EVENT_TYPES.items():
         st_ = fastdecode.STRUCTS[name]
         fields = {f.encode_name: f.required for f in msgspec.structs.fields(st_)}
         want = {k: f.is_required() for k, f in model.model_fields.items() if k != "event"}
@@ -180,7 +189,7 @@ def test_the_value_rules_are_compiled(line):
     huge or not Unicode, non-finite floats: refused by the compiled decoder and by pydantic alike."""
     assert fastdecode.decode_block([line])[1] == {0}
     with pytest.raises(ValidationError):
-        ev.EVENT_ADAPTER.validate_json(line)
+        EVENT_ADAPTER.validate_json(line)
 
 
 @pytest.mark.parametrize("line", [
@@ -328,7 +337,7 @@ def _leaves(tp) -> list:
 
 def test_every_contract_number_obeys_the_value_rules():
     """A new event field must use the contract's bounded types: an int without an upper bound could
-    not be stored in its column; every model refuses inf/NaN (runner.events, "value rules")."""
+    not be stored in its column; every model refuses inf/NaN (contract.values, the value rules)."""
     import annotated_types
 
     unbounded = []
@@ -339,4 +348,4 @@ def test_every_contract_number_obeys_the_value_rules():
             for tp, meta in leaves:
                 if tp is int and not any(isinstance(m, annotated_types.Le) for m in meta):
                     unbounded.append(f"{model.__name__}.{name}")
-    assert not unbounded, f"use runner.events.Int32/Count64/… for {unbounded}"
+    assert not unbounded, f"use contract.values.Int32/Count64/… for {unbounded}"

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 
+from contract.events import dump_event
+from contract.stage_events import Usage
+from contract.trial_events import Flag
 from ingest.normalize import TRIAL_COLUMNS, RunNormalizer, _j
 from ingest.read import read_blocks
-from runner import events as ev
 
 
 def _rows(tmp_path, lines: list[bytes], *, streaming: bool = False) -> tuple[RunNormalizer, dict]:
@@ -25,15 +27,15 @@ def _named(rows: dict, table: str) -> list[dict]:
 
 
 def _dump(e) -> bytes:
-    return ev.dump_event(e).encode()
+    return dump_event(e).encode()
 
 
 def test_events_before_the_start_are_dropped_and_the_finish_need_not_be_last(tmp_path, gen):
     s = gen.Seq("run-n")
     rs = gen.run_started(s, variants=("base",), cases=("c1",), repetitions=1)
-    early = ev.Flag(**s.env("t1"), kind="test_deleted", path="early.py")
+    early = Flag(**s.env("t1"), kind="test_deleted", path="early.py")
     trial = gen.trial_events(s, "t1", "c1", "base", 1)
-    late = ev.Flag(**s.env("t1"), kind="generated_file", path="late.py")
+    late = Flag(**s.env("t1"), kind="generated_file", path="late.py")
     _norm, rows = _rows(tmp_path, [_dump(e) for e in (rs, early, *trial, late)])
     trials = _named(rows, "trials")
     assert len(trials) == 1
@@ -80,7 +82,7 @@ def test_labels_are_the_validated_ints_and_stage_costs_follow_the_usage(tmp_path
     """seed 7.0 and order true validate as the ints 7 and 1; labels_json is their canonical JSON."""
     s = gen.Seq("run-n")
     rs = gen.run_started(s, variants=("base",), cases=("c1",), repetitions=1)
-    trial = gen.trial_events(s, "t1", "c1", "base", 1, usage=ev.Usage(input_tokens=5, output_tokens=1, cost_usd=0.25))
+    trial = gen.trial_events(s, "t1", "c1", "base", 1, usage=Usage(input_tokens=5, output_tokens=1, cost_usd=0.25))
     lines = [_dump(e) for e in (rs, *trial)]
     d = json.loads(lines[1])
     d["seed"], d["order"] = 7.0, True
@@ -92,7 +94,7 @@ def test_labels_are_the_validated_ints_and_stage_costs_follow_the_usage(tmp_path
     (st,) = _named(rows, "stages")
     assert (st["cost_usd"], st["cost_source"], st["input_tokens"], st["usage_source"]) == (0.25, "reported", 5, None)
     # no reported cost and no price table: null, never 0
-    trial = gen.trial_events(s, "t2", "c1", "base", 1, usage=ev.Usage(input_tokens=5, output_tokens=1))
+    trial = gen.trial_events(s, "t2", "c1", "base", 1, usage=Usage(input_tokens=5, output_tokens=1))
     _norm, rows = _rows(tmp_path, [_dump(e) for e in (rs, *trial)])
     (st,) = _named(rows, "stages")
     (t,) = _named(rows, "trials")

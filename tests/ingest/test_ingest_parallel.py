@@ -10,10 +10,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import warehouse
+from contract.events import dump_event
+from contract.files import file_sha256
 from ingest import load, parallel
 from ingest.api import ingest_paths
 from ingest.parallel import ingest_run_split, split_point
-from runner import events as ev
 from warehouse import db
 from warehouse.schema import TABLES
 
@@ -53,7 +54,7 @@ def _run(gen, tmp_path: Path, n_rep: int = 6, *, finished: bool = True) -> list:
 def test_split_equals_one_process_and_really_splits(tmp_path, gen, monkeypatch):
     evs = _run(gen, tmp_path)
     bad = b'{"schema_version": 1, "event": "flag", "seq": "x"}'
-    lines = [ev.dump_event(e).encode() for e in evs]
+    lines = [dump_event(e).encode() for e in evs]
     at = len(lines) * 3 // 4
     lines.insert(at, bad)  # a quarantined line in the second half
     p = tmp_path / "run-p" / "events.jsonl"
@@ -71,12 +72,12 @@ def test_split_equals_one_process_and_really_splits(tmp_path, gen, monkeypatch):
     assert res is not None and res.rows["events"] == len(evs)
     parts = list((db.parquet_root(wh) / "events").glob("run_id=run-p/*.parquet"))
     assert len(parts) == 2
-    assert files[0]["sha256"] == ev.file_sha256(p)[0]
+    assert files[0]["sha256"] == file_sha256(p)[0]
 
 
 def test_trial_straddling_the_split_is_merged(tmp_path, gen, monkeypatch):
     evs = _run(gen, tmp_path, 1)
-    lines = [ev.dump_event(e).encode() for e in evs]
+    lines = [dump_event(e).encode() for e in evs]
     p = tmp_path / "run-p" / "events.jsonl"
     p.parent.mkdir()
     p.write_bytes(b"\n".join(lines) + b"\n")
@@ -93,7 +94,7 @@ def test_trial_straddling_the_split_is_merged(tmp_path, gen, monkeypatch):
 @pytest.mark.parametrize("case", ["out_of_order", "duplicate", "late_line", "no_run_started_first", "resumed"])
 def test_split_declines_what_it_cannot_merge_and_result_is_unchanged(tmp_path, gen, monkeypatch, case, trial_ids_mode):
     evs = _run(gen, tmp_path)
-    lines = [ev.dump_event(e).encode() for e in evs]
+    lines = [dump_event(e).encode() for e in evs]
     if case == "out_of_order":
         lines.append(lines.pop(3))  # an early seq at the very end
     elif case == "duplicate":

@@ -7,8 +7,11 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contract.envelope import OUTCOMES
+from contract.events import EVENT_ADAPTER, dump_event, parse_event
+from contract.stage_events import Usage
+from contract.trial_events import TrialFinished, TrialStarted
 from ingest.read import MAX_LINE_BYTES, RAW_TEXT_CAP, ReadStats, read_events
-from runner import events as ev
 
 
 def _read(path):
@@ -18,7 +21,7 @@ def _read(path):
 
 
 def _line(e) -> bytes:
-    return ev.dump_event(e).encode()
+    return dump_event(e).encode()
 
 
 def test_clean_file_reads_every_event(tmp_path, gen):
@@ -85,7 +88,7 @@ def test_duplicates_identical_are_counted_conflicting_are_quarantined(tmp_path, 
     evs = gen.run_events()
     dup = _line(evs[5])
     evs6 = evs[4]
-    assert isinstance(evs6, ev.TrialStarted)
+    assert isinstance(evs6, TrialStarted)
     conflict = json.dumps({**json.loads(_line(evs6)), "workspace": "/elsewhere"}).encode()
     p = gen.write_jsonl(tmp_path / "events.jsonl", evs, extra_lines=[dup, conflict])
     got, stats = _read(p)
@@ -157,17 +160,17 @@ _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
     tokens=st.none() | st.integers(0, 2**40),
     cost=st.none() | st.floats(0, 1e6, allow_nan=False),
     reason=_text,
-    outcome=st.sampled_from(ev.OUTCOMES),
+    outcome=st.sampled_from(OUTCOMES),
 )
 def test_event_jsonl_round_trip(seq, tokens, cost, reason, outcome):
     from datetime import UTC, datetime
 
-    e = ev.TrialFinished(
+    e = TrialFinished(
         run_id="r", trial_id="t", seq=seq, ts=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
         case_id="c", variant="v", config_id="k", repetition=1, outcome=outcome, reason=reason,
-        attempts=1, duration_s=1.5, usage=ev.Usage(input_tokens=tokens, cost_usd=cost),
+        attempts=1, duration_s=1.5, usage=Usage(input_tokens=tokens, cost_usd=cost),
     )
-    line = ev.dump_event(e)
+    line = dump_event(e)
     assert "\n" not in line
-    assert ev.parse_event(line) == e
-    assert ev.EVENT_ADAPTER.validate_json(line.encode()) == e
+    assert parse_event(line) == e
+    assert EVENT_ADAPTER.validate_json(line.encode()) == e

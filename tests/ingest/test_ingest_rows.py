@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import warehouse
+from contract.values import id_problem
 from ingest.api import ingest_paths
 from ingest.identity import run_key
 from ingest.rows import row_problem, value_problem
-from runner.events import id_problem
 
 FIXTURES = Path(__file__).parent / "formats" / "fixtures"
 

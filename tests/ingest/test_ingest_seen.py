@@ -7,11 +7,12 @@ import pickle
 import random
 
 import pytest
+from pydantic import BaseModel
 
+from contract.events import dump_event
 from ingest import read as rd
 from ingest import seen
 from ingest.seen import SeqIndex, TrialIds
-from runner import events as ev
 
 
 def test_seq_index_finds_the_first_line_of_a_seq_inside_a_run_and_one_by_one(tmp_path):
@@ -48,12 +49,12 @@ def test_a_runners_file_is_remembered_as_one_record_per_block(tmp_path, gen, mon
     lax = tmp_path / "lax.jsonl"
     lax.write_bytes(p.read_bytes().replace(b'Z"', b'+02:00"'))
     blocks = list(rd.read_blocks(lax, rd.ReadStats(lax)))
-    assert sum(len(b.events) for b in blocks) == len(evs) and all(isinstance(e, ev.BaseModel) for e in blocks[0].events)
+    assert sum(len(b.events) for b in blocks) == len(evs) and all(isinstance(e, BaseModel) for e in blocks[0].events)
     assert len(made[-1]._starts) == len(blocks) and not made[-1]._single
     dup = gen.write_jsonl(tmp_path / "dup.jsonl", [*evs, evs[len(evs) // 2]])
     stats = rd.ReadStats(dup)
     assert sum(len(b.events) for b in rd.read_blocks(dup, stats)) == len(evs) and stats.duplicates == 1
-    conflict = ev.dump_event(evs[len(evs) // 2].model_copy(update={"trial_id": "other"})).encode()
+    conflict = dump_event(evs[len(evs) // 2].model_copy(update={"trial_id": "other"})).encode()
     bad = gen.write_jsonl(tmp_path / "bad.jsonl", evs, extra_lines=[conflict])
     stats = rd.ReadStats(bad)
     list(rd.read_blocks(bad, stats))

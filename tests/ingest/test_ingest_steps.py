@@ -8,8 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from contract.call_events import ModelCall, TrajectoryStep
+from contract.run_events import RunFinished
+from contract.stage_events import GatewayUsage, PermissionDenial, StageFinished, Usage
+from contract.trial_events import AttemptFinished
 from ingest.api import ingest_paths
-from runner import events as ev
 from warehouse import db
 
 T = 1764590400.0  # 2025-12-01T12:00:00Z
@@ -18,33 +21,33 @@ TS = datetime.fromtimestamp(T, UTC)
 
 def harness_trial(gen, s, trial_id: str) -> list:
     """A harness trial: two model calls, three steps, a stage with the harness's account."""
-    usage = ev.Usage(input_tokens=30, output_tokens=7, cache_read_tokens=100, cost_usd=0.02, cost_basis="reported",
+    usage = Usage(input_tokens=30, output_tokens=7, cache_read_tokens=100, cost_usd=0.02, cost_basis="reported",
                      source="claude-stream-json")
-    gw = ev.GatewayUsage(calls=3, failed_calls=1, retries=1, input_tokens=30, output_tokens=7, cache_read_tokens=100,
+    gw = GatewayUsage(calls=3, failed_calls=1, retries=1, input_tokens=30, output_tokens=7, cache_read_tokens=100,
                          cache_write_tokens=None, model_s=1.25)
     start, *middle, fin = [e for e in gen.trial_events(s, trial_id, "c1", "cand", 1, usage=usage)
-                           if not isinstance(e, ev.StageFinished | ev.AttemptFinished)]
+                           if not isinstance(e, StageFinished | AttemptFinished)]
     call = dict(stage="build", attempt=1, mode="record", provider="anthropic", api="messages", model="m",
                 request_sha256="0" * 64, streamed=True)
     extra = [
-        ev.ModelCall(**s.env(trial_id), **call, call_index=0, status=529, retries=0, latency_s=0.25,
+        ModelCall(**s.env(trial_id), **call, call_index=0, status=529, retries=0, latency_s=0.25,
                      error_type="overloaded_error", error="overloaded", started_at_unix=T),
-        ev.ModelCall(**s.env(trial_id), **call, call_index=1, status=200, retries=1, latency_s=0.5, ttft_s=0.1,
+        ModelCall(**s.env(trial_id), **call, call_index=1, status=200, retries=1, latency_s=0.5, ttft_s=0.1,
                      response_id="msg_1", input_tokens=10, output_tokens=3, cache_read_tokens=0,
                      tool_calls=["Read", "Bash"], stop_reason="tool_use", started_at_unix=T + 1),
-        ev.TrajectoryStep(**s.env(trial_id), attempt=1, stage="build", index=0, kind="model", source="claude-stream-json",
+        TrajectoryStep(**s.env(trial_id), attempt=1, stage="build", index=0, kind="model", source="claude-stream-json",
                           ok=True, started_at_unix=T + 1, ended_at_unix=T + 1.5, input_tokens=10, output_tokens=3,
                           cache_read_tokens=0, call_id="msg_1", tokens_from="gateway"),
-        ev.TrajectoryStep(**s.env(trial_id), attempt=1, stage="build", index=1, kind="tool", source="claude-stream-json",
+        TrajectoryStep(**s.env(trial_id), attempt=1, stage="build", index=1, kind="tool", source="claude-stream-json",
                           tool="Read", action="read", paths=["src/a.py", "README.md"], ok=True,
                           started_at_unix=T + 1.5, ended_at_unix=T + 1.75, call_id="toolu_1"),
-        ev.TrajectoryStep(**s.env(trial_id), attempt=1, stage="build", index=2, kind="tool", source="claude-stream-json",
+        TrajectoryStep(**s.env(trial_id), attempt=1, stage="build", index=2, kind="tool", source="claude-stream-json",
                           tool="Bash", action="run", command="pytest -q", exit_code=1, ok=False),
-        ev.StageFinished(**s.env(trial_id), attempt=1, stage="build", exit_code=0, duration_s=4.0, usage=usage,
+        StageFinished(**s.env(trial_id), attempt=1, stage="build", exit_code=0, duration_s=4.0, usage=usage,
                          harness_version="2.1.332", session_id="sess-1", claimed_cost_usd=0.02, cost_basis="reported",
-                         permission_denials=[ev.PermissionDenial(tool_name="Bash", tool_use_id="toolu_9")],
+                         permission_denials=[PermissionDenial(tool_name="Bash", tool_use_id="toolu_9")],
                          context_exhausted=False, tokens_from="result", gateway_usage=gw, trajectory_steps=3),
-        ev.AttemptFinished(**s.env(trial_id), attempt=1, outcome="accepted"),
+        AttemptFinished(**s.env(trial_id), attempt=1, outcome="accepted"),
     ]
     fin = fin.model_copy(update={"seq": s.env(trial_id)["seq"], "usage": usage, "gateway_usage": gw,
                                  "patch_paths": ["src/a.py"]})
@@ -57,7 +60,7 @@ def ingested(gen, tmp_path, wh):
     events = [gen.run_started(s, variants=("base", "cand"), cases=("c1",), repetitions=1)]
     events += gen.trial_events(s, "run-h-t001", "c1", "base", 1, outcome="target_failed")  # no harness, no gateway
     events += harness_trial(gen, s, "run-h-t002")
-    events.append(ev.RunFinished(**s.env(), status="completed", trials_total=2, trials_finished=2, duration_s=9.0))
+    events.append(RunFinished(**s.env(), status="completed", trials_total=2, trials_finished=2, duration_s=9.0))
     gen.write_jsonl(tmp_path / "run" / "events.jsonl", events)
     ingest_paths([tmp_path / "run"], wh)
     con = db.open(wh, read_only=True)

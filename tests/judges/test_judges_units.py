@@ -32,8 +32,8 @@ def test_answer_shapes():
 
 
 def test_one_list_of_failure_categories():
+    from contract.stage_events import FailureCategory
     from ingest.annotations import CATEGORIES
-    from runner.events import FailureCategory
 
     assert CATEGORIES == FailureCategory.__args__ and len(CATEGORIES) == 7
 

@@ -7,27 +7,31 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.chain import chain_digest, chain_genesis
+from contract.envelope import utc_now
+from contract.events import dump_event
+from contract.run_events import RunFinished, RunStarted
+from contract.trial_events import Budget
 from runner.eventlog import EventLog, read_seal, read_verified
 
 
 def write_run(path: Path, n: int = 8, close: bool = True) -> list[bytes]:
     log = EventLog(path, "run-1")
-    log.emit(ev.RunStarted, manifest_id="m", manifest_path="/m", manifest_sha256="x", engine_version="1",
+    log.emit(RunStarted, manifest_id="m", manifest_path="/m", manifest_sha256="x", engine_version="1",
              os="linux", python="3.11", git_version="2", repository="/r", initial_commit="c" * 40,
              initial_tree="t" * 40, repetitions=1, max_attempts=1, timeout_seconds=1)
     for i in range(n):
-        log.emit(ev.Budget, trial_id=f"t{i}", type="time", status="exceeded", limit=1.0, used=float(i))
-    log.emit(ev.RunFinished, status="completed", trials_total=0, trials_finished=0, duration_s=1.0)
+        log.emit(Budget, trial_id=f"t{i}", type="time", status="exceeded", limit=1.0, used=float(i))
+    log.emit(RunFinished, status="completed", trials_total=0, trials_finished=0, duration_s=1.0)
     log.close(sealed=close)
     return path.read_bytes().splitlines()
 
 
 def forged(prev_line: bytes, seq: int, trial: str = "t-forged") -> bytes:
     """A line a forger would write: valid JSON, correct schema, a correct chain link."""
-    event = ev.Budget(run_id="run-1", trial_id=trial, seq=seq, ts=ev.utc_now(),
-                      prev=ev.chain_digest(prev_line), type="cost", status="exceeded")
-    return ev.dump_event(event).encode()
+    event = Budget(run_id="run-1", trial_id=trial, seq=seq, ts=utc_now(),
+                      prev=chain_digest(prev_line), type="cost", status="exceeded")
+    return dump_event(event).encode()
 
 
 def test_an_intact_file_verifies_and_is_sealed(tmp_path):
@@ -36,7 +40,7 @@ def test_an_intact_file_verifies_and_is_sealed(tmp_path):
     verified = read_verified(path)
     assert verified.intact and len(verified.events) == len(lines) == 10
     seal = read_seal(path)
-    assert seal.closed and seal.lines == 10 and seal.head == ev.chain_digest(lines[-1])
+    assert seal.closed and seal.lines == 10 and seal.head == chain_digest(lines[-1])
 
 
 def test_a_forged_line_appended_after_close_is_refused(tmp_path):
@@ -102,7 +106,7 @@ def test_an_unclosed_run_may_grow_past_its_seal(tmp_path):
     path = tmp_path / "events.jsonl"
     lines = write_run(path, close=False)
     seal = json.loads((tmp_path / "events.seal.json").read_text())
-    seal.update(lines=5, head=ev.chain_digest(lines[4]), closed=False)
+    seal.update(lines=5, head=chain_digest(lines[4]), closed=False)
     (tmp_path / "events.seal.json").write_text(json.dumps(seal))
     assert read_verified(path).intact  # lines after the last seal of a crashed run chain on
 
@@ -110,9 +114,9 @@ def test_an_unclosed_run_may_grow_past_its_seal(tmp_path):
 def test_lines_of_another_run_are_refused(tmp_path):
     path = tmp_path / "events.jsonl"
     lines = write_run(path)
-    other = ev.Budget(run_id="run-2", seq=0, ts=ev.utc_now(), prev=ev.chain_genesis("run-2"),
+    other = Budget(run_id="run-2", seq=0, ts=utc_now(), prev=chain_genesis("run-2"),
                       type="time", status="exceeded")
-    path.write_bytes(b"\n".join([*lines[:2], ev.dump_event(other).encode(), *lines[2:]]) + b"\n")
+    path.write_bytes(b"\n".join([*lines[:2], dump_event(other).encode(), *lines[2:]]) + b"\n")
     verified = read_verified(path)
     assert verified.refused == [(3, "belongs to run 'run-2', not 'run-1'")]
     assert verified.notes == [] and len(verified.events) == 10

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from runner import events as ev
+from contract.trial_events import TrialFinished
 from runner.errors import RunnerError
 from runner.eventlog import read_verified
 from runner.executors import remote
@@ -86,7 +86,7 @@ def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_r
     manifest = kit.make_corpus(corpus_root)
     local = run_trials(manifest, tmp_path / "local", progress=False)
     fins = {e.trial_id: e for e in read_verified(local.events_path).events
-            if isinstance(e, ev.TrialFinished)}
+            if isinstance(e, TrialFinished)}
 
     from runner.run import _open_run
 

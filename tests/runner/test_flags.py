@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.events import Flag
+from contract.trial_events import Flag
 from runner.flags import FlagFinding, inspect_patch, is_allowed
 
 BASE = {

@@ -8,7 +8,8 @@ import json
 import subprocess
 import sys
 
-from runner import events as ev
+from contract.call_events import ModelCall, TrajectoryStep
+from contract.trial_events import Grading, TrialFinished
 from runner.eventlog import read_events
 
 PY = sys.executable
@@ -40,16 +41,16 @@ def test_a_command_agent_through_the_gateway(kit, corpus_root, tmp_path):
         {"text": "added mul", "usage": {"input_tokens": 260, "output_tokens": 5, "cache_read_tokens": 50}},
     ])
     events = run(m, tmp_path / "out")
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     assert fin.outcome == "accepted", fin.reason
-    calls = [e for e in events if isinstance(e, ev.ModelCall)]
+    calls = [e for e in events if isinstance(e, ModelCall)]
     assert [(c.status, c.position, c.api, c.stage) for c in calls] == [
         (200, 0, "chat_completions", "build"), (200, 1, "chat_completions", "build")]
     # the agent printed no usage of its own: unknown, while the gateway measured every call
     assert fin.usage.input_tokens is None
     assert (fin.gateway_usage.input_tokens, fin.gateway_usage.output_tokens, fin.gateway_usage.cache_read_tokens) == (
         460, 25, 100)
-    steps = [e for e in events if isinstance(e, ev.TrajectoryStep)]
+    steps = [e for e in events if isinstance(e, TrajectoryStep)]
     # agent-events gave the tool call; the gateway gave the model turns, merged by time
     assert [(s.kind, s.source) for s in steps] == [("model", "gateway"), ("tool", "agent-events"),
                                                    ("model", "gateway")]
@@ -62,9 +63,9 @@ def test_a_gateway_failure_makes_the_trial_infra_error_with_the_reason(kit, corp
     # does not describe, which the gateway answers with HTTP 400 trialhouse_script_mismatch
     m = chat_corpus(kit, corpus_root, [{"tool_calls": [{"name": "bash", "input": {"command": ADD_MUL}}]}])
     events = run(m, tmp_path / "out")
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     assert fin.outcome == "infra_error"  # though the edit was made: the run measured the setup
     assert "model gateway: script_mismatch on call 1" in fin.reason
-    (bad,) = [e for e in events if isinstance(e, ev.ModelCall) and e.gateway_error]
+    (bad,) = [e for e in events if isinstance(e, ModelCall) and e.gateway_error]
     assert (bad.status, bad.gateway_error, bad.position) == (400, "script_mismatch", 1)
-    assert not [e for e in events if isinstance(e, ev.Grading)]  # not graded
+    assert not [e for e in events if isinstance(e, Grading)]  # not graded

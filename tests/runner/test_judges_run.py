@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.call_events import ModelCall
+from contract.stage_events import Judgment
+from contract.trial_events import TrialFinished, TrialStarted
 from runner.eventlog import read_events
 
 PY = sys.executable
@@ -39,7 +41,7 @@ def run(m: Path, out: Path) -> list:
 
 
 def by_variant(events: list, cls) -> dict[str, object]:
-    names = {e.trial_id: e.variant for e in events if isinstance(e, ev.TrialStarted)}
+    names = {e.trial_id: e.variant for e in events if isinstance(e, TrialStarted)}
     return {names[e.trial_id]: e for e in events if isinstance(e, cls)}
 
 
@@ -62,7 +64,7 @@ def test_scripted_judges_are_recorded_and_never_change_the_outcome(kit, corpus_r
                                                    "fail.json": answer("fail", "parallel mechanism",
                                                                        category="implementation")})
     events = run(m, tmp_path / "out")
-    fin, judged = by_variant(events, ev.TrialFinished), by_variant(events, ev.Judgment)
+    fin, judged = by_variant(events, TrialFinished), by_variant(events, Judgment)
     assert (fin["noop"].outcome, fin["fixer"].outcome) == ("target_failed", "accepted")
     assert (judged["noop"].verdict, judged["noop"].reasons) == ("passed", ["looks right"])
     assert (judged["fixer"].verdict, judged["fixer"].rationale) == ("failed", "parallel mechanism")
@@ -74,7 +76,7 @@ def test_scripted_judges_are_recorded_and_never_change_the_outcome(kit, corpus_r
 
     assert j.rubric == "rubric.md" and j.rubric_sha256 == hashlib.sha256(RUBRIC.encode()).hexdigest()
     assert j.advisory and j.model_calls == 1 and j.error is None
-    calls = [e for e in events if isinstance(e, ev.ModelCall) and e.stage == "judge.fits"]
+    calls = [e for e in events if isinstance(e, ModelCall) and e.stage == "judge.fits"]
     assert len(calls) == 2 and {c.input_tokens for c in calls} == {700}
     assert all(c.side_request for c in calls)  # the judge offered no tools
     # the trial's own usage is the agent's: judge calls are not added to it
@@ -130,7 +132,7 @@ def test_broken_judges_are_inconclusive_with_the_reason(kit, corpus_root, tmp_pa
     tools["side"] = {"tool_calls": [{"name": "Edit", "input": {"file_path": "calc.py"}}]}
     (corpus_root / "tools.json").write_text(json.dumps(tools))
     events = run(m, tmp_path / "out")
-    fin, judged = by_variant(events, ev.TrialFinished), by_variant(events, ev.Judgment)
+    fin, judged = by_variant(events, TrialFinished), by_variant(events, Judgment)
     assert {f.outcome for f in fin.values()} == {"target_failed"}  # as without judges
     assert all(j.verdict == "inconclusive" and j.abstained for j in judged.values()), {
         k: (j.verdict, j.error) for k, j in judged.items()}
@@ -150,7 +152,7 @@ def test_writes_to_the_evidence_are_refused_by_the_sandbox(kit, corpus_root, tmp
     data["cases"][0]["criteria"][-1]["files"] = ["writes.py"]
     m.write_text(json.dumps(data))
     events = run(m, tmp_path / "out")
-    (j,) = [e for e in events if isinstance(e, ev.Judgment)]
+    (j,) = [e for e in events if isinstance(e, Judgment)]
     assert (j.verdict, j.reasons) == ("failed", ["read-only"])  # the write failed: evidence is read-only
 
 
@@ -164,12 +166,12 @@ def test_a_rubric_changed_or_removed_mid_run_makes_the_trial_invalid(kit, corpus
                  "evaluations": {"judge": {"host": "builtin", "script": "pass.json"}}}]
     m = judged_corpus(kit, corpus_root, variants, {"pass.json": answer("pass")}, isolation={"backend": "none"})
     events = run(m, tmp_path / "out")
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     assert fin.outcome == "invalid"
     word = "changed" if change == "edit" else "missing"
     assert f"integrity violated while judging: rubric rubric.md (criterion fits) is {word}" in fin.reason \
         or f"rubric rubric.md (criterion fits) {word}" in fin.reason
-    (j,) = [e for e in events if isinstance(e, ev.Judgment)]
+    (j,) = [e for e in events if isinstance(e, Judgment)]
     assert j.verdict == "inconclusive" and word in j.error
 
 
@@ -184,12 +186,12 @@ def test_a_real_cli_judge_against_the_scripted_gateway(kit, corpus_root, tmp_pat
         "timeout_seconds": 120}}}]
     m = judged_corpus(kit, corpus_root, variants, {"judge.json": answer("fail", "a second validator")})
     events = run(m, tmp_path / "out")
-    (j,) = [e for e in events if isinstance(e, ev.Judgment)]
+    (j,) = [e for e in events if isinstance(e, Judgment)]
     assert (j.verdict, j.reasons, j.error) == ("failed", ["a second validator"], None)
     assert (j.judge.host, j.judge.model, j.judge.reasoning_effort) == (host, model, "low") and j.model_calls >= 1
-    calls = [e for e in events if isinstance(e, ev.ModelCall) and e.stage == "judge.fits"]
+    calls = [e for e in events if isinstance(e, ModelCall) and e.stage == "judge.fits"]
     assert calls and all(c.api == api and c.status == 200 and not c.tool_calls for c in calls)
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     assert fin.outcome == "accepted"  # a real judge's "fail" is advisory
 
 

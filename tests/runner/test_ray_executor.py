@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.run_events import ExecutorInfo, RunStarted
+from contract.stage_events import StageFinished
+from contract.trial_events import TrialFinished, TrialStarted
 from runner.eventlog import read_verified
 from runner.executors.on_ray import local_options
 from runner.run import run_controls, run_trials
@@ -90,10 +92,10 @@ def example(tmp_path_factory):
     return small, root / "controls"
 
 
-def _finished(events_path: Path) -> dict[str, ev.TrialFinished]:
+def _finished(events_path: Path) -> dict[str, TrialFinished]:
     verified = read_verified(events_path)
     assert verified.intact, verified.problems()
-    return {e.trial_id: e for e in verified.events if isinstance(e, ev.TrialFinished)}
+    return {e.trial_id: e for e in verified.events if isinstance(e, TrialFinished)}
 
 
 def _nonzero(counts: dict[str, int]) -> dict[str, int]:
@@ -122,14 +124,14 @@ def test_ray_gives_the_local_outcomes_trial_for_trial(ray_instance, example, tmp
     text = remote.events_path.read_text()
     assert f"trialhouse-{remote.run_id}-" not in text
     for e in read_verified(remote.events_path).events:
-        if isinstance(e, ev.TrialStarted):
+        if isinstance(e, TrialStarted):
             assert e.workspace == str(remote.run_dir / "trials" / e.trial_id / "workspace")
     assert json.loads(remote.report_path.read_text())["outcomes"] == \
            json.loads(local.report_path.read_text())["outcomes"]
     # Where the trials ran is recorded, and reaches the warehouse's runs table.
-    starts = [next(e for e in read_verified(r.events_path).events if isinstance(e, ev.RunStarted))
+    starts = [next(e for e in read_verified(r.events_path).events if isinstance(e, RunStarted))
               for r in (local, remote)]
-    assert starts[0].executor == ev.ExecutorInfo(kind="local")
+    assert starts[0].executor == ExecutorInfo(kind="local")
     assert (starts[1].executor.kind, starts[1].executor.address, starts[1].executor.ray_version,
             starts[1].executor.nodes, starts[1].executor.cpus) == ("ray", None, ray.__version__, 1, 2.0)
     from ingest.api import ingest_paths
@@ -197,7 +199,7 @@ def test_a_killed_worker_is_infra_error_and_reruns(ray_instance, kit, corpus_roo
     assert _nonzero(json.loads(again.report_path.read_text())["outcomes"]) == {"target_failed": 1}
     verified = read_verified(out / "events.jsonl")
     assert verified.intact
-    outcomes = [e.outcome for e in verified.events if isinstance(e, ev.TrialFinished)]
+    outcomes = [e.outcome for e in verified.events if isinstance(e, TrialFinished)]
     assert outcomes == ["infra_error", "target_failed"]
 
 
@@ -212,7 +214,7 @@ def test_a_missing_agent_cli_on_the_worker_is_infra_error(ray_instance, kit, cor
         _finished(local.events_path)["mul__ghost__r1"].outcome,
         _finished(local.events_path)["mul__ghost__r1"].reason)
     assert fin.outcome in ("infra_error", "target_failed")
-    stages = [e for e in read_verified(res.events_path).events if isinstance(e, ev.StageFinished)]
+    stages = [e for e in read_verified(res.events_path).events if isinstance(e, StageFinished)]
     assert stages and stages[0].could_not_start
 
 
@@ -288,7 +290,7 @@ def test_a_worker_agent_finds_no_credential_and_nothing_of_the_payload(ray_insta
     finally:
         ray.put = real_put
     fin = _finished(res.events_path)["mul__thief__r1"]
-    (stage,) = [e for e in read_verified(res.events_path).events if isinstance(e, ev.StageFinished)]
+    (stage,) = [e for e in read_verified(res.events_path).events if isinstance(e, StageFinished)]
     out = (res.run_dir / "trials" / fin.trial_id / stage.stdout_path).read_text()
     assert "canary found: True" in out, out  # the search itself works
     assert "found " not in out.replace("canary found", ""), out

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner import redact as redact_mod
-from runner.redact import REDACTED, redact, redact_file
+from contract import redact as redact_mod
+from contract.redact import REDACTED, redact, redact_file
 
 ANTHROPIC = "sk-ant-api03-" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6kL9nP2rS5uX8zA1cD4fG7iJ0lM3oR6tU9wY2"
 OPENAI = "sk-proj-" + "Zx9Wv8Ut7Sr6Qp5On4Ml3Kj2Ih1Gf0Ed"

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.run_events import ControlResult
+from contract.trial_events import Grading
 from runner.capture import EMPTY_TREE, RunStore, TrialGit, _has_untracked, commit_sha, tree_sha
 from runner.eventlog import read_events
 from runner.git import git, git_out
@@ -71,9 +72,9 @@ def test_a_grader_that_vandalises_its_copy_leaves_the_next_criterion_a_pristine_
     m.write_text(json.dumps(data))
     res = run_trials(m, tmp_path / "o", progress=False)
     events = read_events(res.events_path)
-    controls = [e for e in events if isinstance(e, ev.ControlResult) and e.criterion_id == "checker"]
+    controls = [e for e in events if isinstance(e, ControlResult) and e.criterion_id == "checker"]
     assert [c.verdict for c in controls] == ["passed", "passed"], "a control saw a vandalised copy"
-    grades = {e.criterion_id: e.verdict for e in events if isinstance(e, ev.Grading)}
+    grades = {e.criterion_id: e.verdict for e in events if isinstance(e, Grading)}
     assert grades == {"mul_works": "passed", "vandal": "passed", "add_works": "passed",
                       "checker": "passed"}
     out = tmp_path / "o" / "trials" / "mul__fixer__r1" / "grading" / "a1" / "checker.out"

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.run_events import RunStarted
+from contract.trial_events import Grading, TrialFinished
 from runner.eventlog import read_events, read_verified
 from runner.paths import verify_tree
 from runner.run import run_trials
@@ -40,7 +41,7 @@ def trial(kit, root: Path, out: Path, agent: dict, **overrides):
     m = kit.make_corpus(root, variants=[{"id": "v", "agent": agent}], **overrides)
     res = run_trials(m, out, progress=False)
     events = read_events(res.events_path)
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     tdir = out / "trials" / fin.trial_id
     logs = sorted((tdir / "logs").glob("*.stdout"))
     return fin, events, tdir, "".join(p.read_text() for p in logs)
@@ -97,7 +98,7 @@ def test_agent_cannot_read_the_reference_or_the_graders(kit, corpus_root, tmp_pa
 def test_planted_grader_files_never_reach_a_grader(kit, corpus_root, tmp_path, backend):
     fin, events, _, out = trial(kit, corpus_root, tmp_path / "o", attacker("plant-inputs"),
                                 isolation={"backend": backend})
-    start = next(e for e in events if isinstance(e, ev.RunStarted))
+    start = next(e for e in events if isinstance(e, RunStarted))
     if backend == "bubblewrap":  # it can only write into its own private /tmp and HOME...
         assert fin.outcome == "target_failed"
         # ...which are gone with the trial: no planted file is left anywhere in the run.
@@ -150,14 +151,14 @@ def test_a_setsid_daemon_dies_with_the_stage_and_cannot_touch_grading(kit, corpu
     # The daemon kept rewriting calc.py; whatever it managed before the stage ended is
     # exactly what was captured, recorded in changes.patch and graded — nothing after.
     patch = (tdir / "changes.patch").read_text()
-    gradings = {g.criterion_id: g.verdict for g in events if isinstance(g, ev.Grading)}
+    gradings = {g.criterion_id: g.verdict for g in events if isinstance(g, Grading)}
     assert ("def mul" in patch) == (gradings["mul_works"] == "passed")
     assert verify_tree(tmp_path / "o" / "inputs", dict(events[0].input_hashes)) == []
 
 
 def test_early_exit_from_workspace_code_never_passes_a_token_criterion(kit, corpus_root, tmp_path):
     fin, events, _, _ = trial(kit, corpus_root, tmp_path / "o", attacker("early-exit"), token=True)
-    gradings = {g.criterion_id: g for g in events if isinstance(g, ev.Grading)}
+    gradings = {g.criterion_id: g for g in events if isinstance(g, Grading)}
     assert gradings["mul_works"].verdict == "failed" and gradings["mul_works"].exit_code == 0
     assert gradings["mul_works"].token_ok is False and "success token" in gradings["mul_works"].note
     assert fin.outcome == "target_failed"
@@ -167,19 +168,19 @@ def test_the_token_protocol_passes_an_honest_solution(kit, corpus_root, tmp_path
     patch = str(corpus_root / "patches" / "mul.patch")
     fin, events, _, _ = trial(kit, corpus_root, tmp_path / "o", kit.agent("patch", patch), token=True)
     assert fin.outcome == "accepted"
-    assert all(g.token_ok for g in events if isinstance(g, ev.Grading))
+    assert all(g.token_ok for g in events if isinstance(g, Grading))
 
 
 def test_without_the_token_an_early_exit_reads_as_a_pass(kit, corpus_root, tmp_path):
     # Documents why criteria that import workspace code should opt into success_token.
     fin, events, _, _ = trial(kit, corpus_root, tmp_path / "o", attacker("early-exit"))
-    assert {g.verdict for g in events if isinstance(g, ev.Grading)} == {"passed"}
+    assert {g.verdict for g in events if isinstance(g, Grading)} == {"passed"}
 
 
 def test_workspace_code_cannot_find_the_token_in_env_or_stdin(kit, corpus_root, tmp_path):
     fin, events, _, _ = trial(kit, corpus_root, tmp_path / "o", attacker("steal-token"), token=True)
     assert fin.outcome == "target_failed"
-    assert not any(g.token_ok for g in events if isinstance(g, ev.Grading))
+    assert not any(g.token_ok for g in events if isinstance(g, Grading))
 
 
 # -- forging or hiding evidence -----------------------------------------------------
@@ -267,7 +268,7 @@ def test_a_tampering_trial_is_invalid_and_leaves_the_others_untouched(kit, corpu
                 {"id": "honest", "agent": kit.agent("patch", patch)}]
     m = kit.make_corpus(corpus_root, variants=variants, repetitions=2, isolation={"backend": "none"})
     res = run_trials(m, tmp_path / "o", progress=False)
-    fins = {e.trial_id: e for e in read_events(res.events_path) if isinstance(e, ev.TrialFinished)}
+    fins = {e.trial_id: e for e in read_events(res.events_path) if isinstance(e, TrialFinished)}
     assert {t: f.outcome for t, f in fins.items()} == {
         "mul__tamper__r1": "invalid", "mul__tamper__r2": "invalid",
         "mul__honest__r1": "accepted", "mul__honest__r2": "accepted"}
@@ -317,7 +318,7 @@ def test_a_1_gib_workspace_file_is_budget_exhausted_with_bounded_memory(kit, cor
                            "--output", str(out), "--no-progress"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     peak_kb = int(proc.stdout.split()[-1])
-    (fin,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, TrialFinished)]
     assert fin.outcome == "budget_exhausted" and "max_workspace_mb=64" in fin.reason
     assert peak_kb < 500 * 1024, f"peak RSS {peak_kb / 1024:.0f} MB"
     assert not (out / "trials" / fin.trial_id / "changes.patch").exists() or \
@@ -400,14 +401,14 @@ def test_resume_reports_a_corrupt_middle_line_and_carries_on(kit, corpus_root, t
     assert "Traceback" not in res.stderr
     assert "events.jsonl:4: refused on resume" in res.stderr
     verified = read_verified(out / "events.jsonl")
-    fins = Counter(e.trial_id for e in verified.events if isinstance(e, ev.TrialFinished))
+    fins = Counter(e.trial_id for e in verified.events if isinstance(e, TrialFinished))
     assert sorted(fins) == sorted(f"mul__{v}__r{r}" for v in "ab" for r in (1, 2))
 
 
 def _outcomes(path: Path) -> dict[str, str]:
     latest: dict[str, str] = {}
     for e in read_events(path):
-        if isinstance(e, ev.TrialFinished):
+        if isinstance(e, TrialFinished):
             latest[e.trial_id] = e.outcome
     return latest
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.stage_events import StageFinished
+from contract.trial_events import TrialFinished
 from runner.eventlog import read_events
 from runner.run import run_trials
 
@@ -92,13 +93,13 @@ def trial_run(kit, corpus_root, tmp_path, monkeypatch):
     events = read_events(res.events_path)
     by_variant = {}
     for e in events:
-        if isinstance(e, ev.TrialFinished):
+        if isinstance(e, TrialFinished):
             by_variant[e.variant] = e
-    stages = {e.trial_id: e for e in events if isinstance(e, ev.StageFinished)}
+    stages = {e.trial_id: e for e in events if isinstance(e, StageFinished)}
     return out, res, by_variant, stages
 
 
-def _stored(out: Path, fin: ev.TrialFinished, st: ev.StageFinished, attr: str) -> str:
+def _stored(out: Path, fin: TrialFinished, st: StageFinished, attr: str) -> str:
     return (out / "trials" / fin.trial_id / getattr(st, attr)).read_text()
 
 

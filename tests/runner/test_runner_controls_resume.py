@@ -11,13 +11,18 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from runner import events as ev
+from contract.envelope import utc_now
+from contract.events import dump_event, events_json_schema
+from contract.run_events import CaseValidated, ControlResult, RunFinished, RunStarted
+from contract.stage_events import StageStarted
+from contract.trial_events import TrialFinished, TrialStarted
 from runner.eventlog import read_events, repair_tail
-from runner.events import events_json_schema
 from runner.manifest import manifest_json_schema
 
 PY = sys.executable
-SCHEMAS = Path(__file__).resolve().parents[2] / "runner" / "schemas"
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS_SCHEMA = ROOT / "contract" / "schemas" / "events.v1.json"
+MANIFEST_SCHEMA = ROOT / "runner" / "schemas" / "manifest.v1.json"
 
 
 def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -26,10 +31,12 @@ def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 
 
 def test_committed_schemas_match_the_models():
-    assert json.loads((SCHEMAS / "events.v1.json").read_text()) == events_json_schema()
-    assert json.loads((SCHEMAS / "manifest.v1.json").read_text()) == manifest_json_schema()
+    assert json.loads(EVENTS_SCHEMA.read_text()) == events_json_schema()
+    assert json.loads(MANIFEST_SCHEMA.read_text()) == manifest_json_schema()
     proc = cli("schema", "events")
     assert proc.returncode == 0 and json.loads(proc.stdout) == events_json_schema()
+    # `make schema` writes the command's output: the committed bytes are exactly that
+    assert proc.stdout == EVENTS_SCHEMA.read_text(encoding="utf-8")
 
 
 def test_validation_only_passes_and_writes_report(kit, corpus_root, tmp_path):
@@ -40,10 +47,10 @@ def test_validation_only_passes_and_writes_report(kit, corpus_root, tmp_path):
     assert "mul" in proc.stdout and "1/1 cases ok" in proc.stdout
     events = read_events(out / "events.jsonl")
     assert events[0].validation_only
-    results = [e for e in events if isinstance(e, ev.ControlResult)]
+    results = [e for e in events if isinstance(e, ControlResult)]
     # 2 criteria × 2 controls × 2 repeats, and no agent ever ran.
     assert len(results) == 8 and all(r.ok for r in results)
-    assert not any(isinstance(e, (ev.StageStarted, ev.TrialStarted)) for e in events)
+    assert not any(isinstance(e, (StageStarted, TrialStarted)) for e in events)
     report = json.loads((out / "report.json").read_text())
     assert report["controls"]["ok"] is True and report["trials"] == []
     assert report["controls"]["cases"][0]["baseline"] == {"mul_works": "failed", "add_works": "passed"}
@@ -67,7 +74,7 @@ def test_failing_and_flaky_controls_exit_nonzero(kit, corpus_root, tmp_path):
     proc = cli("run", "--manifest", str(m), "--output", str(out), "--validation-only", "--no-progress",
                "--repeats", "5")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    (cv,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, ev.CaseValidated)]
+    (cv,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, CaseValidated)]
     assert not cv.ok and cv.flaky_criteria == ["flips"]
     assert any("always_fails (regression) failed, expected passed" in p for p in cv.problems)
     assert json.loads((out / "report.json").read_text())["status"] == "failed_controls"
@@ -98,11 +105,11 @@ def test_sigkill_then_resume_loses_and_duplicates_nothing(kit, corpus_root, tmp_
     res = cli("run", "--manifest", str(m), "--output", str(out), "--resume", "--no-progress")
     assert res.returncode == 0, res.stdout + res.stderr
     events = read_events(events_path)
-    fins = Counter(e.trial_id for e in events if isinstance(e, ev.TrialFinished))
+    fins = Counter(e.trial_id for e in events if isinstance(e, TrialFinished))
     assert sorted(fins) == sorted(f"mul__{v}__r{r}" for v in "ab" for r in (1, 2))
     assert set(fins.values()) == {1}
     assert [e.seq for e in events] == list(range(len(events)))
-    starts = [e for e in events if isinstance(e, ev.RunStarted)]
+    starts = [e for e in events if isinstance(e, RunStarted)]
     assert len(starts) == 2 and starts[1].resumed and starts[0].run_id == starts[1].run_id
     report = json.loads((out / "report.json").read_text())
     assert report["trials_finished"] == 4 and report["status"] == "completed"
@@ -133,7 +140,7 @@ def test_ctrl_c_stops_cleanly_with_partial_report(kit, corpus_root, tmp_path):
 
 def test_repair_tail_truncates_only_the_torn_line(tmp_path):
     p = tmp_path / "e.jsonl"
-    good = ev.dump_event(ev.RunFinished(run_id="r", seq=0, ts=ev.utc_now(), status="completed",
+    good = dump_event(RunFinished(run_id="r", seq=0, ts=utc_now(), status="completed",
                                         trials_total=0, trials_finished=0, duration_s=0))
     p.write_text(good + "\n" + '{"event": "run_fin')
     assert repair_tail(p) == len('{"event": "run_fin')

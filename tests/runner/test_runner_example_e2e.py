@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner import events as ev
+from contract.trial_events import TrialFinished
 from runner.eventlog import read_events
 from runner.run import run_controls, run_trials
 from runner.validate import validate_manifest
@@ -34,7 +34,7 @@ def test_example_validates_controls_and_runs(small_example, tmp_path):
     assert ctl.ok, ctl.cases
     res = run_trials(small_example, tmp_path / "run", jobs=2, progress=False)
     events = read_events(res.events_path)
-    fins = [e for e in events if isinstance(e, ev.TrialFinished)]
+    fins = [e for e in events if isinstance(e, TrialFinished)]
     assert len(fins) == 2 * 2
     by_variant = {(f.variant, f.outcome) for f in fins}
     assert by_variant == {("reference", "accepted"), ("null", "target_failed")}, [f.reason for f in fins]

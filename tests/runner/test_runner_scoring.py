@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.run_events import CaseValidated, ControlResult, RunFinished
+from contract.trial_events import TrialFinished, TrialSkipped
 from runner.errors import RunnerError
 from runner.eventlog import read_events
 from runner.run import run_controls, run_trials
@@ -40,10 +41,10 @@ def test_a_case_whose_target_already_passes_is_never_scored(kit, corpus_root, tm
     assert res.returncode == 1, res.stdout + res.stderr
     assert "not scored: 1 case(s)" in res.stderr and "mul_works (target) passed, expected failed" in res.stderr
     events = read_events(tmp_path / "o" / "events.jsonl")
-    assert not any(isinstance(e, ev.TrialFinished) for e in events)
-    (skip,) = [e for e in events if isinstance(e, ev.TrialSkipped)]
+    assert not any(isinstance(e, TrialFinished) for e in events)
+    (skip,) = [e for e in events if isinstance(e, TrialSkipped)]
     assert skip.variant == "null" and "expected failed" in skip.reason
-    fin = [e for e in events if isinstance(e, ev.RunFinished)][-1]
+    fin = [e for e in events if isinstance(e, RunFinished)][-1]
     assert fin.unscored_cases == ["mul"] and fin.trials_skipped == 1
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["outcomes"]["accepted"] == 0
@@ -59,7 +60,7 @@ def test_a_flaky_criterion_leaves_its_case_unscored_with_the_evidence(kit, corpu
     res = run_trials(m, tmp_path / "o", progress=False)
     assert "flips is flaky" in res.unscored["mul"] and res.trials_skipped == 2
     events = read_events(res.events_path)
-    flips = [e for e in events if isinstance(e, ev.ControlResult) and e.criterion_id == "flips"]
+    flips = [e for e in events if isinstance(e, ControlResult) and e.criterion_id == "flips"]
     assert len(flips) == 10 and {e.verdict for e in flips} == {"passed", "failed"}
     assert all((tmp_path / "o" / "controls" / "mul" / f"{c}-logs" / f"flips.{r}.out").exists()
                for c in ("negative", "positive") for r in range(1, 6))
@@ -93,8 +94,8 @@ def test_controls_from_a_validation_only_run_are_reused(kit, corpus_root, tmp_pa
     assert ctl.ok
     res = run_trials(m, tmp_path / "o", progress=False, controls_dir=tmp_path / "ctl")
     events = read_events(res.events_path)
-    assert not any(isinstance(e, ev.ControlResult) for e in events)  # nothing re-run
-    validated = [e for e in events if isinstance(e, ev.CaseValidated)]
+    assert not any(isinstance(e, ControlResult) for e in events)  # nothing re-run
+    validated = [e for e in events if isinstance(e, CaseValidated)]
     assert [(v.case_id, v.from_run, v.repeats) for v in validated] == [("mul", ctl.run_id, 2)]
     assert events[0].controls_from == ctl.run_id
     assert res.outcomes == {"target_failed": 1, "accepted": 1}
@@ -125,7 +126,7 @@ def test_a_loosened_grader_is_a_new_evaluator_fingerprint(kit, corpus_root, tmp_
     loose = read_events(run_trials(m, tmp_path / "c", progress=False).events_path)
 
     def prints(events):
-        return {e.trial_id: e.case_fingerprint for e in events if isinstance(e, ev.TrialFinished)}
+        return {e.trial_id: e.case_fingerprint for e in events if isinstance(e, TrialFinished)}
 
     assert prints(first) == prints(again)
     assert set(prints(first).values()).isdisjoint(prints(loose).values())
@@ -167,7 +168,7 @@ def test_planted_secrets_appear_nowhere_in_the_run_directory(kit, corpus_root, t
             leaks += [(str(path.relative_to(tmp_path / "o")), s[:12]) for s in secrets if s.encode() in data]
     assert leaks == []
     events = read_events(tmp_path / "o" / "events.jsonl")
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     assert fin.redactions > 0 and fin.attempts == 2
     assert fin.secrets_leaked >= 2 * 3 * 2  # both env values, every stage, stdout and stderr
     prompt2 = (tmp_path / "o" / "trials" / fin.trial_id / "prompts" / "a2-build.md").read_text()

@@ -11,7 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.run_events import RunFinished, RunStarted
+from contract.stage_events import StageFinished, StageStarted
+from contract.trial_events import (
+    AttemptFinished,
+    Budget,
+    Checkpoint,
+    Grading,
+    IntegrityCheck,
+    PrepareFinished,
+    TrialFinished,
+    TrialSkipped,
+    TrialStarted,
+)
 from runner.eventlog import read_events
 from runner.run import run_trials, trial_order
 
@@ -23,8 +35,8 @@ def run(manifest: Path, out: Path, **kw):
     return res, read_events(res.events_path), json.loads(res.report_path.read_text())
 
 
-def finished(events) -> dict[str, ev.TrialFinished]:
-    return {e.trial_id: e for e in events if isinstance(e, ev.TrialFinished)}
+def finished(events) -> dict[str, TrialFinished]:
+    return {e.trial_id: e for e in events if isinstance(e, TrialFinished)}
 
 
 def one(kit, root, out, mode_agent, **overrides):
@@ -44,23 +56,23 @@ def test_null_and_fixer_two_reps(kit, corpus_root, tmp_path):
         "mul__noop__r1": "target_failed", "mul__fixer__r1": "accepted",
         "mul__noop__r2": "target_failed", "mul__fixer__r2": "accepted"}
     # Variant order alternates between repetitions.
-    started = [e.trial_id for e in events if isinstance(e, ev.TrialStarted)]
+    started = [e.trial_id for e in events if isinstance(e, TrialStarted)]
     assert started == ["mul__noop__r1", "mul__fixer__r1", "mul__fixer__r2", "mul__noop__r2"]
     # seq strictly increasing; run header first, run_finished last.
     assert [e.seq for e in events] == list(range(len(events)))
-    assert isinstance(events[0], ev.RunStarted) and isinstance(events[-1], ev.RunFinished)
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
     head = events[0]
     assert head.initial_tree and head.git_version and set(head.input_hashes) == {
         "patches/mul.patch", "graders/target_mul.py", "graders/regress_add.py"}
     # Baseline comes from the negative control and sits next to every final grading.
-    gradings = [e for e in events if isinstance(e, ev.Grading) and e.trial_id == "mul__fixer__r1"]
+    gradings = [e for e in events if isinstance(e, Grading) and e.trial_id == "mul__fixer__r1"]
     assert {(g.criterion_id, g.verdict, g.baseline) for g in gradings} == {
         ("mul_works", "passed", "failed"), ("add_works", "passed", "passed")}
     # Checkpoints are the runner's own commits, recorded with their trees; each one's diff
     # is kept as a patch. What stays of the workspace is its files: not the agent's .git,
     # nor the runner's private git dir (compressed content no redaction can see).
     ws = res.run_dir / "trials" / "mul__fixer__r1" / "workspace"
-    (cp,) = [e for e in events if isinstance(e, ev.Checkpoint) and e.trial_id == "mul__fixer__r1"]
+    (cp,) = [e for e in events if isinstance(e, Checkpoint) and e.trial_id == "mul__fixer__r1"]
     assert cp.tree == fins["mul__fixer__r1"].final_tree and cp.files_changed == 1
     checkpoint_patch = res.run_dir / "trials" / "mul__fixer__r1" / "checkpoints" / "a1-build.patch"
     assert "+def mul(a, b):" in checkpoint_patch.read_text()
@@ -98,7 +110,7 @@ def test_trial_order_alternates(kit, corpus_root):
 def test_agent_exits_nonzero(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("exit3"))
     assert fin.outcome == "target_failed"
-    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    (st,) = [e for e in events if isinstance(e, StageFinished)]
     assert st.exit_code == 3
     assert "boom" in (tmp_path / "o" / "trials" / fin.trial_id / st.stderr_path).read_text()
 
@@ -106,7 +118,7 @@ def test_agent_exits_nonzero(kit, corpus_root, tmp_path):
 def test_agent_hangs_past_budget(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("hang"), timeout_seconds=1.5)
     assert fin.outcome == "budget_exhausted"
-    assert any(isinstance(e, ev.Budget) and e.type == "time" for e in events)
+    assert any(isinstance(e, Budget) and e.type == "time" for e in events)
     assert fin.duration_s < 30
 
 
@@ -115,7 +127,7 @@ def test_a_budget_spent_before_the_agent_starts_is_still_recorded(kit, corpus_ro
     # loaded machine takes with a short budget): the Budget event must be there too.
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("hang"), timeout_seconds=0.001)
     assert fin.outcome == "budget_exhausted"
-    (budget,) = [e for e in events if isinstance(e, ev.Budget)]
+    (budget,) = [e for e in events if isinstance(e, Budget)]
     assert budget.type == "time" and budget.status == "exceeded" and budget.used >= budget.limit
 
 
@@ -152,7 +164,7 @@ def test_forked_children_are_killed(kit, corpus_root, tmp_path, backend):
 
 def test_huge_output_is_bounded(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("huge"))
-    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    (st,) = [e for e in events if isinstance(e, StageFinished)]
     size = (tmp_path / "o" / "trials" / fin.trial_id / st.stdout_path).stat().st_size
     assert st.stdout_truncated and size <= 1024 * 1024
 
@@ -169,13 +181,13 @@ def test_agent_deleting_its_workspace_without_isolation_is_invalid(kit, corpus_r
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("rmws"),
                          isolation={"backend": "none"})
     assert fin.outcome == "invalid" and "workspace" in fin.reason
-    assert not any(isinstance(e, ev.Grading) for e in events)
+    assert not any(isinstance(e, Grading) for e in events)
 
 
 def test_agent_cannot_reach_the_grader_snapshot(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("edit-inputs"))
     assert fin.outcome == "target_failed"
-    assert all(e.ok for e in events if isinstance(e, ev.IntegrityCheck))
+    assert all(e.ok for e in events if isinstance(e, IntegrityCheck))
     graders = tmp_path / "o" / "inputs" / "graders"
     assert "sys.exit(0)\n" != (graders / "target_mul.py").read_text()
 
@@ -184,7 +196,7 @@ def test_editing_the_snapshot_without_isolation_is_invalid_and_repaired(kit, cor
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("edit-inputs"),
                          isolation={"backend": "none"})
     assert fin.outcome == "invalid"
-    check = [e for e in events if isinstance(e, ev.IntegrityCheck)][0]
+    check = [e for e in events if isinstance(e, IntegrityCheck)][0]
     assert not check.ok and "inputs/graders/target_mul.py: changed" in check.mismatches
     # The run's copy is put back, so no later trial is graded by (or blamed for) it.
     text = (tmp_path / "o" / "inputs" / "graders" / "target_mul.py").read_text()
@@ -193,7 +205,7 @@ def test_editing_the_snapshot_without_isolation_is_invalid_and_repaired(kit, cor
 
 def test_fake_passed_verdict_is_not_a_grade(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("fake-verdict"))
-    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    (st,) = [e for e in events if isinstance(e, StageFinished)]
     assert st.verdict_status == "passed" and st.verdict_findings == ["all good, trust me"]
     assert fin.outcome == "target_failed"
 
@@ -224,7 +236,7 @@ def test_inconclusive_grader_is_infra_error(kit, corpus_root, tmp_path, behaviou
     _, events, _ = run(m, tmp_path / "o")
     (fin,) = finished(events).values()
     assert fin.outcome == "infra_error", why
-    g = [e for e in events if isinstance(e, ev.Grading) and e.criterion_id == "flaky"][0]
+    g = [e for e in events if isinstance(e, Grading) and e.criterion_id == "flaky"][0]
     assert g.verdict == "inconclusive"
 
 
@@ -234,9 +246,9 @@ def test_a_prepare_command_that_always_fails_leaves_the_case_unscored(kit, corpu
     res, events, report = run(m, tmp_path / "o")
     assert finished(events) == {} and res.unscored == {"mul": res.unscored["mul"]}
     assert "prepare command" in res.unscored["mul"] and "exit 4" in res.unscored["mul"]
-    (skip,) = [e for e in events if isinstance(e, ev.TrialSkipped)]
+    (skip,) = [e for e in events if isinstance(e, TrialSkipped)]
     assert skip.trial_id == "mul__v__r1" and "not scored" in skip.reason
-    assert not any(isinstance(e, ev.StageStarted) for e in events)
+    assert not any(isinstance(e, StageStarted) for e in events)
 
 
 def test_prepare_command_fails_in_a_trial(kit, corpus_root, tmp_path):
@@ -247,8 +259,8 @@ def test_prepare_command_fails_in_a_trial(kit, corpus_root, tmp_path):
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", kit.agent("noop"),
                          prepare_commands=[[PY, "-c", code, str(count)]], isolation={"backend": "none"})
     assert fin.outcome == "infra_error" and "prepare" in fin.reason
-    assert [e.exit_code for e in events if isinstance(e, ev.PrepareFinished)] == [4]
-    assert not any(isinstance(e, ev.StageStarted) for e in events)
+    assert [e.exit_code for e in events if isinstance(e, PrepareFinished)] == [4]
+    assert not any(isinstance(e, StageStarted) for e in events)
 
 
 def test_cost_budget_and_unknown_cost(kit, corpus_root, tmp_path):
@@ -258,7 +270,7 @@ def test_cost_budget_and_unknown_cost(kit, corpus_root, tmp_path):
     assert "cost_usd=2.50" in fin.line
     fin, events, _ = one(kit, tmp_path / "b", tmp_path / "b-out", kit.agent("noop"), max_cost_usd=1.0)
     assert fin.cost_budget_status == "unknown" and fin.usage.cost_usd is None
-    assert any(isinstance(e, ev.Budget) and e.status == "unknown" for e in events)
+    assert any(isinstance(e, Budget) and e.status == "unknown" for e in events)
 
 
 def test_retry_gets_findings_and_keeps_work(kit, corpus_root, tmp_path):
@@ -266,15 +278,15 @@ def test_retry_gets_findings_and_keeps_work(kit, corpus_root, tmp_path):
     fin, events, report = one(kit, corpus_root, tmp_path / "o", kit.agent("fix-on-retry", patch),
                               max_attempts=2, stages=["build", "qa", "review"])
     assert fin.outcome == "accepted" and fin.attempts == 2
-    att = [e for e in events if isinstance(e, ev.AttemptFinished)]
+    att = [e for e in events if isinstance(e, AttemptFinished)]
     assert [a.outcome for a in att] == ["target_failed", "accepted"]
     prompt2 = (tmp_path / "o" / "trials" / fin.trial_id / "prompts" / "a2-build.md").read_text()
     assert "mul is missing" in prompt2 and "calc.mul multiplies" in prompt2
     assert "sys.exit" not in prompt2  # grader code is never revealed
-    cps = [e for e in events if isinstance(e, ev.Checkpoint)]
+    cps = [e for e in events if isinstance(e, Checkpoint)]
     assert [(c.attempt, c.stage) for c in cps] == [(1, "build"), (1, "qa"), (2, "build"), (2, "qa")]
     assert cps[2].files_changed == 1
-    finals = [e for e in events if isinstance(e, ev.Grading)]
+    finals = [e for e in events if isinstance(e, Grading)]
     assert [g.final for g in finals] == [False, False, True, True]
     assert [a["outcome"] for a in report["trials"][0]["attempts"]] == ["target_failed", "accepted"]
 
@@ -284,7 +296,7 @@ def test_secrets_redacted_and_env_allow_listed(kit, corpus_root, tmp_path, monke
     monkeypatch.setenv("HOME_SECRET", "nope")
     fin, events, _ = one(kit, corpus_root, tmp_path / "o",
                          kit.agent("secret", pass_env=["FAKE_TOKEN"], secret_env=["FAKE_TOKEN"]))
-    (st,) = [e for e in events if isinstance(e, ev.StageFinished)]
+    (st,) = [e for e in events if isinstance(e, StageFinished)]
     out = (tmp_path / "o" / "trials" / fin.trial_id / st.stdout_path).read_text()
     assert "tok-1234567890-secret" not in out and "[REDACTED]" in out
     assert "HOME_SECRET: False" in out and st.redactions >= 1
@@ -325,5 +337,5 @@ def test_parallel_jobs_keep_one_writer(kit, corpus_root, tmp_path):
     assert [e.seq for e in events] == list(range(len(events)))
     assert len(finished(events)) == 6 and res.outcomes == {"accepted": 3, "target_failed": 3}
     # Each trial's events are complete and its own.
-    per = Counter(e.trial_id for e in events if isinstance(e, ev.TrialStarted))
+    per = Counter(e.trial_id for e in events if isinstance(e, TrialStarted))
     assert set(per.values()) == {1}

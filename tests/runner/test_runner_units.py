@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from runner import events as ev
+from contract.run_events import RunStarted
 from runner.eventlog import read_events
 from runner.grading import substitute
 from runner.manifest import Variant, config_id
@@ -57,7 +57,7 @@ def test_stage_instructions_snapshotted_into_prompt_and_config(kit, corpus_root,
     prompt = (res.run_dir / "trials" / "mul__v__r1" / "prompts" / "a1-build.md").read_text()
     assert "Always write a test first." in prompt and "Add calc.mul" in prompt
     head = read_events(res.events_path)[0]
-    assert isinstance(head, ev.RunStarted)
+    assert isinstance(head, RunStarted)
     variant = Variant.model_validate(json.loads(m.read_text())["variants"][0])
     assert head.variants[0].config_id == config_id(variant, {"instr/build.md": "Always write a test first.\n"})
     assert head.variants[0].config_id != config_id(variant, {"instr/build.md": "Something else.\n"})

@@ -11,8 +11,8 @@ import duckdb
 import polars as pl
 import pyarrow.dataset as ds
 
+from contract.trial_events import TrialFinished
 from ingest.api import ingest_paths
-from runner import events as ev
 from runner.eventlog import read_events
 from runner.run import run_trials
 
@@ -26,7 +26,7 @@ def test_three_engines_read_the_trials_partitions_as_written(kit, corpus_root, t
     assert sorted(p.name for p in root.iterdir()) == sorted(f"run_id={r.run_id}" for r in runs)
 
     expected = sorted((r.run_id, e.trial_id, e.outcome) for r in runs
-                      for e in read_events(r.events_path) if isinstance(e, ev.TrialFinished))
+                      for e in read_events(r.events_path) if isinstance(e, TrialFinished))
     assert len(expected) == 8
 
     table = ds.dataset(root, format="parquet", partitioning="hive").to_table(

@@ -7,8 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from contract.stage_events import Usage, reported_usage
+from contract.values import INT64_MAX
 from runner.agents.usage import AgentReport, merge_reports, parse_agent_output
-from runner.events import INT64_MAX, Usage, reported_usage
 
 
 def _events(tmp_path: Path, *lines: dict) -> Path:
@@ -76,7 +77,7 @@ def test_a_run_whose_agent_reports_absurd_numbers_ingests_whole(corpus_root, kit
 
 
 def test_agent_text_is_made_valid_unicode_for_the_events():
-    from runner.events import as_text
+    from contract.values import as_text
 
     assert as_text("a\ud800b") == "a\ufffdb"  # a lone surrogate cannot be written as UTF-8
     assert as_text("\ud83d\ude00") == "😀"  # a pair is one character

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.call_events import ModelCall, TrajectoryStep
+from contract.run_events import RunStarted
+from contract.stage_events import StageFinished
+from contract.trial_events import TrialFinished
 from runner.agents.rehearse import scenario_script
 from runner.eventlog import read_events
 
@@ -76,7 +79,7 @@ def tokens(u) -> tuple:
 
 
 def test_outcomes_of_the_six_trials(harness_run):
-    fins = {e.variant: e for e in of(harness_run["events"], ev.TrialFinished)}
+    fins = {e.variant: e for e in of(harness_run["events"], TrialFinished)}
     assert {v: f.outcome for v, f in fins.items()} == {
         "claude": "accepted", "codex": "accepted", "mini": "accepted", "claude-denied": "accepted",
         "claude-500": "infra_error", "claude-turns": "budget_exhausted"}
@@ -88,16 +91,16 @@ def test_outcomes_of_the_six_trials(harness_run):
 @pytest.mark.parametrize("variant", ["claude", "codex", "mini"])
 def test_each_cli_reads_edits_checks_and_its_tokens_agree_with_the_gateway(harness_run, variant):
     events = harness_run["events"]
-    (stage,) = of(events, ev.StageFinished, variant)
+    (stage,) = of(events, StageFinished, variant)
     assert stage.exit_code == 0
     assert tokens(stage.usage) == tokens(stage.gateway_usage) == SUCCESS
     assert stage.gateway_usage.calls == 5 and stage.gateway_usage.failed_calls == 0
-    (fin,) = of(events, ev.TrialFinished, variant)
+    (fin,) = of(events, TrialFinished, variant)
     assert tokens(fin.usage) == tokens(fin.gateway_usage) == SUCCESS
     assert fin.patch_paths == ["calc.py"]
-    calls = of(events, ev.ModelCall, variant)
+    calls = of(events, ModelCall, variant)
     assert [c.call_index for c in calls] == [0, 1, 2, 3, 4] and {c.mode for c in calls} == {"scripted"}
-    steps = of(events, ev.TrajectoryStep, variant)
+    steps = of(events, TrajectoryStep, variant)
     assert stage.trajectory_steps == len(steps) > 0
     assert [s.action for s in steps if s.kind == "tool"][:4] == ["read", "run", "edit", "run"]
     model_turns = [s for s in steps if s.kind == "model"]
@@ -108,18 +111,18 @@ def test_each_cli_reads_edits_checks_and_its_tokens_agree_with_the_gateway(harne
 
 def test_versions_sessions_and_settings_are_recorded(harness_run):
     events = harness_run["events"]
-    (start,) = of(events, ev.RunStarted)
+    (start,) = of(events, RunStarted)
     info = {v.variant: v for v in start.variants}
     versions = {"claude": "2.1.332", "codex": "0.171.0", "mini": "2.4.6"}
     for variant, version in versions.items():
         assert info[variant].harness_version == version
-        (stage,) = of(events, ev.StageFinished, variant)
+        (stage,) = of(events, StageFinished, variant)
         assert stage.harness_version == version
     assert info["claude"].harness == "claude-code" and info["claude"].settings["harness"]["max_retries"] == 1
     codex = info["codex"].settings["harness"]
     # inside bubblewrap Codex's own sandbox cannot start: trialhouse's sandbox confines it instead
     assert codex["sandbox"] == "danger-full-access" and codex["service_tier"] == "fast" and codex["fast_mode"] is True
-    assert all(of(events, ev.StageFinished, v)[0].session_id for v in ("claude", "codex", "claude-denied"))
+    assert all(of(events, StageFinished, v)[0].session_id for v in ("claude", "codex", "claude-denied"))
     assert start.gateway.mode == "scripted" and set(start.gateway.variants) == set(info)
     assert set(start.gateway.script_sha256) == {"*", "codex", "mini", "claude-500"}
     # the same CLI against another script is another configuration
@@ -129,26 +132,26 @@ def test_versions_sessions_and_settings_are_recorded(harness_run):
 
 def test_http_500_twice_is_infra_error_with_both_calls_recorded(harness_run):
     events = harness_run["events"]
-    calls = of(events, ev.ModelCall, "claude-500")
+    calls = of(events, ModelCall, "claude-500")
     assert [(c.status, c.retries) for c in calls] == [(500, 0), (500, 1)]
-    (stage,) = of(events, ev.StageFinished, "claude-500")
+    (stage,) = of(events, StageFinished, "claude-500")
     assert stage.gateway_usage.failed_calls == 2 and stage.gateway_usage.input_tokens is None  # unknown, not 0
 
 
 def test_turn_limit_is_a_budget_stop_and_its_steps_come_from_the_gateway(harness_run):
     events = harness_run["events"]
-    (stage,) = of(events, ev.StageFinished, "claude-turns")
-    assert stage.usage.source == "claude-json" and len(of(events, ev.ModelCall, "claude-turns")) == 2
-    steps = of(events, ev.TrajectoryStep, "claude-turns")  # json output has no per-step data
+    (stage,) = of(events, StageFinished, "claude-turns")
+    assert stage.usage.source == "claude-json" and len(of(events, ModelCall, "claude-turns")) == 2
+    steps = of(events, TrajectoryStep, "claude-turns")  # json output has no per-step data
     assert [(s.kind, s.source) for s in steps] == [("model", "gateway")] * 2
     assert tokens(stage.usage) == tokens(stage.gateway_usage)
 
 
 def test_a_denied_tool_is_recorded_and_the_edit_still_counts(harness_run):
     events = harness_run["events"]
-    (stage,) = of(events, ev.StageFinished, "claude-denied")
+    (stage,) = of(events, StageFinished, "claude-denied")
     assert [d.tool_name for d in stage.permission_denials] == ["Bash", "Bash"]
-    runs = [s for s in of(events, ev.TrajectoryStep, "claude-denied") if s.action == "run"]
+    runs = [s for s in of(events, TrajectoryStep, "claude-denied") if s.action == "run"]
     assert runs and all(s.ok is False for s in runs)  # the check never ran
 
 

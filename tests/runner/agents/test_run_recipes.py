@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import events as ev
+from contract.call_events import ModelCall
+from contract.run_events import RunStarted
+from contract.trial_events import TrialFinished
 from runner.agents.rehearse import scenario_script
 from runner.eventlog import read_events
 from runner.gateway import Gateway, Script, Step, ToolCall
@@ -75,14 +77,14 @@ def test_documented_recipe_runs_through_trialhouse_run_against_a_forwarding_gate
         assert done.returncode == 0, done.stderr[-3000:]
         seen = provider.calls("provider")
     events = read_events(out / "events.jsonl")
-    (fin,) = [e for e in events if isinstance(e, ev.TrialFinished)]
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
     assert fin.outcome == "accepted", fin.reason
-    calls = [e for e in events if isinstance(e, ev.ModelCall)]
+    calls = [e for e in events if isinstance(e, ModelCall)]
     assert {c.mode for c in calls} == {"forward"} and [c.status for c in calls] == [200] * len(seen)
     assert [c.output_tokens for c in calls] == [c.output_tokens for c in seen]
     assert (fin.usage.input_tokens, fin.usage.output_tokens) == (fin.gateway_usage.input_tokens,
                                                                  fin.gateway_usage.output_tokens)
-    (start,) = [e for e in events if isinstance(e, ev.RunStarted)]
+    (start,) = [e for e in events if isinstance(e, RunStarted)]
     assert start.gateway.mode == "forward" and start.gateway.key_env == {
         "anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
     # the agent held only the dummy key: the real one never entered the sandbox ...
@@ -105,7 +107,7 @@ def test_record_then_replay_inside_trialhouse_run(tmp_path):
         done = trialhouse("run", "--manifest", str(manifest), "--output", str(out), "--json")
         assert done.returncode == 0, done.stderr[-3000:]
     recorded = read_events(out / "events.jsonl")
-    assert [e.outcome for e in recorded if isinstance(e, ev.TrialFinished)] == ["accepted"]
+    assert [e.outcome for e in recorded if isinstance(e, TrialFinished)] == ["accepted"]
     recordings = sorted((out / "gateway" / "recordings").glob("*.jsonl"))
     assert len(recordings) == 1 and recordings[0].name.startswith("fix-add__claude__r1_build_1-")
 
@@ -119,10 +121,10 @@ def test_record_then_replay_inside_trialhouse_run(tmp_path):
     done = trialhouse("run", "--manifest", str(manifest2), "--output", str(out2), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     events = read_events(out2 / "events.jsonl")
-    fins = {e.trial_id: e for e in events if isinstance(e, ev.TrialFinished)}
+    fins = {e.trial_id: e for e in events if isinstance(e, TrialFinished)}
     assert fins["fix-add__claude__r1"].outcome == "accepted"
-    replayed = [e for e in events if isinstance(e, ev.ModelCall) and e.trial_id == "fix-add__claude__r1"]
-    original = [e for e in recorded if isinstance(e, ev.ModelCall)]
+    replayed = [e for e in events if isinstance(e, ModelCall) and e.trial_id == "fix-add__claude__r1"]
+    original = [e for e in recorded if isinstance(e, ModelCall)]
     assert {c.mode for c in replayed} == {"replay"}
     assert [(c.position, c.output_tokens) for c in replayed] == [(c.position, c.output_tokens) for c in original]
     # a conversation the recording does not hold: never a silent answer, the trial is infra
@@ -131,6 +133,6 @@ def test_record_then_replay_inside_trialhouse_run(tmp_path):
     # a trial with no recording at all (repetition 2 was never recorded)
     missing = fins["fix-add__claude__r2"]
     assert missing.outcome == "infra_error" and "no recording" in missing.reason
-    (start,) = [e for e in events if isinstance(e, ev.RunStarted)]
+    (start,) = [e for e in events if isinstance(e, RunStarted)]
     assert start.gateway.recording_dir == "recordings"
     assert {v.settings["gateway"]["mode"] for v in start.variants} == {"replay"}

@@ -62,14 +62,16 @@ def compile_redactor(secrets: Sequence[str]) -> re.Pattern[str]:
     return re.compile(f"(?=[{re.escape(first)}])(?:{'|'.join(parts)})")
 
 
-def _replacement(match: re.Match[str]) -> str:
+def replacement(match: re.Match[str]) -> str:
+    """The text a match becomes: ``[REDACTED]``, after the kept name of a bearer token or an
+    assignment (the gateway redacts recorded bodies with the same text as stored stdout)."""
     prefix = match.group("bearer") or match.group("assign")
     return f"{prefix}{REDACTED}" if prefix else REDACTED
 
 
 def redact(text: str, secrets: Sequence[str]) -> tuple[str, int]:
     """Replace secret values and token-shaped strings with ``[REDACTED]``; return the count."""
-    return compile_redactor(secrets).subn(_replacement, text)
+    return compile_redactor(secrets).subn(replacement, text)
 
 
 def redact_file(path: Path, secrets: Sequence[str], limit_bytes: int) -> tuple[bool, int]:
@@ -135,7 +137,7 @@ def _redact_stream(chunks: Iterator[str], pattern: re.Pattern[str], write, overl
             if match.start() >= cut:
                 break
             out.append(text[pos : match.start()])
-            out.append(_replacement(match))
+            out.append(replacement(match))
             count += 1
             pos = match.end()
             cut = max(cut, pos)
@@ -157,7 +159,7 @@ def _subn_from(pattern: re.Pattern[str], text: str, start: int) -> tuple[str, in
     n = 0
     for match in pattern.finditer(text, start):
         out.append(text[pos : match.start()])
-        out.append(_replacement(match))
+        out.append(replacement(match))
         pos = match.end()
         n += 1
     out.append(text[pos:])
@@ -206,7 +208,7 @@ class Redactor:
         self.pattern = compile_redactor(self.secrets)
 
     def text(self, text: str) -> tuple[str, int]:
-        return self.pattern.subn(_replacement, text)
+        return self.pattern.subn(replacement, text)
 
     def scan(self, text: str) -> tuple[str, int, int]:
         """Like ``text``, also counting how many matches were the run's own secret values
@@ -217,7 +219,7 @@ class Redactor:
         def replace(match: re.Match[str]) -> str:
             if match.group(0) in known:
                 hits[0] += 1
-            return _replacement(match)
+            return replacement(match)
 
         clean, total = self.pattern.subn(replace, text)
         return clean, total, hits[0]

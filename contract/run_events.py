@@ -1,0 +1,194 @@
+"""Run-level events: what was run, on what, the controls, and how the run ended."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from contract.envelope import MODEL_CONFIG, BaseEvent, Layer, Stage, Verdict
+from contract.values import Count32, Count64, Id, Int32, Positive32, Settings
+
+
+class VariantInfo(BaseModel):
+    """The configuration key of a variant, as recorded for analysis."""
+
+    model_config = MODEL_CONFIG
+
+    variant: Id
+    config_id: Id
+    """Stable hash of everything that can change behaviour (see runner.manifest.config_id)."""
+    model: str | None = None
+    harness: str | None = None
+    harness_version: str | None = None
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+    settings: Settings = Field(default_factory=dict)
+    agent_kind: str
+    """null | reference | replay | simulated | command."""
+    simulated: bool = False
+    """True when results come from the seeded stand-in, never a real model."""
+    stage_instruction_hashes: dict[str, str] = Field(default_factory=dict)
+
+
+class CriterionInfo(BaseModel):
+    model_config = MODEL_CONFIG
+
+    criterion_id: Id
+    layer: Layer
+    kind: Literal["command", "judge"]
+    description: str = ""
+    severity: Literal["blocker", "major", "minor"] | None = None
+    """Declared or defaulted severity of a failure of this criterion (None: older runs)."""
+
+
+class IsolationInfo(BaseModel):
+    """How agents and graders of the run were contained (see docs/security.md)."""
+
+    model_config = MODEL_CONFIG
+
+    backend: Literal["bubblewrap", "none"]
+    isolated: bool
+    """False for ``none``: reports say "not isolated" next to every result of the run."""
+    version: str | None = None
+    network: bool = True
+    """Whether sandboxed agents (and graders) could reach the network."""
+
+
+class ExecutorInfo(BaseModel):
+    """Where the run's trials ran (docs/scale.md): the driver's thread pool or a Ray cluster.
+
+    Controls always run on the driver; this names where the trials went.
+    """
+
+    model_config = MODEL_CONFIG
+
+    kind: Literal["local", "ray"]
+    address: str | None = None
+    """ray: the cluster address the run joined (``--ray-address``); None when the run
+    started its own local Ray instance."""
+    ray_version: str | None = None
+    nodes: Count32 | None = None
+    """ray: alive nodes when the run started."""
+    cpus: float | None = None
+    """ray: the cluster's CPUs when the run started."""
+
+
+class GatewayInfo(BaseModel):
+    """The run's model gateway (docs/gateway.md): what answered the agents' model calls."""
+
+    model_config = MODEL_CONFIG
+
+    mode: Literal["forward", "record", "replay", "scripted"]
+    upstreams: dict[str, str] = Field(default_factory=dict)
+    """Provider → base URL (forward/record)."""
+    key_env: dict[str, str] = Field(default_factory=dict)
+    """Provider → the variable the gateway read its key from (the name only, never the value)."""
+    script_sha256: dict[str, str] = Field(default_factory=dict)
+    """scripted: variant (``*`` for the default) → sha256 of its script."""
+    recording_dir: str | None = None
+    """record: where the run's recordings are (relative to the run directory);
+    replay: the snapshotted input directory replayed."""
+    variants: list[Id] = Field(default_factory=list)
+    """The variants whose agents went through the gateway."""
+
+
+class CaseInfo(BaseModel):
+    model_config = MODEL_CONFIG
+
+    case_id: Id
+    holdout: bool = False
+    labels: dict[str, str] = Field(default_factory=dict)
+    """difficulty, task_class, subsystem, language, repository, familiarity (known/unknown)."""
+    initial_commit: str
+    criteria: list[CriterionInfo] = Field(default_factory=list)
+    fingerprint: str | None = None
+    """Evaluator fingerprint: criteria (commands, input contents, layers, timeouts,
+    severities), reference patch, prepare commands, initial commit and trialhouse's
+    grading semantics. Trials of one case with different fingerprints are different
+    task versions and are never pooled."""
+
+
+class RunStarted(BaseEvent):
+    """First line of every run: what was run, on what, by which engine."""
+
+    event: Literal["run_started"] = "run_started"
+    manifest_id: Id
+    manifest_path: str
+    manifest_sha256: str
+    validation_only: bool = False
+    engine_version: str
+    os: str
+    python: str
+    git_version: str
+    repository: str
+    initial_commit: str
+    initial_tree: str
+    input_hashes: dict[str, str] = Field(default_factory=dict)
+    """Snapshot path (relative to the manifest) → sha256 of every operator-owned input."""
+    repetitions: Positive32
+    max_attempts: Positive32
+    timeout_seconds: float
+    max_cost_usd: float | None = None
+    stages: list[Stage] = Field(default_factory=list)
+    variants: list[VariantInfo] = Field(default_factory=list)
+    cases: list[CaseInfo] = Field(default_factory=list)
+    jobs: Positive32 = 1
+    resumed: bool = False
+    simulated: bool = False
+    """True when any variant is simulated."""
+    isolation: IsolationInfo | None = None
+    """The isolation backend used; None in runs written before isolation existed."""
+    gateway: GatewayInfo | None = None
+    """The run's model gateway; None when no variant used one."""
+    executor: ExecutorInfo | None = None
+    """Where the trials ran; None in runs written before executors existed."""
+    control_repeats: Positive32 | None = None
+    controls_from: Id | None = None
+    """Run id of the validation-only run whose controls this run reused (``--controls``)."""
+    grading_semantics: Int32 | None = None
+
+
+class ControlResult(BaseEvent):
+    """One criterion evaluated during validation (negative or positive control)."""
+
+    event: Literal["control_result"] = "control_result"
+    case_id: Id
+    control: Literal["negative", "positive"]
+    criterion_id: Id
+    layer: Layer
+    repeat: Count32 = 1
+    exit_code: Int32 | None = None
+    signal: Int32 | None = None
+    timed_out: bool = False
+    verdict: Verdict
+    expected: Literal["passed", "failed"]
+    ok: bool
+    duration_s: float
+
+
+class CaseValidated(BaseEvent):
+    """Verdict of a case's controls: usable in scored runs only when ``ok``."""
+
+    event: Literal["case_validated"] = "case_validated"
+    case_id: Id
+    ok: bool
+    problems: list[str] = Field(default_factory=list)
+    flaky_criteria: list[str] = Field(default_factory=list)
+    baseline: dict[str, Verdict] = Field(default_factory=dict)
+    """Criterion id → verdict on the initial commit (the negative control)."""
+    repeats: Positive32 | None = None
+    fingerprint: str | None = None
+    from_run: str | None = None
+    """Set when copied from a validation-only run (``run --controls``)."""
+
+
+class RunFinished(BaseEvent):
+    event: Literal["run_finished"] = "run_finished"
+    status: Literal["completed", "interrupted", "failed_controls"]
+    trials_total: Count64
+    trials_finished: Count64
+    trials_skipped: Count64 = 0
+    unscored_cases: list[Id] = Field(default_factory=list)
+    outcomes: dict[str, Count64] = Field(default_factory=dict)
+    duration_s: float
