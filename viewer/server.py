@@ -148,7 +148,7 @@ class Viewer:
             problem = review.validate(con, rec, setup.rubric)
             if problem:
                 return trialpages.trial_page(con, self.opts, run, trial, form=form,
-                                             message=f"not recorded: {problem}", status=400)
+                                             message=f"not recorded: {problem}")  # the form again, with why
             with self.lock:
                 line = review.append(setup.file, rec)  # type: ignore[arg-type]
             return 303, site.relative(site.review_action(run, trial), site.trial_page(run, trial)) + \
