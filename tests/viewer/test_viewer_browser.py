@@ -220,3 +220,21 @@ def test_a_remote_host_is_refused_with_one_line(served) -> None:
     proc = th("view", "--warehouse", str(served["wh"]), "--host", "0.0.0.0", "--no-open", check=False, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "--allow-remote" in proc.stderr, proc.stderr
+
+
+def test_another_host_name_and_a_review_without_the_token_are_refused(served) -> None:
+    """DNS rebinding (a page elsewhere naming this port under its own host name) gets 421; a
+    cross-site form post without the page's token records nothing."""
+    import http.client
+
+    parts = urlsplit(served["url"])
+    con = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    con.request("GET", "/", headers={"Host": f"attacker.example:{parts.port}"})
+    assert con.getresponse().status == 421
+    con = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    before = Path(served["reviews"]).read_text() if Path(served["reviews"]).exists() else ""
+    con.request("POST", f"/runs/{served['run_id']}/trials/mul__chat__r1/review",
+                body="reviewer=mallory&decision=accept", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert con.getresponse().status == 403
+    after = Path(served["reviews"]).read_text() if Path(served["reviews"]).exists() else ""
+    assert after == before
