@@ -52,8 +52,8 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	@echo "notebooks:  make lab"
 
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
-	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis tests bench
-	$(BIN)/mypy contract ingest warehouse analysis trialhouse
+	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
+	$(BIN)/mypy contract ingest warehouse analysis viewer trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
 	@# the Ray-cluster tests after the rest, with the machine to themselves: a raylet started under
 	@# load can miss its dashboard-agent start window (ray-project/ray#65983)
@@ -63,7 +63,7 @@ test-scale: $(STAMP) bubblewrap ## the Ray executor tests with the large sizes (
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
 
 lint: $(STAMP) ## ruff
-	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis tests bench
+	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
 
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
 	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -163,3 +164,33 @@ def _review_row(rec: dict[str, Any], known: dict[str, list[tuple[str, str]]], gr
                   "grid_json": json.dumps(chosen, sort_keys=True) if chosen else None,
                   "grid_rubric": grid_id if chosen else None, "failure_category": category,
                   "note": s.get("note") or None, "reviewed_at": now, "source_line": line}
+
+
+@dataclass(frozen=True)
+class ReviewRubric:
+    """What a review row may say: the anchored grid (``items``: item → choices), the reason
+    codes, decisions and failure categories. ``trialhouse view`` draws its review form from it."""
+
+    grid_id: str | None
+    items: dict[str, list[str]]
+    reason_codes: list[str]
+    decisions: tuple[str, ...] = DECISIONS
+    categories: tuple[str, ...] = CATEGORIES
+
+
+def review_rubric(path: Path | None) -> ReviewRubric:
+    """The review rubric at ``path`` (None: no grid, any reason code), read as ``import_reviews`` reads it."""
+    grid_id, items, codes = _grid_rubric(path)
+    return ReviewRubric(grid_id, items, codes)
+
+
+def check_review(rec: dict[str, Any], trials: list[tuple[str, str]], rubric: ReviewRubric) -> str | None:
+    """Why ``import_reviews`` would quarantine the review ``rec`` (None: it would import it).
+
+    ``trials`` are (run_id, outcome) of every trial in the warehouse named ``rec["trial_id"]``:
+    the same rule decides, so a review recorded in the viewer imports as it was checked.
+    """
+    tid = str(rec.get("trial_id") or "").strip()
+    reason, _row = _review_row(rec, {tid: trials}, rubric.items, rubric.reason_codes, rubric.grid_id,
+                               datetime.now(UTC), 0)
+    return reason

@@ -7,7 +7,15 @@ import sys
 import click
 
 # Registering a module = importing it; each adds its commands to ``app``.
-from trialhouse import cmd_analysis, cmd_judges, cmd_report, cmd_runner, cmd_stats, cmd_warehouse  # noqa: E402,F401,I001
+from trialhouse import (  # noqa: E402,F401,I001
+    cmd_analysis,
+    cmd_judges,
+    cmd_report,
+    cmd_runner,
+    cmd_stats,
+    cmd_view,
+    cmd_warehouse,
+)
 from trialhouse.app import app
 
 

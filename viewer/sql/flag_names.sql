@@ -1,0 +1,1 @@
+SELECT DISTINCT kind FROM flags ORDER BY kind
