@@ -48,7 +48,10 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
 	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
+	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
 	@echo "report:     $(DEMO)/reports/latest/report.html"
+	@echo "viewer:     $(TH) view -w $(WH) --reviews $(DEMO)/reviews.jsonl --rubric $(DEMO)/corpus/reviews/grid.yaml"
+	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"
 	@echo "notebooks:  make lab"
 
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
