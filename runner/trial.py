@@ -30,7 +30,7 @@ from contract.trial_events import (
 from runner import sandbox
 from runner.agents.harness_stage import ResolvedHarness
 from runner.budget import Clock, TrialBudget
-from runner.capture import DEFAULT_EXCLUDES, Capture, RunStore, TrialGit
+from runner.capture import DEFAULT_EXCLUDES, Capture, TrialGit
 from runner.eventlog import Emit
 from runner.git import GitError
 from runner.grading import (
@@ -54,6 +54,7 @@ from runner.outcome import (
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
+from runner.run_store import RunStore
 from runner.stage import StageResult, StageSetup, run_stage
 from runner.trial_files import TrialFiles, create_workspace
 from runner.walk import tree_size
@@ -126,7 +127,6 @@ class TrialOutcome:
     usage: Usage
     flags: int = 0
     attempts: int = 0
-
 
 
 def _check_stop(spec: TrialSpec) -> None:
