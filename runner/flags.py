@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
-from unidiff import PatchSet
+from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from runner.errors import RunnerError
@@ -74,6 +74,8 @@ def inspect_patch(diff_text: str, allowed_paths: list[str] | None) -> list[FlagF
         source = _strip(pf.source_file)
         target = _strip(pf.target_file)
         path = source if pf.is_removed_file else target
+        if path is None:  # /dev/null on both sides: no file changed
+            continue
         paths = {p for p in (source, target) if p}
         added = [line.value for hunk in pf for line in hunk if line.is_added]
         removed = [line.value for hunk in pf for line in hunk if line.is_removed]
@@ -156,7 +158,7 @@ def _net_new(pattern: re.Pattern[str], added: list[str], removed: list[str]) -> 
     return fresh
 
 
-def _generated_reason(pf, paths: set[str]) -> str | None:
+def _generated_reason(pf: PatchedFile, paths: set[str]) -> str | None:
     for p in sorted(paths):
         if "__snapshots__" in PurePosixPath(p).parts or _GENERATED_NAME.search(PurePosixPath(p).name):
             return "generated or snapshot file by name"

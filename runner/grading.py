@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contract.redact import Redactor
+from contract.trial_events import Grading
 from runner import sandbox
 from runner.capture import TrialGit
 from runner.evidence import read_capped
@@ -32,6 +34,8 @@ from runner.pristine import Pristine, remove_tree
 from runner.procs import ProcResult, ordinary_env
 
 GRADER_OUTPUT_LIMIT = 256 * 1024
+GRADER_TAIL = 2000
+"""Characters of grader output handed to a retry when ``reveal_grader_output`` is set."""
 
 
 @dataclass(frozen=True)
@@ -205,3 +209,33 @@ def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run
         output_path=str(out) if out else None, tree=tree, success_token=token is not None,
         token_ok=token_ok, note=note,
     )
+
+
+def retry_findings(stage_findings: list[str], results: list[GradeResult], criteria: list[Criterion],
+                   reveal_output: bool) -> list[str]:
+    """Concrete findings for the next attempt: the stages' verdict findings, then each
+    criterion that did not pass with its description (and the tail of its output when
+    the manifest reveals grader output)."""
+    out = list(stage_findings)
+    crit = {c.id: c for c in criteria}
+    for r in results:
+        if r.verdict == "passed":
+            continue
+        desc = crit[r.criterion_id].description or "(no description)"
+        text = f"criterion {r.criterion_id} ({r.layer}) did not pass: {desc}"
+        if reveal_output and r.output_path:
+            data, _cut = read_capped(Path(r.output_path), GRADER_TAIL * 64)
+            if data is not None:
+                text += f"\ngrader output:\n{data.decode('utf-8', 'replace')[-GRADER_TAIL:]}"
+        out.append(text)
+    return out
+
+
+def emit_gradings(emit: Callable[..., object], attempt: int, results: list[GradeResult], final: bool,
+                  baseline: dict[str, str]) -> None:
+    """One ``grading`` event per result, with the criterion's verdict on the initial commit."""
+    for r in results:
+        emit(Grading, attempt=attempt, final=final, criterion_id=r.criterion_id,
+             layer=r.layer, exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
+             verdict=r.verdict, duration_s=r.duration_s, baseline=baseline.get(r.criterion_id), tree=r.tree,
+             success_token=r.success_token, token_ok=r.token_ok, note=r.note)

@@ -1,0 +1,172 @@
+"""A trial's budget: its clock, its spend, and every "time left" the trial reads.
+
+A trial has one time budget (the manifest's ``timeout_seconds``, from the trial's start),
+at most one spend limit (``max_cost_usd``, on the spend the stages reported) and a size
+limit on the workspace (``max_workspace_mb``). Everything a trial gives a time limit to
+reads it here, through a method that names what it is for and the floor it gets: the
+floors are the whole list of "more time than is left", each with its reason. Every
+budget exceeded is a ``budget`` event (docs/runner.md, "A trial").
+
+The clock is an argument (``time.monotonic`` by default), so tests drive it; the module
+never imports the trial that uses it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from contract.stage_events import GatewayUsage, Usage, reported_usage
+from contract.trial_events import Budget
+from runner.agents.harness_stage import sum_gateway
+from runner.outcome import Stop
+
+Clock = Callable[[], float]
+"""Seconds on a monotonic clock."""
+TrialEmit = Callable[..., object]
+"""``emit(EventClass, **fields)`` with the trial's id filled in: what a trial hands its seams."""
+
+CostStatus = Literal["within", "exceeded", "unknown", "unlimited"]
+
+COMMAND_FLOOR = 0.001
+"""A prepare command always gets a positive timeout: the sandbox refuses zero."""
+GIT_FLOOR = 0.01
+"""The runner's own git work (a capture, a grading copy) gets at least this: with the
+budget spent it still starts, and the stop is decided by the trial, not by git."""
+EVIDENCE_FLOOR = 5.0
+"""Writing a patch of evidence (``changes.patch``, a checkpoint's patch) gets at least
+this, budget spent or not: a trial that ran out of time still leaves what it changed."""
+
+
+@dataclass
+class StageSpend:
+    """What one stage spent: its usage as reported, its time, its gateway traffic."""
+
+    usage: Usage
+    duration_s: float
+    gateway: GatewayUsage | None = None
+
+
+class TrialBudget:
+    """The clock and the spend of one trial; ``emit`` is the trial's (it adds the trial id)."""
+
+    def __init__(self, timeout_s: float, max_cost_usd: float | None, max_workspace_bytes: int,
+                 emit: TrialEmit, clock: Clock = time.monotonic) -> None:
+        self.timeout_s = timeout_s
+        self.max_cost_usd = max_cost_usd
+        self.max_workspace_bytes = max_workspace_bytes
+        self._emit = emit
+        self._clock = clock
+        self.start = clock()
+        self.deadline = self.start + timeout_s
+        self.spends: list[StageSpend] = []
+        self.cost_status: CostStatus = "unlimited" if max_cost_usd is None else "within"
+
+    # -- time ------------------------------------------------------------------------
+    def elapsed(self) -> float:
+        """Seconds since the trial started."""
+        return self._clock() - self.start
+
+    def left(self) -> float:
+        """Seconds of the budget left; negative once it is spent."""
+        return self.deadline - self._clock()
+
+    def exhausted(self) -> bool:
+        """The budget is spent: no stage starts, no further attempt follows."""
+        return self.left() <= 0
+
+    def for_agent(self) -> float:
+        """A stage's timeout, also recorded as ``stage_started.time_left_s``: what is left,
+        never less than zero (a stage started with nothing left times out at once)."""
+        return max(self.left(), 0.0)
+
+    def for_command(self) -> float:
+        """A prepare command's timeout (``COMMAND_FLOOR``)."""
+        return max(self.left(), COMMAND_FLOOR)
+
+    def for_git(self) -> float:
+        """The runner's own git work on the trial's time: captures, grading copies (``GIT_FLOOR``)."""
+        return max(self.left(), GIT_FLOOR)
+
+    def for_evidence(self) -> float:
+        """Writing a patch of evidence (``EVIDENCE_FLOOR``)."""
+        return max(self.left(), EVIDENCE_FLOOR)
+
+    def time_stop(self, reason: str, grade: bool = True) -> Stop:
+        """The stop for a spent time budget, recorded as a ``budget`` event wherever the
+        clock ran out."""
+        self._emit(Budget, type="time", status="exceeded", limit=self.timeout_s,
+                   used=round(self.elapsed(), 3))
+        return Stop("budget_exhausted", reason, grade=grade)
+
+    def work_failed(self, what: str, exc: Exception) -> Stop:
+        """The stop when the runner's own work (git) failed: the time budget's when it is
+        spent (the work was cut short at its floor), else an infrastructure failure."""
+        if self.exhausted():
+            return self.time_stop(f"time budget exhausted while {what}", grade=False)
+        return Stop("infra_error", f"{what} failed: {exc}", grade=False)
+
+    # -- spend -----------------------------------------------------------------------
+    def spend(self, stage: StageSpend) -> None:
+        self.spends.append(stage)
+
+    def known_cost(self) -> float:
+        """The spend the stages reported (a stage that reported none adds nothing)."""
+        return sum(s.usage.cost_usd for s in self.spends if s.usage.cost_usd is not None)
+
+    def cost_stop(self) -> Stop | None:
+        """The stop when the known spend is above ``max_cost_usd``. A stage without a cost
+        makes the status ``unknown`` (recorded once): unknown spend is never counted as 0."""
+        if self.max_cost_usd is None:
+            return None
+        spent = self.known_cost()
+        if spent > self.max_cost_usd:
+            self.cost_status = "exceeded"
+            self._emit(Budget, type="cost", status="exceeded", limit=self.max_cost_usd, used=spent)
+            return Stop("budget_exhausted", f"known spend above max_cost_usd={self.max_cost_usd:g}")
+        if any(s.usage.cost_usd is None for s in self.spends) and self.cost_status != "unknown":
+            self.cost_status = "unknown"
+            self._emit(Budget, type="cost", status="unknown", limit=self.max_cost_usd, used=None)
+        return None
+
+    def workspace_stop(self, used: int) -> Stop | None:
+        """The stop when the workspace (with HOME and TMP) holds ``used`` bytes, over the limit."""
+        cap = self.max_workspace_bytes
+        if used <= cap:
+            return None
+        self._emit(Budget, type="workspace", status="exceeded", limit=round(cap / 2**20, 3),
+                   used=round(used / 2**20, 3))
+        return Stop("budget_exhausted", f"workspace grew to {used / 2**20:.0f} MB, over "
+                                        f"max_workspace_mb={cap / 2**20:g}", grade=False)
+
+    # -- totals ----------------------------------------------------------------------
+    def usage(self) -> Usage:
+        """Trial totals; a field stays None when any stage left it unreported."""
+        return total_usage([s.usage for s in self.spends])
+
+    def agent_seconds(self) -> float:
+        return sum(s.duration_s for s in self.spends)
+
+    def gateway_usage(self) -> GatewayUsage | None:
+        return sum_gateway([s.gateway for s in self.spends])
+
+
+def total_usage(stages: list[Usage]) -> Usage:
+    """The sum of stage usages; a field stays None when any stage left it unreported."""
+    if not stages:
+        return Usage()
+    totals: dict[str, Any] = {}
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                 "cost_usd", "steps"):
+        vals = [getattr(s, name) for s in stages]
+        totals[name] = None if any(v is None for v in vals) else sum(vals)
+    bases = {s.cost_basis for s in stages}
+    basis = bases.pop() if totals["cost_usd"] is not None and len(bases) == 1 else None
+    firsts = [s.time_to_first_edit_s for s in stages if s.time_to_first_edit_s is not None]
+    totals["time_to_first_edit_s"] = firsts[0] if firsts else None
+    sources = sorted({s.source for s in stages if s.source})
+    # A sum of in-range stage numbers can still leave the contract's range: unknown then.
+    usage, _notes = reported_usage(source="+".join(sources) or None, **totals)
+    return usage.model_copy(update={"cost_basis": basis if usage.cost_usd is not None else None})
