@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis import scope, stats, tasks
-from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
+from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
@@ -133,7 +133,7 @@ def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool,
                   universe: bool) -> str:
     """The one pass over trial rows: medians and quantiles need the values themselves.
     ``universe`` groups by task universe too (needed when a configuration spans several)."""
-    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
+    by_sel = "".join(f",\n    {COLUMN_SQL[b]} AS {b}" for b in by)  # fixed column map
     outside = """
   AND NOT EXISTS (SELECT 1 FROM task_outside o
                   WHERE o.run_id = t.run_id AND o.raw_case_id = t.case_id)""" if exclude else ""

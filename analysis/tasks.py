@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analysis.data import _COLUMNS, TRIALS
+from analysis.data import COLUMN_SQL, TRIALS
 from analysis.filters import Filters, case_label
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
     """Write ``task_cells`` (and ``task_outside``) for the selection; see the module doc.
     ``filters`` must be resolved (``scope.resolve``)."""
     where, params = filters.where()
-    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by_cols)  # fixed column map
+    by_sel = "".join(f",\n    {COLUMN_SQL[b]} AS {b}" for b in by_cols)  # fixed column map
     counts = (COUNTS_FROM_TRIALS if filters.needs_trials or from_trials else COUNTS_FROM_ROLLUP)
     column, in_json = con.execute(
         "SELECT count(benchmark), count(json_extract_string(labels_json, '$.benchmark')) "
