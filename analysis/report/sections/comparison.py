@@ -84,8 +84,8 @@ def section(d: ReportData) -> Section:
 
 
 def _reference_points(d: ReportData, ids: set[str]) -> Table:
-    """The null and reference runs beside the comparison (STATISTICS.md: they belong in every
-    comparison where they were run), as the floor and the ceiling, never as candidates."""
+    """The null and reference runs beside the comparison (docs/design.md, "Baselines are
+    reference points, never candidates"), as the floor and the ceiling, never as candidates."""
     rows = [[name(d, r), f"baseline ({d.roles[r['config_id']].agent_kind})",
              fmt.pct(r["solved"], r["valid"]), fmt.rate(r["task_mean"])]
             for r in d.summary.rows if r["config_id"] in ids and r["config_id"] in d.roles]
