@@ -88,7 +88,7 @@ def front_rows(points: list[dict], convex: bool = False,
 
 def _x(row: dict, x: str) -> float | None:
     if x == "cost_per_accepted":
-        return row["cost_per_solved"]
+        return row["cost_per_accepted"]
     if x == "median_steps":
         return row["med_steps"]
     cost, trials = row["cost_usd"], row["trials"]

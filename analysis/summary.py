@@ -30,9 +30,23 @@ ROW_KEYS = [
     *CONFIG_KEYS, "universe", "trials", "incomplete", "valid", "solved", "rate", "ci_low", "ci_high",
     "infra", "invalid", "tasks", "task_mean", "task_ci_low", "task_ci_high", "med_steps",
     "med_tokens", "med_duration_s", "cost_usd", "cost_known", "cost_coverage",
-    "cost_per_solved", "cost_p50", "cost_p90", "cost_p95", "latency_p50", "latency_p90",
+    "cost_per_accepted", "cost_p50", "cost_p90", "cost_p95", "latency_p50", "latency_p90",
     "latency_p95", "simulated", "flags", "flagged_trials",
 ]
+
+JSON_ALIASES = {"cost_per_accepted": "cost_per_solved"}
+"""Keys a row's JSON form repeats under an older name, right after the key (docs/analysis.md):
+``cost_per_solved`` was this figure's name in ``summarize --json``/``--csv`` and report.json."""
+
+
+def with_aliases(row: dict) -> dict:
+    """A row as JSON writes it: each key of ``JSON_ALIASES`` followed by its old name."""
+    out = {}
+    for key, value in row.items():
+        out[key] = value
+        if key in JSON_ALIASES:
+            out[JSON_ALIASES[key]] = value
+    return out
 
 
 @dataclass
@@ -63,7 +77,7 @@ class Summary:
     def as_dict(self) -> dict:
         from analysis.jsonout import clean
 
-        return clean({"rows": self.rows, "excluded_cases": self.excluded_cases,
+        return clean({"rows": [with_aliases(r) for r in self.rows], "excluded_cases": self.excluded_cases,
                       "universes": [u.as_dict() for u in self.universes],
                       "eligibility": self.eligibility, "unscored": self.unscored,
                       "sanity": self.sanity, "task_versions": self.task_versions,
@@ -169,9 +183,9 @@ def _row(rec: dict) -> dict:
     trials, known = rec["trials"], rec["cost_known"]
     cost = rec["cost_sum"] if known == trials else None
     if cost is None:
-        per_solved = None
+        per_accepted = None
     else:
-        per_solved = cost / solved if solved else float("inf")
+        per_accepted = cost / solved if solved else float("inf")
     tasks, tmean, tsd = rec["tasks"], rec["task_mean"], rec["task_sd"]
     tlo = thi = None
     if tasks >= 2 and tsd is not None:
@@ -187,7 +201,7 @@ def _row(rec: dict) -> dict:
         "med_steps": rec.get("med_steps"), "med_tokens": rec.get("med_tokens"),
         # The median wall time is the p50 of all complete trials (docs/analysis.md).
         "med_duration_s": lq[0] if lq else None, "cost_usd": cost, "cost_known": known,
-        "cost_coverage": known / trials if trials else None, "cost_per_solved": per_solved,
+        "cost_coverage": known / trials if trials else None, "cost_per_accepted": per_accepted,
         "cost_p50": cq[0] if cq else None, "cost_p90": cq[1] if cq else None,
         "cost_p95": cq[2] if cq else None,
         "latency_p50": lq[0] if lq else None, "latency_p90": lq[1] if lq else None,

@@ -63,7 +63,7 @@ def summary(s: Any) -> View:
             fmt.count(r["infra"]), fmt.count(r["invalid"]), fmt.count(r["incomplete"]),
             fmt.number(r["med_steps"], unknown="unknown"),
             fmt.number(r["med_tokens"], unknown="unknown"), fmt.usd(r["cost_usd"]),
-            fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_solved"]),
+            fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_accepted"]),
             fmt.pct(r["cost_known"], r["trials"]), fmt.secs(r["latency_p50"]), flags])
     lead = 1 + len(uni) + len(s.by)
     numeric = [False] * lead + [True] * (len(cols) - lead)

@@ -33,7 +33,7 @@ def _quality(d: ReportData, r: dict[str, Any]) -> list[Any]:
 def _cost(d: ReportData, r: dict[str, Any]) -> list[Any]:
     return [name(d, r), fmt.usd(r["cost_usd"], r["cost_coverage"]),
             fmt.pct(r.get("cost_known"), r["trials"]),
-            fmt.usd(r["cost_per_solved"], r["cost_coverage"]),
+            fmt.usd(r["cost_per_accepted"], r["cost_coverage"]),
             " / ".join(fmt.usd(r[k]) for k in ("cost_p50", "cost_p90", "cost_p95"))]
 
 
