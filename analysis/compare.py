@@ -24,11 +24,13 @@ from analysis.paired import compare_relation
 from analysis.resampling import SEED
 from analysis.sides import sharing, sides, universe_of_sides
 from analysis.tasks import evaluator_changes
-from analysis.unscored import unscored_notes
+from analysis.unscored import unscored
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
+
+    from analysis.summary import Checked
 
 __all__ = ["Comparison", "ComparisonSet", "compare", "compare_frame", "compare_report",
            "compare_relation"]
@@ -73,8 +75,8 @@ def _run(con: duckdb.DuckDBPyConnection, rel: str, base: ConfigRef, cands: list[
 
 def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
             baseline: str | None = None, candidates: Sequence[str] | None = None,
-            by: list[str] | str | None = None, seed: int = SEED, question: str = "compare"
-            ) -> ComparisonSet:
+            by: list[str] | str | None = None, seed: int = SEED, question: str = "compare",
+            checked: Checked | None = None) -> ComparisonSet:
     """Candidates against a baseline over the warehouse, within one task universe.
 
     Default baseline: the manifest's first non-baseline variant; default candidates:
@@ -87,12 +89,16 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     to an unsliced comparison of that slice's trials; slices where the baseline or a
     candidate has no trial are skipped, and Holm adjusts within a slice. ``seed`` seeds
     the bootstrap intervals of the paired deltas; ``question`` names the asking command in
-    messages (``plan`` asks through here).
+    messages (``plan`` asks through here). ``checked``: what the selection's checks found
+    (``Summary.checked``; a report has them), used unless the comparison narrows the
+    selection to one universe (then its gates and unscored cases are its own).
     """
     from analysis.data import config_list, trials_sql
 
-    filters, notes, universe, cfg_rows = universe_of_sides(con, scope.resolve(con, filters),
-                                                            baseline, candidates, question)
+    selection = scope.resolve(con, filters)
+    filters, notes, universe, cfg_rows = universe_of_sides(con, selection, baseline, candidates,
+                                                            question)
+    known = checked if filters is selection else None
     table = config_list(cfg_rows)
     roles = eligibility_from_kinds({r["config_id"]: r.get("agent_kind") for r in cfg_rows})
     base, cands, excluded = sides(table, roles, baseline, candidates,
@@ -110,12 +116,14 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     finally:
         con.execute(f"DROP TABLE IF EXISTS {rel}")
     simulated = frozenset(r["config_id"] for r in cfg_rows if r.get("simulated"))
-    gated = {cid: list(e.reasons) for cid, e in assess(con, filters, ids).items() if e.reasons}
+    gated = {cid: list(e.reasons) for cid, e in assess(
+        con, filters, ids, known.gates if known else None).items() if e.reasons}
+    gone = known.unscored if known else unscored(con, filters)
     said = [f"INELIGIBLE {cid[:12]}: {'; '.join(why)}" for cid, why in sorted(gated.items())]
     return ComparisonSet(base, cands, comps, "requested" if baseline else "default", excluded,
                          by_cols, simulated, universe,
                          [*changed, *said, *notes, *left_out, *scope.coverage_notes(con, filters),
-                          *unscored_notes(con, filters)], gated)
+                          *gone.notes()], gated)
 
 
 def compare_frame(df: pl.DataFrame, baseline: str | None = None,

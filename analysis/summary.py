@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis import scope, stats, tasks
+from analysis.checks import staged_counts
 from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
@@ -23,6 +24,10 @@ from analysis.unscored import unscored
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
+
+    from analysis.checks import TrialCounts
+    from analysis.eligibility import Gates
+    from analysis.unscored import Unscored
 
 SMALL_TASKS = 10
 
@@ -50,6 +55,16 @@ def with_aliases(row: dict) -> dict:
 
 
 @dataclass
+class Checked:
+    """What a summary's checks found about its whole selection, kept for callers that show
+    them too (the report reads them here instead of asking again)."""
+
+    gates: dict[str, Gates]  # every configuration of the selection (analysis.eligibility)
+    unscored: Unscored
+    sanity: list[SanityWarning]
+
+
+@dataclass
 class Summary:
     """Rows (one per configuration × task universe [× slice]), the task set of each
     universe (``universes``), and what was left out and why."""
@@ -63,6 +78,7 @@ class Summary:
     unscored: dict | None = None  # analysis.tasks.Unscored.as_dict
     sanity: list[dict] = field(default_factory=list)  # analysis.sanity warnings
     task_versions: list[dict] = field(default_factory=list)  # cases with 2+ evaluators
+    checked: Checked | None = None  # with checks: what they found (not part of the JSON)
 
     @property
     def table(self) -> pl.DataFrame:
@@ -291,7 +307,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
         changed = tasks.versions(con)
-        found = sanity(con, filters, staged=True) if checks else []
+        counted = staged_counts(con, filters) if checks else None
+        found = sanity(con, filters, staged=True, counts=counted) if checks else []
         excluded_ids = ({(cid, u): ids for cid, u, ids in con.execute(_EXCLUDED_SQL).fetchall()}
                         if st.n_outside else {})
         holistic = _holistic(con, st, filters, by_cols, from_trials) if full else {}
@@ -317,17 +334,20 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                   warnings=[*coverage_notes(con, filters), *tasks.version_warning(changed),
                             *_warnings(rows, excluded)],
                   universes=st.universes, task_versions=[c.as_dict() for c in changed])
-    return _checked(con, filters, out, found) if checks else out
+    return _checked(con, filters, out, found, counted or {}) if checks else out
 
 
 def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
-             found: list[SanityWarning]) -> Summary:
-    """Add eligibility, the unscored cases and the sanity checks (their notes first)."""
-    from analysis.eligibility import assess
+             found: list[SanityWarning], counted: dict[str, TrialCounts]) -> Summary:
+    """Add eligibility, the unscored cases and the sanity checks (their notes first); the
+    gates come from the counts the sanity checks read (one pass for both)."""
+    from analysis.eligibility import assess, gates
 
-    roles = assess(con, filters, {r["config_id"] for r in out.rows})
+    selection = gates(con, filters, counted)
+    roles = assess(con, filters, {r["config_id"] for r in out.rows}, selection)
     out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
     gone = unscored(con, filters)
+    out.checked = Checked(selection, gone, found)
     out.unscored = gone.as_dict()
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
