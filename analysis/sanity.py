@@ -32,16 +32,16 @@ INFRA_SHARE = 0.10
 """Above this share of infra errors among a configuration's complete trials, warn."""
 
 _UNEQUAL = """
-WITH n AS MATERIALIZED ({counts}),
-u AS (SELECT universe, case_id FROM n GROUP BY ALL HAVING min(n) <> max(n)),
-first AS (SELECT universe, case_id FROM u ORDER BY universe, case_id LIMIT 1)
-SELECT (SELECT count(*) FROM u), f.case_id,
-       (SELECT list((n.config_id, n.n) ORDER BY n.config_id) FROM n
-        WHERE n.universe = f.universe AND n.case_id = f.case_id)
-FROM first f
+SELECT count(*), min((universe, case_id)) FROM (
+  SELECT universe, case_id FROM ({counts}) GROUP BY ALL HAVING min(n) <> max(n)
+)
 """
 """Tasks on which configurations have different numbers of complete trials: how many, and
-the first (by universe, case) with its counts per configuration, the warning's example."""
+the first (by universe, case), the warning's example."""
+
+_EXAMPLE = """
+SELECT config_id, n FROM ({counts}) WHERE universe = ? AND case_id = ? ORDER BY config_id
+"""
 
 _TRIAL_COUNTS = """
   SELECT {universe} AS universe, t.case_id, t.config_id, count(*) AS n
@@ -53,6 +53,12 @@ _CELL_COUNTS = """
   SELECT universe, raw_case_id AS case_id, config_id, sum(n_complete) AS n
   FROM task_cells WHERE n_complete > 0 GROUP BY ALL"""
 """The same from the staged ``task_cells`` (``analysis.tasks``), when a question has them."""
+
+_ONE_CELL_COUNTS = """
+  SELECT universe, raw_case_id AS case_id, config_id, n_complete AS n
+  FROM task_cells WHERE n_complete > 0"""
+"""The same when each cell is already one (universe, case, configuration): one run per
+universe and no slice (``Staged.one_run``), so there is nothing to add up."""
 
 
 @dataclass(frozen=True)
@@ -70,20 +76,26 @@ class SanityWarning:
 
 
 def sanity(con: duckdb.DuckDBPyConnection, filters: Filters, staged: bool = False,
-           counts: Mapping[str, TrialCounts] | None = None) -> list[SanityWarning]:
+           counts: Mapping[str, TrialCounts] | None = None, one_cell: bool = False
+           ) -> list[SanityWarning]:
     """The checks of the module doc over the selected trials (``filters`` resolved).
     ``staged``: the selection's ``task_cells`` exist (inside ``tasks.staged``), so the
-    per-task counts come from them instead of a pass over the trials. ``counts``: the
-    selection's ``analysis.checks`` counts when the caller has them (else counted here)."""
+    per-task counts come from them instead of a pass over the trials (``one_cell``: each
+    cell is one task of one configuration). ``counts``: the selection's
+    ``analysis.checks`` counts when the caller has them (else counted here)."""
     from analysis.checks import counts as count_trials
 
     where, params = filters.where()
-    per_task = _CELL_COUNTS if staged else _TRIAL_COUNTS.format(
-        universe=UNIVERSE_SQL, trials=TRIALS, joins=joins(filters, [], universe=True),
-        where=where)
+    per_task = ((_ONE_CELL_COUNTS if one_cell else _CELL_COUNTS) if staged else
+                _TRIAL_COUNTS.format(universe=UNIVERSE_SQL, trials=TRIALS,
+                                     joins=joins(filters, [], universe=True), where=where))
+    given = [] if staged else params
     out: list[SanityWarning] = []
-    for n, case, example in con.execute(_UNEQUAL.format(counts=per_task),
-                                        [] if staged else params).fetchall():
+    (n, first), = con.execute(_UNEQUAL.format(counts=per_task), given).fetchall()
+    if n:
+        universe, case = first
+        example = con.execute(_EXAMPLE.format(counts=per_task),
+                              [*given, universe, case]).fetchall()
         listed = ", ".join(f"{cid[:12]}: {k}" for cid, k in example)
         out.append(SanityWarning("unequal_runs", n, (
             f"unequal runs per task: on {n} task(s) configurations have different "

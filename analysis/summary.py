@@ -308,7 +308,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
         changed = tasks.versions(con)
         counted = staged_counts(con, filters) if checks else None
-        found = sanity(con, filters, staged=True, counts=counted) if checks else []
+        found = (sanity(con, filters, staged=True, counts=counted,
+                        one_cell=st.one_run and not by_cols) if checks else [])
         excluded_ids = ({(cid, u): ids for cid, u, ids in con.execute(_EXCLUDED_SQL).fetchall()}
                         if st.n_outside else {})
         holistic = _holistic(con, st, filters, by_cols, from_trials) if full else {}
