@@ -24,6 +24,8 @@ from analysis.tasks import joins
 if TYPE_CHECKING:
     import duckdb
 
+    from analysis.tasks import Staged
+
 EMPTY_SUCCESS_SQL = ("t.solved AND (t.steps = 0 OR t.output_tokens = 0) "
                      "AND coalesce(cf.agent_kind NOT IN ('null', 'reference'), TRUE)")
 """An accepted trial nobody worked for (aliases t: trials, cf: its configs row)."""
@@ -54,14 +56,6 @@ GROUP BY t.config_id
 """  # noqa: S608 -- fixed fragments only; values are parameters
 """Only the trials that leaked or look like an empty success: few, and skipped by row group
 when the Parquet statistics show none (no leak, no zero steps or tokens)."""
-
-_CELLS_SQL = """
-SELECT config_id, run_id, sum(n_complete), sum(n_invalid), sum(n_infra)
-FROM task_cells GROUP BY config_id, run_id
-"""
-"""The same counts from the staged task cells (``analysis.tasks``): every selected trial is
-in exactly one cell, incomplete ones included."""
-
 
 @dataclass(frozen=True)
 class TrialCounts:
@@ -101,12 +95,14 @@ def counts(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, TrialC
     return _collect(con.execute(sql, params).fetchall(), {})
 
 
-def staged_counts(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, TrialCounts]:
-    """The same counts inside ``analysis.tasks.staged`` (the selection's ``task_cells``):
-    complete, invalid and infra from the cells, leaks and empty successes from the trials
-    that have them."""
+def staged_counts(con: duckdb.DuckDBPyConnection, filters: Filters, staged: Staged
+                  ) -> dict[str, TrialCounts]:
+    """The same counts inside ``analysis.tasks.staged``: complete, invalid and infra from
+    what staging counted (``Staged.trial_counts``: every selected trial is in exactly one
+    task cell, incomplete ones included), leaks and empty successes from the trials that
+    have them."""
     where, params = filters.where()
     few = _FEW_SQL.format(trials=TRIALS, joins=joins(filters, []), where=where,
                           leaked=LEAKED_SQL, empty=EMPTY_SUCCESS_SQL)
     extra = {cid: (leaked, empty) for cid, leaked, empty in con.execute(few, params).fetchall()}
-    return _collect(con.execute(_CELLS_SQL).fetchall(), extra)
+    return _collect([(cid, run, *n) for (cid, run), n in staged.trial_counts.items()], extra)

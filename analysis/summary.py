@@ -307,7 +307,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
         recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
         changed = tasks.versions(con)
-        counted = staged_counts(con, filters) if checks else None
+        counted = staged_counts(con, filters, st) if checks else None
         found = (sanity(con, filters, staged=True, counts=counted,
                         one_cell=st.one_run and not by_cols) if checks else [])
         excluded_ids = ({(cid, u): ids for cid, u, ids in con.execute(_EXCLUDED_SQL).fetchall()}

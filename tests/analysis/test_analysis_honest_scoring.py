@@ -257,7 +257,7 @@ def test_the_staged_counts_and_checks_equal_one_pass_over_the_trials(_warehouses
         sel = resolve(con, sel)
         for by in ([], ["task_class"]):
             with tasks.staged(con, sel, by) as st:
-                staged = checks.staged_counts(con, sel)
+                staged = checks.staged_counts(con, sel, st)
                 found = sanity(con, sel, staged=True, counts=staged,
                                one_cell=st.one_run and not by)
             assert staged == checks.counts(con, sel)
