@@ -221,14 +221,20 @@ GROUP BY config_id
 NAME_KEYS = [*CONFIG_KEYS[1:], "simulated"]
 
 
-def config_names(con: duckdb.DuckDBPyConnection, pairs: str) -> dict[str, dict]:
+PAIRS_SQL = "SELECT unnest(?::VARCHAR[]) AS run_id, unnest(?::VARCHAR[]) AS config_id"
+"""(run_id, config_id) pairs given as two parameter lists (for ``config_names``)."""
+
+
+def config_names(con: duckdb.DuckDBPyConnection, pairs: str, params: list | None = None
+                 ) -> dict[str, dict]:
     """config_id → variant, model, harness, harness_version, simulated.
 
     From the ``configs`` rows of the (run_id, config_id) pairs selected by ``pairs`` (a
-    fixed SELECT over a table the caller built); a run whose trials name a configuration
-    its configs table lacks is named from those trials.
+    fixed SELECT over a table the caller built, or ``PAIRS_SQL`` with the pairs as
+    ``params``); a run whose trials name a configuration its configs table lacks is named
+    from those trials.
     """
-    rows = con.execute(_NAMES_SQL.format(pairs=pairs)).fetchall()
+    rows = con.execute(_NAMES_SQL.format(pairs=pairs), params or []).fetchall()
     names = {cid: dict(zip(NAME_KEYS, vals, strict=True)) for cid, *vals, _ in rows}
     unnamed = sorted(cid for cid, *_, missing in rows if missing)
     if unnamed:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from analysis import scope, stats, tasks
 from analysis.checks import staged_counts
-from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
+from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
@@ -305,7 +305,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     by_cols = check_by(by)
     with tasks.staged(con, filters, by_cols, from_trials) as st:
         recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
-        names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
+        pairs = sorted((run, cid) for cid, runs in st.config_runs.items() for run in runs)
+        names = config_names(con, PAIRS_SQL, [[r for r, _ in pairs], [c for _, c in pairs]])
         changed = tasks.versions(con)
         counted = staged_counts(con, filters, st) if checks else None
         found = (sanity(con, filters, staged=True, counts=counted,
