@@ -20,7 +20,9 @@ def _trajectory_cell(r: Mapping[str, Any], prefix: str) -> str:
     if r["metric"] == "final_check":
         share = r[f"{prefix}share"]
         count = r["n"] if not prefix else None
-        return fmt.DASH if share is None else fmt.rate(share) + ("" if count is None else f" ({fmt.count(count)})")
+        if share is None:
+            return fmt.DASH
+        return fmt.rate(share) + ("" if count is None else f" ({fmt.count(count)})")
     if not r[f"{prefix}n"]:
         return fmt.DASH
     return (f"{fmt.number(r[f'{prefix}median'], 2)} / {fmt.number(r[f'{prefix}p90'], 2)}"
@@ -36,6 +38,7 @@ def trajectory_table(rows: Sequence[Mapping[str, Any]],
         "Trajectory metrics: median / p90 (final_check: share of stages)",
         columns(["configuration", "stage", "metric", "all", "accepted", "not accepted",
                  "unknown"], [False] * 3 + [True] * 4, identifying=3),
-        [[label(r), r["stage"], r["metric"] if r["category"] is None else f"final_check: {r['category']}",
+        [[label(r), r["stage"],
+          r["metric"] if r["category"] is None else f"final_check: {r['category']}",
           _trajectory_cell(r, ""), _trajectory_cell(r, "accepted_"), _trajectory_cell(r, "other_"),
           fmt.count(r["unknown"])] for r in rows])

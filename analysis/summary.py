@@ -93,7 +93,8 @@ class Summary:
     def as_dict(self) -> dict:
         from analysis.jsonout import clean
 
-        return clean({"rows": [with_aliases(r) for r in self.rows], "excluded_cases": self.excluded_cases,
+        return clean({"rows": [with_aliases(r) for r in self.rows],
+                      "excluded_cases": self.excluded_cases,
                       "universes": [u.as_dict() for u in self.universes],
                       "eligibility": self.eligibility, "unscored": self.unscored,
                       "sanity": self.sanity, "task_versions": self.task_versions,

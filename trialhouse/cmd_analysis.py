@@ -174,8 +174,8 @@ def pareto(warehouse: Path, x: str, convex: bool, by: Many, json_out: bool, csv_
 
     fmt = output_format(json_out, csv_out)
     filters = selection.filters(sel)
-    selection.show(selection.ask(warehouse, ask, filters, x=x, convex=convex, by=listed(by)), "pareto", fmt,
-          filters)
+    result = selection.ask(warehouse, ask, filters, x=x, convex=convex, by=listed(by))
+    selection.show(result, "pareto", fmt, filters)
 
 
 _question("matrix", "analysis.matrix.matrix", "matrix", """Model × harness: one model under several harnesses, several models under one, or the full grid (interaction).
@@ -206,9 +206,11 @@ def failures(warehouse: Path, disagreements: bool, by: Many, json_out: bool, csv
     fmt = output_format(json_out, csv_out)
     filters = selection.filters(sel)
     if disagreements:
-        selection.show(selection.ask(warehouse, f.review_disagreements, filters), "disagreements", fmt, filters)
+        result = selection.ask(warehouse, f.review_disagreements, filters)
+        selection.show(result, "disagreements", fmt, filters)
     else:
-        selection.show(selection.ask(warehouse, f.failures, filters, by=listed(by)), "failures", fmt, filters)
+        result = selection.ask(warehouse, f.failures, filters, by=listed(by))
+        selection.show(result, "failures", fmt, filters)
 
 
 _question("familiarity", "analysis.familiarity.familiarity", "familiarity", """Known vs unknown repository gap per configuration, interval clustered by repository.

@@ -54,8 +54,8 @@ def rank(warehouse: Path, seed: int, resamples: int, json_out: bool, csv_out: bo
 
     fmt = output_format(json_out, csv_out)
     filters = selection.filters(sel)
-    selection.show(selection.ask(warehouse, ask, filters, seed=seed, resamples=resamples), "ranks", fmt,
-          filters)
+    result = selection.ask(warehouse, ask, filters, seed=seed, resamples=resamples)
+    selection.show(result, "ranks", fmt, filters)
 
 
 @app.command()

@@ -75,8 +75,10 @@ def section(d: ReportData) -> Section:
         s.warnings += small_sample(c.tasks.common, f"the comparison of {lab}")
         if (text := _holdout(lab, c)) is not None:
             s.paragraphs.append(text)
-    s.tables.append(Table("Pairs (task × repetition)", columns(_PAIRS, [False] + [True] * 7), pairs))
-    s.tables.append(Table("Per-task directions and sign test", columns(_TEST, [False] + [True] * 7), tests))
+    s.tables.append(Table("Pairs (task × repetition)", columns(_PAIRS, [False] + [True] * 7),
+                          pairs))
+    s.tables.append(Table("Per-task directions and sign test",
+                          columns(_TEST, [False] + [True] * 7), tests))
     s.tables.append(Table("Time and cost", columns(_COST, [False, True, True, True, True]), costs))
     if comps.excluded_baselines:
         s.tables.append(_reference_points(d, {b.config_id for b in comps.excluded_baselines}))
@@ -90,4 +92,5 @@ def _reference_points(d: ReportData, ids: set[str]) -> Table:
              fmt.pct(r["solved"], r["valid"]), fmt.rate(r["task_mean"])]
             for r in d.summary.rows if r["config_id"] in ids and r["config_id"] in d.roles]
     return Table("Reference points (not candidates, not in the Holm family)",
-                 columns(["configuration", "role", "accepted / valid", "task mean"], [False, False, True, True]), rows)
+                 columns(["configuration", "role", "accepted / valid", "task mean"],
+                         [False, False, True, True]), rows)

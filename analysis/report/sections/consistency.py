@@ -28,7 +28,8 @@ def section(d: ReportData) -> Section:
     s.tables.append(Table(
         "Consistency",
         columns(["configuration", "consistent tasks", "95% CI", "repetitions (min–max)"]
-        + [f"pass^{k}" for k in range(1, kmax + 1)] + [f"pass@{k}" for k in range(1, kmax + 1)], [False] + [True] * (3 + 2 * kmax)),
+                + [f"pass^{k}" for k in range(1, kmax + 1)]
+                + [f"pass@{k}" for k in range(1, kmax + 1)], [False] + [True] * (3 + 2 * kmax)),
         [[name(d, r), fmt.pct(r["consistent"], r["tasks"]), fmt.interval(r["ci_low"], r["ci_high"]),
           f"{r['min_n']}–{r['max_n']}"]
          + [fmt.prob(_at(r.get("pass_hat_k"), k)) for k in range(kmax)]

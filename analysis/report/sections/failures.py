@@ -19,7 +19,7 @@ def section(d: ReportData) -> Section:
     s.tables.append(Table(
         "Outcomes and categories",
         columns(["configuration", "dimension", "class / category", "annotator", "trials (share)",
-         "lost spend"], [False, False, False, False, True, True]),
+                 "lost spend"], [False, False, False, False, True, True], identifying=3),
         [[name(d, r), r["dimension"], r["value"], r.get("annotator") or fmt.DASH,
           fmt.pct(r["count"], r["total"]),
           fmt.usd(r["lost_spend_usd"], r.get("cost_coverage")) if r["value"] != "accepted"

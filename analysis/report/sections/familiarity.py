@@ -23,7 +23,7 @@ def section(d: ReportData) -> Section:
     s.tables.append(Table(
         "Familiarity gap",
         columns(["configuration", "known: accepted / valid", "unknown: accepted / valid",
-         "gap (95% CI)", "repositories"], [False, True, True, True, True]),
+                 "gap (95% CI)", "repositories"], [False, True, True, True, True]),
         [[name(d, r), fmt.pct(r["known_solved"], r["known_valid"]),
           fmt.pct(r["unknown_solved"], r["unknown_valid"]),
           fmt.diff_ci(r["gap"], r["ci_low"], r["ci_high"]),

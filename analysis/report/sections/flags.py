@@ -23,7 +23,8 @@ def section(d: ReportData) -> Section:
         return s
     s.tables.append(Table(
         "Flags per configuration and kind",
-        columns(["configuration", "kind", "flags", "trials flagged", "files", "trials"], [False, False, True, True, False, False]),
+        columns(["configuration", "kind", "flags", "trials flagged", "files", "trials"],
+                [False, False, True, True, False, False], identifying=2),
         [[name(d, r), r["kind"], fmt.count(r["flags"]), fmt.pct(r["trials_flagged"], r["trials"]),
           fmt.listing(r["paths"], limit=3),
           tuple(Link(t, e) for t, e in zip(r["trial_ids"], r["evidence"], strict=True))

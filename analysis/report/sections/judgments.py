@@ -38,8 +38,9 @@ def section(d: ReportData) -> Section:
     if judged.height:
         s.tables.append(Table(
             "Judgments (advisory) per configuration and criterion",
-            columns(["configuration", "criterion", "judge", "judgments", "pass", "fail", "abstained", "calibration",
-             "kappa [95% CI]"], [False, False, False, True, True, True, True, False, False]),
+            columns(["configuration", "criterion", "judge", "judgments", "pass", "fail",
+                     "abstained", "calibration", "kappa [95% CI]"],
+                    [False, False, False, True, True, True, True, False, False], identifying=3),
             [[names.get(x["config_id"], x["config_id"] or "?"), x["criterion_id"] or "",
               f"{x['judge_host']} {x['judge_model'] or ''}".strip(), fmt.count(x["judgments"]),
               fmt.count(x["passed"]), fmt.count(x["failed"]), fmt.count(x["abstained"]),
@@ -50,7 +51,8 @@ def section(d: ReportData) -> Section:
     if cal.height:
         s.tables.append(Table(
             "Judge calibrations",
-            columns(["rubric", "judge", "effort", "examples", "agreement", "kappa [95% CI]", "abstention"], [False, False, False, True, True, False, True]),
+            columns(["rubric", "judge", "effort", "examples", "agreement", "kappa [95% CI]",
+                     "abstention"], [False, False, False, True, True, False, True]),
             [[f"{x['rubric']} ({x['rubric_sha256'][:12]})", f"{x['judge_host']} {x['judge_model'] or ''}".strip(),
               x["judge_effort"] or "—", fmt.count(x["examples"]), _num(x["agreement"]),
               _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]), _num(x["abstention_rate"])]
@@ -59,7 +61,8 @@ def section(d: ReportData) -> Section:
     if agree.height:
         s.tables.append(Table(
             "Grader–reviewer agreement",
-            columns(["configuration", "reviewed", "disagreements", "rate", "kappa [95% CI]", "disagreeing trials"], [False, True, True, True, False, False]),
+            columns(["configuration", "reviewed", "disagreements", "rate", "kappa [95% CI]",
+                     "disagreeing trials"], [False, True, True, True, False, False]),
             [[names.get(x["config_id"], x["config_id"]), fmt.count(x["reviewed"]), fmt.count(x["disagreements"]),
               _num(x["disagreement_rate"]), _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]),
               x["disagreeing_trials"] or "—"] for x in agree.to_dicts()]))
@@ -67,7 +70,8 @@ def section(d: ReportData) -> Section:
     if minutes.height:
         s.tables.append(Table(
             "Review minutes per accepted result",
-            columns(["configuration", "accepted by review", "median min", "p90 min", "min per accepted", "median cost"], [False, True, True, True, True, True]),
+            columns(["configuration", "accepted by review", "median min", "p90 min",
+                     "min per accepted", "median cost"], [False, True, True, True, True, True]),
             [[names.get(x["config_id"], x["config_id"]), fmt.count(x["accepted_by_review"]),
               _num(x["minutes_median"], 1), _num(x["minutes_p90"], 1), _num(x["minutes_per_accepted"], 1),
               fmt.usd(x["cost_median_usd"]) if x["cost_median_usd"] is not None else "unknown"]

@@ -21,9 +21,10 @@ def section(d: ReportData) -> Section:
     s.charts += ["pareto", "pareto_trial"]
     s.tables.append(Table(
         "Front and dominated configurations",
-        columns(["configuration", "cost per accepted", "accepted / valid", "status", "dominated by",
-         "interval overlap"], [False, True, True, False, False, False]),
-        [[names[r["config_id"]], fmt.usd(r["x"]), fmt.pct(r["solved"], r["valid"]), fmt.front_status(r.get("role"), r["on_front"]),
+        columns(["configuration", "cost per accepted", "accepted / valid", "status",
+                 "dominated by", "interval overlap"], [False, True, True, False, False, False]),
+        [[names[r["config_id"]], fmt.usd(r["x"]), fmt.pct(r["solved"], r["valid"]),
+          fmt.front_status(r.get("role"), r["on_front"]),
           fmt.listing([names.get(c, c[:12]) for c in (r.get("dominated_by") or [])]),
           "yes: the difference may be noise" if r.get("overlap") else "no"] for r in rows]))
     unplaced = [names[r["config_id"]] for r in rows if r.get("role") != "baseline"

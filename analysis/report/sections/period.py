@@ -61,6 +61,6 @@ def section(d: ReportData) -> Section:
     s.tables.append(Table(
         "Per configuration",
         columns(["configuration", "previous", "current", "shared tasks", "improved", "regressed",
-         "ties", "p", "p (Holm)", "verdict"], [False] + [True] * 8 + [False]),
+                 "ties", "p", "p (Holm)", "verdict"], [False] + [True] * 8 + [False]),
         [_row(r) for r in rows]))
     return s

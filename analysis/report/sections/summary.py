@@ -47,11 +47,12 @@ def section(d: ReportData) -> Section:
         "apart. Only tasks every configuration of a benchmark attempted are used; no single "
         "weighted score is given. Flags are patch-inspection findings for review, not failures.")
     s.charts += ["rate", "outcomes"]
-    s.tables.append(Table("Quality", columns(_QUALITY, [False] + [True] * (len(_QUALITY) - 1)), [_quality(d, r) for r in summ.rows]))
+    s.tables.append(Table("Quality", columns(_QUALITY, [False] + [True] * (len(_QUALITY) - 1)),
+                          [_quality(d, r) for r in summ.rows]))
     s.tables.append(Table(
         "Cost (failed trials' spend included in cost per accepted result)",
         columns(["configuration", "total cost", "cost known for", "cost per accepted",
-         "cost p50 / p90 / p95 per trial"], [False, True, True, True, True]),
+                 "cost p50 / p90 / p95 per trial"], [False, True, True, True, True]),
         [_cost(d, r) for r in summ.rows]))
     s.warnings += small_sample(min((r["tasks"] for r in summ.rows), default=0), "the summary")
     s.warnings += list(summ.warnings)
