@@ -22,7 +22,7 @@ TRIALS = trial_status("trials")
 Every query in analysis/ reads trial rows from this relation, never from ``trials`` with
 a rule of its own."""
 
-_COLUMNS = {
+COLUMN_SQL = {
     "run_id": "t.run_id",
     "trial_id": "t.trial_id",
     "config_id": "t.config_id",
@@ -55,6 +55,8 @@ _COLUMNS = {
     "universe": UNIVERSE_SQL,
     **{col: case_label(col) for col in CASE_COLUMNS},
 }
+"""Each trial column a question may select, as its SQL over aliases t (trials), c (cases),
+cf (configs) and r (runs): the fixed map every query formats column names from."""
 _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
           "r": ("run_started_at", "universe"),
           "c": ("holdout", "universe", "case_fingerprint", *CASE_COLUMNS)}
@@ -77,9 +79,9 @@ def trials_sql(filters: Filters | None = None, columns: list[str] | None = None,
                ) -> tuple[str, list]:
     """The SELECT behind ``load_trials`` and its parameters (for staying inside DuckDB)."""
     filters = filters or Filters()
-    cols = list(_COLUMNS) if columns is None else list(dict.fromkeys(columns))
+    cols = list(COLUMN_SQL) if columns is None else list(dict.fromkeys(columns))
     for col in cols:
-        if col not in _COLUMNS:
+        if col not in COLUMN_SQL:
             raise AnalysisError(f"unknown trial column {col!r}")
     joins_cf = any(c in _NEEDS["cf"] for c in cols)
     joins_c = any(c in _NEEDS["c"] for c in cols) or filters.needs_cases
@@ -88,7 +90,7 @@ def trials_sql(filters: Filters | None = None, columns: list[str] | None = None,
         where += "\n  AND t.config_id IN (SELECT unnest(?::VARCHAR[]))"
         params = [*params, list(config_ids)]
     needs_r = any(c in _NEEDS["r"] for c in cols) or with_rep or filters.needs_runs
-    select = ",\n  ".join(f"{_COLUMNS[c]} AS {c}" for c in cols)  # fixed column map
+    select = ",\n  ".join(f"{COLUMN_SQL[c]} AS {c}" for c in cols)  # fixed column map
     if with_rep:
         select += (",\n  row_number() OVER (PARTITION BY t.config_id, t.case_id ORDER BY "
                    "r.started_at NULLS LAST, t.run_id, t.repetition, t.trial_id) AS rep")
@@ -149,8 +151,8 @@ WITH d AS (
   {"LEFT JOIN runs r ON r.run_id = t.run_id" if filters.needs_runs else ""}
   WHERE {where}
 )
-SELECT DISTINCT t.config_id, {_COLUMNS['variant']} AS variant, {_COLUMNS['model']} AS model,
-  {_COLUMNS['harness']} AS harness, {_COLUMNS['harness_version']} AS harness_version,
+SELECT DISTINCT t.config_id, {COLUMN_SQL['variant']} AS variant, {COLUMN_SQL['model']} AS model,
+  {COLUMN_SQL['harness']} AS harness, {COLUMN_SQL['harness_version']} AS harness_version,
   cf.variant_order, cf.agent_kind, coalesce(t.simulated, cf.simulated) AS simulated,
   r.started_at AS run_started_at, t.run_id
 FROM d t
@@ -219,14 +221,20 @@ GROUP BY config_id
 NAME_KEYS = [*CONFIG_KEYS[1:], "simulated"]
 
 
-def config_names(con: duckdb.DuckDBPyConnection, pairs: str) -> dict[str, dict]:
+PAIRS_SQL = "SELECT unnest(?::VARCHAR[]) AS run_id, unnest(?::VARCHAR[]) AS config_id"
+"""(run_id, config_id) pairs given as two parameter lists (for ``config_names``)."""
+
+
+def config_names(con: duckdb.DuckDBPyConnection, pairs: str, params: list | None = None
+                 ) -> dict[str, dict]:
     """config_id → variant, model, harness, harness_version, simulated.
 
     From the ``configs`` rows of the (run_id, config_id) pairs selected by ``pairs`` (a
-    fixed SELECT over a table the caller built); a run whose trials name a configuration
-    its configs table lacks is named from those trials.
+    fixed SELECT over a table the caller built, or ``PAIRS_SQL`` with the pairs as
+    ``params``); a run whose trials name a configuration its configs table lacks is named
+    from those trials.
     """
-    rows = con.execute(_NAMES_SQL.format(pairs=pairs)).fetchall()
+    rows = con.execute(_NAMES_SQL.format(pairs=pairs), params or []).fetchall()
     names = {cid: dict(zip(NAME_KEYS, vals, strict=True)) for cid, *vals, _ in rows}
     unnamed = sorted(cid for cid, *_, missing in rows if missing)
     if unnamed:

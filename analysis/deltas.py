@@ -1,6 +1,6 @@
 """Paired differences of wall time, cost, tokens and steps for one comparison block.
 
-Over the (task, repetition) pairs where both sides were accepted (STATISTICS.md: duration
+Over the (task, repetition) pairs where both sides were accepted (docs/analysis.md: duration
 and cost differences only there), and for each metric only the pairs where both sides
 know it (unknown is not zero). Cost differences additionally need full cost coverage on
 both sides, as ``CostDiff`` does. The mean difference gets a seeded task-cluster

@@ -34,6 +34,7 @@ from analysis import formatting as fmt
 if TYPE_CHECKING:
     import duckdb
 
+    from analysis.checks import TrialCounts
     from analysis.filters import Filters
 
 BASELINE_KINDS = ("null", "reference")
@@ -233,32 +234,23 @@ def blockers(invalid: Mapping[str, int], names: Mapping[str, Mapping[str, Any]],
 
 # --------------------------------------------------------------------------- gates
 
-_GATES_SQL = """
-WITH sel AS (
-  SELECT t.run_id, t.config_id, t.trial_id, t.case_id, t.outcome, t.complete,
-         t.secrets_leaked
-  FROM {trials} t{joins}
-  WHERE {where}
-),
-breaks AS (
-  SELECT s.config_id, g.criterion_id, count(DISTINCT s.trial_id) AS n
-  FROM sel s
-  JOIN gradings g ON g.run_id = s.run_id AND g.trial_id = s.trial_id AND g.final
-  JOIN criteria k ON k.run_id = g.run_id AND k.case_id = s.case_id
-                 AND k.criterion_id = g.criterion_id
-  WHERE k.severity = 'blocker' AND g.verdict = 'failed' AND g.baseline = 'passed'
-  GROUP BY ALL
-)
-SELECT s.config_id,
-       count(*) FILTER (WHERE s.complete AND s.outcome = 'invalid') AS invalid,
-       count(*) FILTER (WHERE s.secrets_leaked > 0) AS leaked,
-       list(DISTINCT s.run_id ORDER BY s.run_id)
-         FILTER (WHERE r.integrity LIKE 'tampered%') AS tampered,
-       (SELECT list((b.criterion_id, b.n) ORDER BY b.criterion_id) FROM breaks b
-        WHERE b.config_id = s.config_id) AS blocker_regressions
-FROM sel s LEFT JOIN runs r ON r.run_id = s.run_id
-GROUP BY s.config_id
+_BREAKS_SQL = """
+SELECT t.config_id, g.criterion_id, count(DISTINCT t.trial_id) AS n
+FROM {trials} t{joins}
+JOIN gradings g ON g.run_id = t.run_id AND g.trial_id = t.trial_id AND g.final
+JOIN criteria k ON k.run_id = g.run_id AND k.case_id = t.case_id
+               AND k.criterion_id = g.criterion_id
+WHERE {where} AND k.severity = 'blocker' AND g.verdict = 'failed' AND g.baseline = 'passed'
+GROUP BY ALL
+ORDER BY t.config_id, g.criterion_id
 """  # noqa: S608 -- fixed fragments only; values are parameters
+"""Blocker regressions: final gradings that failed a blocker criterion which passed on the
+initial commit (asked only when some criterion is declared a blocker)."""
+
+_TAMPERED_SQL = """
+SELECT run_id FROM runs
+WHERE integrity LIKE 'tampered%' AND run_id IN (SELECT unnest(?::VARCHAR[]))
+"""
 
 
 @dataclass(frozen=True)
@@ -286,32 +278,45 @@ class Gates:
         return tuple(out)
 
 
-def gates(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Gates]:
-    """config_id → Gates over the trials ``filters`` selects (resolved)."""
-    from analysis.data import TRIALS
-    from analysis.tasks import joins
+def gates(con: duckdb.DuckDBPyConnection, filters: Filters,
+          counts: Mapping[str, TrialCounts] | None = None) -> dict[str, Gates]:
+    """config_id → Gates over the trials ``filters`` selects (resolved), for every
+    configuration of the selection. ``counts`` (``analysis.checks``) when the caller has
+    counted the selection already; otherwise one pass counts it here."""
+    from analysis.checks import counts as count_trials
 
-    where, params = filters.where()
-    sql = _GATES_SQL.format(trials=TRIALS, joins=joins(filters, []), where=where)
-    out = {}
-    for cid, invalid, leaked, tampered, breaks in con.execute(sql, params).fetchall():
-        out[cid] = Gates(int(invalid), int(leaked), tuple(tampered or ()),
-                         tuple((str(c), int(n)) for c, n in (breaks or ())))
-    return out
+    found = count_trials(con, filters) if counts is None else counts
+    runs = sorted({r for c in found.values() for r in c.runs})
+    tampered = {r for (r,) in con.execute(_TAMPERED_SQL, [runs]).fetchall()} if runs else set()
+    breaks: dict[str, list[tuple[str, int]]] = {}
+    if found and con.execute("SELECT count(*) FROM criteria WHERE severity = 'blocker'"
+                             ).fetchall()[0][0]:
+        from analysis.data import TRIALS
+        from analysis.tasks import joins
+
+        where, params = filters.where()
+        sql = _BREAKS_SQL.format(trials=TRIALS, joins=joins(filters, []), where=where)
+        for cid, crit, n in con.execute(sql, params).fetchall():
+            breaks.setdefault(cid, []).append((str(crit), int(n)))
+    return {cid: Gates(c.invalid, c.leaked, tuple(r for r in c.runs if r in tampered),
+                       tuple(breaks.get(cid, ())))
+            for cid, c in found.items()}
 
 
 def assess(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
-           config_ids: Iterable[str] | None = None) -> dict[str, Eligibility]:
+           config_ids: Iterable[str] | None = None,
+           found: Mapping[str, Gates] | None = None) -> dict[str, Eligibility]:
     """config_id → Eligibility with its reasons: the one eligibility rule (module doc).
 
     Every configuration of the selection (or ``config_ids``) gets a role; a candidate
-    with a gate gets the reasons, a baseline gets them as notes.
+    with a gate gets the reasons, a baseline gets them as notes. ``found``: the selection's
+    ``gates`` when the caller has them already (a report asks them once).
     """
-    from analysis.filters import Filters as _Filters
+    from analysis.filters import Filters as AnyFilters
     from analysis.scope import resolve
 
-    filters = resolve(con, filters or _Filters())
-    found = gates(con, filters)
+    filters = resolve(con, filters or AnyFilters())
+    found = gates(con, filters) if found is None else found
     ids = set(found) if config_ids is None else set(config_ids)
     roles = eligibility(con, ids)
     out = {}
@@ -333,12 +338,12 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     left out as unscored."""
     from analysis.data import config_list, config_rows
     from analysis.errors import AnalysisError
-    from analysis.filters import Filters as _Filters
+    from analysis.filters import Filters as AnyFilters
     from analysis.results import EligibilityRows
     from analysis.scope import resolve
     from analysis.unscored import unscored
 
-    filters = resolve(con, filters or _Filters())
+    filters = resolve(con, filters or AnyFilters())
     records = config_rows(con, filters)
     simulated = {r["config_id"] for r in records if r.get("simulated")}
     configs = config_list(records)
@@ -346,7 +351,7 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
         raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
                             "--run/--config or ingest a run first")
     found = gates(con, filters)
-    roles = assess(con, filters, [c["config_id"] for c in configs])
+    roles = assess(con, filters, [c["config_id"] for c in configs], found)
     rows = []
     for c in configs:
         e, g = roles[c["config_id"]], found.get(c["config_id"], Gates())

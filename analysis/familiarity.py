@@ -6,7 +6,7 @@ import itertools
 from typing import TYPE_CHECKING, ClassVar
 
 from analysis import scope, stats
-from analysis.data import _COLUMNS, CONFIG_KEYS, TRIALS
+from analysis.data import COLUMN_SQL, CONFIG_KEYS, TRIALS
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, case_label, check_by
 from analysis.results import CONFIG_SCHEMA, RowsResult
@@ -87,9 +87,9 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     where, params = filters.where()
     sql = _SQL.format(where=where, trials=TRIALS, familiarity=task_label("familiarity"),
                       repository=task_label("repository"),
-                      by_sel="".join(f", {_COLUMNS[b]} AS {b}" for b in by_cols),
+                      by_sel="".join(f", {COLUMN_SQL[b]} AS {b}" for b in by_cols),
                       by_cols="".join(f", {b}" for b in by_cols),
-                      **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]})
+                      **{k: COLUMN_SQL[k] for k in CONFIG_KEYS[1:]})
     cells = con.execute(sql, params).fetchall()
     if not cells:
         count_sql = ("SELECT count(*) FROM trials t LEFT JOIN cases c ON c.run_id = t.run_id "  # noqa: S608

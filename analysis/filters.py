@@ -46,7 +46,9 @@ UNIVERSE_KIND_SQL = (f"CASE WHEN {case_label('benchmark')} IS NOT NULL THEN 'ben
                      "WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END")
 
 
-def _parse_time(value: str | date | datetime | None, name: str) -> datetime | None:
+def parse_time(value: str | date | datetime | None, name: str) -> datetime | None:
+    """``--since``/``--until`` as an aware datetime (a date is its midnight UTC); a bad value
+    is an AnalysisError naming the option ``name``."""
     if value is None or isinstance(value, datetime):
         if isinstance(value, datetime) and value.tzinfo is None:
             raise AnalysisError(f"--{name} {value}: give a timezone-aware time (e.g. ...Z)")
@@ -122,8 +124,8 @@ class Filters:
             raise AnalysisError(f"--holdout {holdout!r}: expected include, exclude or only")
         if cost_coverage not in ("all", "complete"):
             raise AnalysisError(f"--cost-coverage {cost_coverage!r}: expected all or complete")
-        return cls(runs=_strings(runs), since=_parse_time(since, "since"),
-                   until=_parse_time(until, "until"), labels=tuple(pairs),
+        return cls(runs=_strings(runs), since=parse_time(since, "since"),
+                   until=parse_time(until, "until"), labels=tuple(pairs),
                    holdout=holdout,  # type: ignore[arg-type]
                    configs=_strings(configs), models=_strings(models),
                    harnesses=_strings(harnesses), sources=_strings(sources),

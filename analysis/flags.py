@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from analysis.data import _COLUMNS, CONFIG_KEYS, TRIALS
+from analysis.data import COLUMN_SQL, CONFIG_KEYS, TRIALS
 from analysis.filters import Filters
 from analysis.results import CONFIG_SCHEMA, RowsResult
 from warehouse.rules import INSPECTING_SOURCES
@@ -101,7 +101,7 @@ def flags(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Fla
     filters = scope.resolve(con, filters)
     where, params = filters.where()
     sql = _FLAG_ROWS_SQL.format(trials=TRIALS, where=where,
-                                **{k: _COLUMNS[k] for k in CONFIG_KEYS[1:]})
+                                **{k: COLUMN_SQL[k] for k in CONFIG_KEYS[1:]})
     counts = flag_counts(con, filters)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for cid, variant, model, harness, version, kind, trial_id, path, source in (

@@ -12,7 +12,7 @@ needs a rate strictly between 0 and 1: a grid of all-0 % or all-100 % cells give
 contrasts of exactly 0, which the sign test reads as "no task differs" (p = 1, and the
 result says that p < 0.05 was unreachable), never as a finding.
 
-**Logistic interaction** (log-odds scale, STATISTICS.md's GLM): a binomial GLM
+**Logistic interaction** (log-odds scale; docs/analysis.md, ``matrix``): a binomial GLM
 ``accepted ~ C(model) * C(harness)`` on per-(task, cell) counts with task-clustered
 covariance and a joint Wald test of the interaction terms. The model only has cell
 effects, so its maximum-likelihood estimate exists exactly when every cell's rate is

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from analysis import stats
@@ -13,6 +14,9 @@ from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
     import duckdb
+
+    from analysis.eligibility import Eligibility
+    from analysis.summary import Summary
 
 X_CHOICES = ("cost_per_accepted", "cost_per_trial", "median_steps")
 """The x axis (lower is better): cost per accepted result, cost per trial, or the median
@@ -88,7 +92,7 @@ def front_rows(points: list[dict], convex: bool = False,
 
 def _x(row: dict, x: str) -> float | None:
     if x == "cost_per_accepted":
-        return row["cost_per_solved"]
+        return row["cost_per_accepted"]
     if x == "median_steps":
         return row["med_steps"]
     cost, trials = row["cost_usd"], row["trials"]
@@ -104,14 +108,34 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     measured on different tasks never dominate each other. Baselines
     (``analysis.eligibility``) are reference points: drawn, never ranked.
     """
-    from analysis.eligibility import assess, baseline_ids
+    from analysis.eligibility import assess
     from analysis.summary import summarize
 
+    _check_x(x)
+    # counts and cost only, unless the axis is the median steps
+    summary = summarize(con, filters, by=check_by(by), full=x == "median_steps",
+                        checks=False)
+    return front(summary, assess(con, filters, (r["config_id"] for r in summary.rows)), x,
+                 convex)
+
+
+def _check_x(x: str) -> None:
     if x not in X_CHOICES:
         raise AnalysisError(f"--x {x!r}: choose {', '.join(X_CHOICES)}")
-    by_cols = check_by(by)
-    # counts and cost only, unless the axis is the median steps
-    summary = summarize(con, filters, by=by_cols, full=x == "median_steps", checks=False)
+
+
+def front(summary: Summary, roles: Mapping[str, Eligibility], x: str = "cost_per_accepted",
+          convex: bool = False) -> Pareto:
+    """``pareto`` of a summary in hand (its slices, ``summary.by``): no query. ``roles``:
+    the eligibility of its configurations (more is fine); the summary needs its medians
+    (``full``) for ``x = median_steps``. A report draws both cost fronts from its one
+    summary this way."""
+    from analysis.eligibility import baseline_ids
+
+    _check_x(x)
+    by_cols = summary.by
+    ids = {r["config_id"] for r in summary.rows}
+    roles = {cid: e for cid, e in roles.items() if cid in ids}
     groups: dict[tuple, list[dict]] = {}
     for r in summary.rows:
         key = (r["universe"], *(r[b] for b in by_cols))
@@ -120,7 +144,6 @@ def pareto(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
              **{b: r[b] for b in by_cols}, "x_name": x, "x": _x(r, x), "rate": r["rate"],
              "ci_low": r["ci_low"], "ci_high": r["ci_high"], "solved": r["solved"],
              "valid": r["valid"]})
-    roles = assess(con, filters, (r["config_id"] for r in summary.rows))
     baselines = baseline_ids(roles)
     ineligible = {cid: e.reasons for cid, e in roles.items() if e.reasons}
     rows = [row for points in groups.values()

@@ -2,7 +2,7 @@
 
 The window ``[since, until)`` is compared with the window of the same length that ends at
 ``since``. Each configuration's trials of the two windows become the two sides of the
-ordinary paired comparison (``analysis.compare.compare_relation``: the same SQL, the same
+ordinary paired comparison (``analysis.paired.compare_relation``: the same SQL, the same
 per-task directions and sign test, holdout tasks reported apart as in ``compare``), so a
 period change is judged exactly as a candidate against a baseline. Holm adjusts over the
 configurations that are candidates (baselines are shown, never judged).
@@ -113,8 +113,8 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
                    simulated: frozenset[str] = frozenset()) -> Period:
     """Per configuration present in either window: accepted/valid in each and, where both
     ran, the paired comparison current vs previous (see the module docstring)."""
-    from analysis.compare import compare_relation
     from analysis.data import config_list, config_rows, trials_sql
+    from analysis.paired import compare_relation
     from analysis.scope import resolve
     from analysis.tasks import evaluator_changes
 

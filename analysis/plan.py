@@ -77,13 +77,14 @@ def _pp(v: float | None) -> str:
     return "n/a" if v is None else f"{100 * v:.1f} pp"
 
 
-def _reps(r: float) -> str:
+def reps_label(r: float) -> str:
+    """Repetitions as written in a plan: ∞ for the floor, else as a number (2, 2.5)."""
     return "∞" if math.isinf(r) else f"{r:g}"
 
 
 def _verdict(p: Plan) -> list[str]:
     b, w, t, r = p.between, p.within, p.tasks, p.reps
-    out = [f"At {t} tasks × {_reps(r)} repetitions (α = {p.alpha:g}, power = {p.power:g}): "
+    out = [f"At {t} tasks × {reps_label(r)} repetitions (α = {p.alpha:g}, power = {p.power:g}): "
            f"minimum detectable difference {_pp(p.mde)} (SE of the task-mean difference "
            f"{_pp(p.se)})."]
     share = _share(b, w, r)
@@ -98,10 +99,10 @@ def _verdict(p: Plan) -> list[str]:
     else:
         twice = variance.mde(b, w, t, 2 * r, p.alpha, p.power)
         out.append(f"Repetition noise is {100 * (1 - share):.0f}% of the per-task variance: "
-                   f"more repetitions help ({_reps(2 * r)} repetitions: {_pp(twice)}; the "
+                   f"more repetitions help ({reps_label(2 * r)} repetitions: {_pp(twice)}; the "
                    f"floor at ∞ is {_pp(floor)}); 4× the tasks: {_pp(more)}.")
     if p.target is not None:
-        need = ", ".join(f"{n['tasks']} tasks at {_reps(n['reps'])}"
+        need = ", ".join(f"{n['tasks']} tasks at {reps_label(n['reps'])}"
                          for n in p.tasks_needed if n["tasks"] is not None)
         at_t = (f"with {t} tasks, {p.reps_needed} repetition(s) suffice"
                 if p.reps_needed is not None else

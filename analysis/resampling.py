@@ -1,7 +1,8 @@
 """Seeded bootstrap over tasks: paired-difference intervals and rank intervals.
 
-The task is the unit of analysis (STATISTICS.md), so every resample draws *tasks* with
-replacement and keeps all of a task's pairs or trials together (a cluster bootstrap).
+The task is the unit of analysis (docs/design.md, "Bootstrap intervals are seeded and
+task-clustered"), so every resample draws *tasks* with replacement and keeps all of a
+task's pairs or trials together (a cluster bootstrap).
 Each function takes an explicit ``seed``: the same data and seed give the same interval
 on every run and machine (numpy's PCG64 ``default_rng``). Intervals are percentile
 intervals (2.5 %, 97.5 %). Checked against ``scipy.stats.bootstrap`` in the tests.

@@ -70,9 +70,9 @@ def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.D
 
 def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Review minutes per accepted result, per configuration (median, p90 linear), next to known cost."""
-    df = reviews(con)
+    df = reviews(con).sort("config_id", "trial_run_id", "trial_id", "reviewer")  # sums in one order
     acc = pl.col("decision") == "accept"
-    return (df.group_by("config_id")
+    return (df.group_by("config_id", maintain_order=True)
             .agg(pl.col("variant").first(), acc.sum().cast(pl.Int64).alias("accepted_by_review"),
                  pl.col("minutes").filter(acc).median().alias("minutes_median"),
                  pl.col("minutes").filter(acc).quantile(0.9, "linear").alias("minutes_p90"),
@@ -102,12 +102,16 @@ def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         pl.col("failure_category").alias("category"), (pl.lit("reviewer:") + pl.col("reviewer")).alias("assigned_by"),
         "cost_usd")
     cats = pl.concat([rev, con.sql(ANNOTATED_CATEGORIES).pl()], how="vertical_relaxed")
-    return (cats.group_by(["category", "assigned_by"])
+    # Rows in a fixed order before summing (a float sum depends on its order) and a total
+    # sort after: the same table on every run.
+    cats = cats.sort(["category", "assigned_by", "cost_usd"], nulls_last=True)
+    return (cats.group_by(["category", "assigned_by"], maintain_order=True)
             .agg(pl.len().cast(pl.Int64).alias("trials"), pl.col("cost_usd").sum().alias("lost_spend_usd"),
                  pl.col("cost_usd").count().cast(pl.Int64).alias("cost_known"))
             .with_columns(pl.when(pl.col("cost_known") > 0).then(pl.col("lost_spend_usd")).otherwise(None)
                           .alias("lost_spend_usd"))
-            .sort(["lost_spend_usd", "category"], descending=[True, False], nulls_last=True))
+            .sort(["lost_spend_usd", "category", "assigned_by"], descending=[True, False, False],
+                  nulls_last=True))
 
 
 _QUEUE_TEMPLATE = """
@@ -129,7 +133,7 @@ UNION ALL
 SELECT 'judge_abstained', j.run_id, j.trial_id, t.case_id, t.config_id, coalesce(j.error, 'inconclusive')
 FROM judgments j JOIN t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
 WHERE j.kind = 'judge' AND j.verdict IN ('abstained', 'inconclusive')
-ORDER BY kind, trial_id
+ORDER BY kind, trial_id, case_id, run_id, config_id, detail
 """
 QUEUE_SQL = _QUEUE_TEMPLATE.replace("{trials}", trial_status())
 """The queue over ``trials`` with the one valid-trial rule (``warehouse.rules.trial_status``)."""
@@ -151,6 +155,7 @@ def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
                             + pl.col("grader_verdict")).alias("detail"))
         if run_id is not None:
             extra = extra.filter(pl.col("run_id") == run_id)
+        extra = extra.sort("trial_id", "run_id", "detail")  # as the queue's own ORDER BY
         q = pl.concat([q, extra], how="vertical_relaxed")
     root = runs_root or "<run dir>"
     return q.with_columns(pl.when(pl.col("trial_id").is_not_null())
@@ -182,7 +187,8 @@ def judged_and_reviewed(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> d
                    (pl.col("verdict") == "failed").sum().alias("failed"),
                    pl.col("verdict").is_in(["abstained", "inconclusive"]).sum().alias("abstained"),
                    pl.col("kappa").first(), pl.col("kappa_low").first(), pl.col("kappa_high").first())
-              .sort(["config_id", "criterion_id"]))
+              .sort(["config_id", "criterion_id", "judge_host", "judge_model", "calibration"],
+                    nulls_last=True))
     try:
         cal = con.sql("SELECT * EXCLUDE (run_id, ingest_batch_id) FROM judge_calibrations "
                       "ORDER BY calibrated_at").pl()

@@ -1,5 +1,6 @@
 """Comparisons straight from a runner ``report.json`` (no warehouse): its trials become a
-trial frame and go through ``analysis.compare.compare_frame``, the same SQL as ``compare``.
+trial frame and go through ``compare_frame``, the same engine as ``compare``
+(``analysis.paired.compare_relation``).
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def compare_frame(df: pl.DataFrame, baseline: str | None = None,
     import duckdb
     import polars as pl
 
-    from analysis.compare import compare_relation
     from analysis.data import config_table
     from analysis.eligibility import default_baseline, eligibility_from_kinds
+    from analysis.paired import compare_relation
     from analysis.sides import sides
     from warehouse.rules import trial_status
 

@@ -15,6 +15,7 @@ checks as shell one-liners). Each check here is a named warning with counts, sho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,38 +26,39 @@ from analysis.tasks import joins
 if TYPE_CHECKING:
     import duckdb
 
+    from analysis.checks import TrialCounts
+
 INFRA_SHARE = 0.10
 """Above this share of infra errors among a configuration's complete trials, warn."""
 
-_UNEQUAL_SQL = """
-WITH n AS (
+_UNEQUAL = """
+SELECT count(*), min((universe, case_id)) FROM (
+  SELECT universe, case_id FROM ({counts}) GROUP BY ALL HAVING min(n) <> max(n)
+)
+"""
+"""Tasks on which configurations have different numbers of complete trials: how many, and
+the first (by universe, case), the warning's example."""
+
+_EXAMPLE = """
+SELECT config_id, n FROM ({counts}) WHERE universe = ? AND case_id = ? ORDER BY config_id
+"""
+
+_TRIAL_COUNTS = """
   SELECT {universe} AS universe, t.case_id, t.config_id, count(*) AS n
   FROM {trials} t{joins}
   WHERE t.complete AND {where}
-  GROUP BY ALL
-)
-SELECT universe, case_id, list((config_id, n) ORDER BY config_id)
-FROM n GROUP BY ALL HAVING min(n) <> max(n) ORDER BY universe, case_id
-"""  # noqa: S608 -- fixed fragments only; values are parameters
+  GROUP BY ALL"""  # noqa: S608 -- fixed fragments only; values are parameters
 
-_UNEQUAL_CELLS_SQL = """
-WITH n AS (SELECT universe, raw_case_id AS case_id, config_id, sum(n_complete) AS n
-           FROM task_cells WHERE n_complete > 0 GROUP BY ALL)
-SELECT universe, case_id, list((config_id, n) ORDER BY config_id)
-FROM n GROUP BY ALL HAVING min(n) <> max(n) ORDER BY universe, case_id
-"""
+_CELL_COUNTS = """
+  SELECT universe, raw_case_id AS case_id, config_id, sum(n_complete) AS n
+  FROM task_cells WHERE n_complete > 0 GROUP BY ALL"""
 """The same from the staged ``task_cells`` (``analysis.tasks``), when a question has them."""
 
-_PER_CONFIG_SQL = """
-SELECT t.config_id,
-       count(*) FILTER (WHERE t.solved AND (t.steps = 0 OR t.output_tokens = 0)
-                        AND coalesce(cf.agent_kind NOT IN ('null', 'reference'), TRUE)),
-       count(*) FILTER (WHERE t.outcome = 'infra_error'), count(*)
-FROM {trials} t{joins}
-LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
-WHERE t.complete AND {where}
-GROUP BY t.config_id ORDER BY t.config_id
-"""  # noqa: S608 -- fixed fragments only; values are parameters
+_ONE_CELL_COUNTS = """
+  SELECT universe, raw_case_id AS case_id, config_id, n_complete AS n
+  FROM task_cells WHERE n_complete > 0"""
+"""The same when each cell is already one (universe, case, configuration): one run per
+universe and no slice (``Staged.one_run``), so there is nothing to add up."""
 
 
 @dataclass(frozen=True)
@@ -73,33 +75,42 @@ class SanityWarning:
                 "message": self.message}
 
 
-def sanity(con: duckdb.DuckDBPyConnection, filters: Filters, staged: bool = False
+def sanity(con: duckdb.DuckDBPyConnection, filters: Filters, staged: bool = False,
+           counts: Mapping[str, TrialCounts] | None = None, one_cell: bool = False
            ) -> list[SanityWarning]:
     """The checks of the module doc over the selected trials (``filters`` resolved).
     ``staged``: the selection's ``task_cells`` exist (inside ``tasks.staged``), so the
-    per-task counts come from them instead of a pass over the trials."""
+    per-task counts come from them instead of a pass over the trials (``one_cell``: each
+    cell is one task of one configuration). ``counts``: the selection's
+    ``analysis.checks`` counts when the caller has them (else counted here)."""
+    from analysis.checks import counts as count_trials
+
     where, params = filters.where()
+    per_task = ((_ONE_CELL_COUNTS if one_cell else _CELL_COUNTS) if staged else
+                _TRIAL_COUNTS.format(universe=UNIVERSE_SQL, trials=TRIALS,
+                                     joins=joins(filters, [], universe=True), where=where))
+    given = [] if staged else params
     out: list[SanityWarning] = []
-    unequal = (con.execute(_UNEQUAL_CELLS_SQL) if staged else con.execute(_UNEQUAL_SQL.format(
-        universe=UNIVERSE_SQL, trials=TRIALS, joins=joins(filters, [], universe=True),
-        where=where), params)).fetchall()
-    if unequal:
-        _, case, counts = unequal[0]
-        example = ", ".join(f"{cid[:12]}: {n}" for cid, n in counts)
-        out.append(SanityWarning("unequal_runs", len(unequal), (
-            f"unequal runs per task: on {len(unequal)} task(s) configurations have different "
-            f"numbers of complete trials (e.g. {case}: {example}); trial-level rates weigh "
+    (n, first), = con.execute(_UNEQUAL.format(counts=per_task), given).fetchall()
+    if n:
+        universe, case = first
+        example = con.execute(_EXAMPLE.format(counts=per_task),
+                              [*given, universe, case]).fetchall()
+        listed = ", ".join(f"{cid[:12]}: {k}" for cid, k in example)
+        out.append(SanityWarning("unequal_runs", n, (
+            f"unequal runs per task: on {n} task(s) configurations have different "
+            f"numbers of complete trials (e.g. {case}: {listed}); trial-level rates weigh "
             "those tasks unequally")))
-    rows = con.execute(_PER_CONFIG_SQL.format(trials=TRIALS, joins=joins(filters, []),
-                                              where=where), params).fetchall()
-    for cid, empty, infra, complete in rows:
-        if empty:
-            out.append(SanityWarning("empty_success", int(empty), (
-                f"{cid[:12]}: {empty} solved/accepted trial(s) with 0 steps or 0 output "
-                "tokens: check the task and the usage logging"), cid))
-        if complete and infra / complete > INFRA_SHARE:
-            out.append(SanityWarning("infra_share", int(infra), (
-                f"{cid[:12]}: {infra} of {complete} complete trials are infra errors "
-                f"({infra / complete:.0%} > {INFRA_SHARE:.0%}): the comparison is unreliable"),
-                cid))
+    found = count_trials(con, filters) if counts is None else counts
+    for cid in sorted(found):
+        c = found[cid]
+        if c.empty_success:
+            out.append(SanityWarning("empty_success", c.empty_success, (
+                f"{cid[:12]}: {c.empty_success} solved/accepted trial(s) with 0 steps or 0 "
+                "output tokens: check the task and the usage logging"), cid))
+        if c.complete and c.infra / c.complete > INFRA_SHARE:
+            out.append(SanityWarning("infra_share", c.infra, (
+                f"{cid[:12]}: {c.infra} of {c.complete} complete trials are infra errors "
+                f"({c.infra / c.complete:.0%} > {INFRA_SHARE:.0%}): the comparison is "
+                "unreliable"), cid))
     return out

@@ -68,8 +68,12 @@ def _config_ids(con: duckdb.DuckDBPyConnection, filters: Filters) -> tuple[str, 
 
 def resolve(con: duckdb.DuckDBPyConnection, filters: Filters | None) -> Filters:
     """``filters`` with configuration selectors resolved to ids and every selector checked
-    against the warehouse (AnalysisError naming the option and the known values)."""
+    against the warehouse (AnalysisError naming the option and the known values).
+    Filters it resolved come back unchanged (a report resolves its selection once)."""
     filters = filters or Filters()
+    if filters.unscored_present is not None and (filters.config_ids is not None
+                                                 or not filters.names_configs):
+        return filters  # resolved already
     if filters.sources:
         _unknown("source", filters.sources,
                  _distinct(con, "SELECT DISTINCT source_format FROM runs"), "source")

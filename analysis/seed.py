@@ -21,7 +21,11 @@ def _py_median(value: float | None, count: int) -> str:
 
 
 def seed_lines(summary: Summary) -> list[str]:
-    """The seed-002 script's table, tab-separated, header first (see docs/analysis.md)."""
+    """The seed-002 script's table, tab-separated, header first (see docs/analysis.md).
+
+    The header is the script's own, ``cost_per_solved`` included (the figure every other
+    output calls ``cost_per_accepted``): this layout exists to be diffed against the script.
+    """
     out = ["\t".join(["model", "harness", "version", "valid", "solved", "rate", "ci95",
                       "infra", "med_steps", "med_tokens", "cost", "cost_per_solved"])]
     rows = sorted(summary.rows, key=lambda r: (str(r["model"]), str(r["harness"]),

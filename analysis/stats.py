@@ -1,4 +1,4 @@
-"""Pure statistics from STATISTICS.md: no I/O, no DataFrames, checked against scipy/statsmodels.
+"""Pure statistics (docs/analysis.md): no I/O, no DataFrames, checked against scipy/statsmodels.
 
 Kept dependency-light (math, fractions) so the CLI stays fast; scipy is imported only
 for t quantiles.

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from analysis import scope, stats, tasks
-from analysis.data import _COLUMNS, CONFIG_KEYS, NAME_KEYS, TRIALS, config_names
+from analysis.checks import staged_counts
+from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
@@ -24,15 +25,43 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from analysis.checks import TrialCounts
+    from analysis.eligibility import Gates
+    from analysis.unscored import Unscored
+
 SMALL_TASKS = 10
 
 ROW_KEYS = [
     *CONFIG_KEYS, "universe", "trials", "incomplete", "valid", "solved", "rate", "ci_low", "ci_high",
     "infra", "invalid", "tasks", "task_mean", "task_ci_low", "task_ci_high", "med_steps",
     "med_tokens", "med_duration_s", "cost_usd", "cost_known", "cost_coverage",
-    "cost_per_solved", "cost_p50", "cost_p90", "cost_p95", "latency_p50", "latency_p90",
+    "cost_per_accepted", "cost_p50", "cost_p90", "cost_p95", "latency_p50", "latency_p90",
     "latency_p95", "simulated", "flags", "flagged_trials",
 ]
+
+JSON_ALIASES = {"cost_per_accepted": "cost_per_solved"}
+"""Keys a row's JSON form repeats under an older name, right after the key (docs/analysis.md):
+``cost_per_solved`` was this figure's name in ``summarize --json``/``--csv`` and report.json."""
+
+
+def with_aliases(row: dict) -> dict:
+    """A row as JSON writes it: each key of ``JSON_ALIASES`` followed by its old name."""
+    out = {}
+    for key, value in row.items():
+        out[key] = value
+        if key in JSON_ALIASES:
+            out[JSON_ALIASES[key]] = value
+    return out
+
+
+@dataclass
+class Checked:
+    """What a summary's checks found about its whole selection, kept for callers that show
+    them too (the report reads them here instead of asking again)."""
+
+    gates: dict[str, Gates]  # every configuration of the selection (analysis.eligibility)
+    unscored: Unscored
+    sanity: list[SanityWarning]
 
 
 @dataclass
@@ -49,6 +78,7 @@ class Summary:
     unscored: dict | None = None  # analysis.tasks.Unscored.as_dict
     sanity: list[dict] = field(default_factory=list)  # analysis.sanity warnings
     task_versions: list[dict] = field(default_factory=list)  # cases with 2+ evaluators
+    checked: Checked | None = None  # with checks: what they found (not part of the JSON)
 
     @property
     def table(self) -> pl.DataFrame:
@@ -63,7 +93,8 @@ class Summary:
     def as_dict(self) -> dict:
         from analysis.jsonout import clean
 
-        return clean({"rows": self.rows, "excluded_cases": self.excluded_cases,
+        return clean({"rows": [with_aliases(r) for r in self.rows],
+                      "excluded_cases": self.excluded_cases,
                       "universes": [u.as_dict() for u in self.universes],
                       "eligibility": self.eligibility, "unscored": self.unscored,
                       "sanity": self.sanity, "task_versions": self.task_versions,
@@ -133,7 +164,7 @@ def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool,
                   universe: bool) -> str:
     """The one pass over trial rows: medians and quantiles need the values themselves.
     ``universe`` groups by task universe too (needed when a configuration spans several)."""
-    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by)  # fixed column map
+    by_sel = "".join(f",\n    {COLUMN_SQL[b]} AS {b}" for b in by)  # fixed column map
     outside = """
   AND NOT EXISTS (SELECT 1 FROM task_outside o
                   WHERE o.run_id = t.run_id AND o.raw_case_id = t.case_id)""" if exclude else ""
@@ -169,9 +200,9 @@ def _row(rec: dict) -> dict:
     trials, known = rec["trials"], rec["cost_known"]
     cost = rec["cost_sum"] if known == trials else None
     if cost is None:
-        per_solved = None
+        per_accepted = None
     else:
-        per_solved = cost / solved if solved else float("inf")
+        per_accepted = cost / solved if solved else float("inf")
     tasks, tmean, tsd = rec["tasks"], rec["task_mean"], rec["task_sd"]
     tlo = thi = None
     if tasks >= 2 and tsd is not None:
@@ -187,7 +218,7 @@ def _row(rec: dict) -> dict:
         "med_steps": rec.get("med_steps"), "med_tokens": rec.get("med_tokens"),
         # The median wall time is the p50 of all complete trials (docs/analysis.md).
         "med_duration_s": lq[0] if lq else None, "cost_usd": cost, "cost_known": known,
-        "cost_coverage": known / trials if trials else None, "cost_per_solved": per_solved,
+        "cost_coverage": known / trials if trials else None, "cost_per_accepted": per_accepted,
         "cost_p50": cq[0] if cq else None, "cost_p90": cq[1] if cq else None,
         "cost_p95": cq[2] if cq else None,
         "latency_p50": lq[0] if lq else None, "latency_p90": lq[1] if lq else None,
@@ -275,9 +306,12 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     by_cols = check_by(by)
     with tasks.staged(con, filters, by_cols, from_trials) as st:
         recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
-        names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells")
+        pairs = sorted((run, cid) for cid, runs in st.config_runs.items() for run in runs)
+        names = config_names(con, PAIRS_SQL, [[r for r, _ in pairs], [c for _, c in pairs]])
         changed = tasks.versions(con)
-        found = sanity(con, filters, staged=True) if checks else []
+        counted = staged_counts(con, filters, st) if checks else None
+        found = (sanity(con, filters, staged=True, counts=counted,
+                        one_cell=st.one_run and not by_cols) if checks else [])
         excluded_ids = ({(cid, u): ids for cid, u, ids in con.execute(_EXCLUDED_SQL).fetchall()}
                         if st.n_outside else {})
         holistic = _holistic(con, st, filters, by_cols, from_trials) if full else {}
@@ -303,17 +337,20 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                   warnings=[*coverage_notes(con, filters), *tasks.version_warning(changed),
                             *_warnings(rows, excluded)],
                   universes=st.universes, task_versions=[c.as_dict() for c in changed])
-    return _checked(con, filters, out, found) if checks else out
+    return _checked(con, filters, out, found, counted or {}) if checks else out
 
 
 def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
-             found: list[SanityWarning]) -> Summary:
-    """Add eligibility, the unscored cases and the sanity checks (their notes first)."""
-    from analysis.eligibility import assess
+             found: list[SanityWarning], counted: dict[str, TrialCounts]) -> Summary:
+    """Add eligibility, the unscored cases and the sanity checks (their notes first); the
+    gates come from the counts the sanity checks read (one pass for both)."""
+    from analysis.eligibility import assess, gates
 
-    roles = assess(con, filters, {r["config_id"] for r in out.rows})
+    selection = gates(con, filters, counted)
+    roles = assess(con, filters, {r["config_id"] for r in out.rows}, selection)
     out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
     gone = unscored(con, filters)
+    out.checked = Checked(selection, gone, found)
     out.unscored = gone.as_dict()
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analysis.data import _COLUMNS, TRIALS
+from analysis.data import COLUMN_SQL, TRIALS
 from analysis.filters import Filters, case_label
 
 if TYPE_CHECKING:
@@ -95,11 +95,13 @@ COUNTS_FROM_TRIALS = """
 filter needs a trial's own columns (--since/--until, --cost-coverage complete)."""
 
 _UNIVERSES_SQL = """
-SELECT universe, config_id, min(universe_kind), list(DISTINCT run_id ORDER BY run_id),
-       count(*) FILTER (WHERE n_complete > 0) AS done
-FROM task_cells GROUP BY universe, config_id
+SELECT universe, config_id, run_id, min(universe_kind),
+       count(*) FILTER (WHERE n_complete > 0) AS done,
+       sum(n_complete), sum(n_invalid), sum(n_infra)
+FROM task_cells GROUP BY universe, config_id, run_id
 """
-"""Per task universe and configuration: its kind, runs and finished tasks. With one run per
+"""Per task universe, configuration and run: its kind, finished tasks, and the trial counts
+the eligibility gates and sanity checks read (``analysis.checks``). With one run per
 universe, task rows are already one per (configuration, task)."""
 
 _TASKS_SQL = """
@@ -177,6 +179,9 @@ class Staged:
     config_runs: dict[str, set[str]]  # config_id -> runs it appears in
     config_universes: dict[str, set[str]]  # config_id -> universes it appears in
     universes: list[TaskUniverse] = field(default_factory=list)
+    trial_counts: dict[tuple[str, str], tuple[int, int, int]] = field(default_factory=dict)
+    """(config_id, run_id) -> its complete, invalid and infra-error trials (every selected
+    trial, on common tasks or not)."""
 
     @property
     def common(self) -> str:
@@ -203,16 +208,24 @@ def _shape(con: duckdb.DuckDBPyConnection) -> Staged:
     configs: dict[str, list[str]] = {}
     config_runs: dict[str, set[str]] = {}
     config_universes: dict[str, set[str]] = {}
-    for universe, cid, kind, run_ids, done in con.execute(_UNIVERSES_SQL).fetchall():
-        runs.setdefault(universe, set()).update(run_ids)
+    done_in: dict[tuple[str, str], int] = {}
+    counts: dict[tuple[str, str], list[int]] = {}
+    for universe, cid, run, kind, done, *numbers in con.execute(_UNIVERSES_SQL).fetchall():
+        runs.setdefault(universe, set()).add(run)
         kinds[universe] = min(kinds.get(universe, kind), kind)
-        config_runs.setdefault(cid, set()).update(run_ids)
+        config_runs.setdefault(cid, set()).add(run)
         config_universes.setdefault(cid, set()).add(universe)
+        done_in[(universe, cid)] = done_in.get((universe, cid), 0) + done
+        acc = counts.setdefault((cid, run), [0, 0, 0])
+        for i, n in enumerate(numbers):
+            acc[i] += int(n or 0)
+    for (universe, cid), done in sorted(done_in.items()):
         if done > 0:
             configs.setdefault(universe, []).append(cid)
     one_run = all(len(r) == 1 for r in runs.values())
     per_universe = {u: (fewest, n) for u, fewest, n in con.execute(_TASKS_SQL).fetchall()}
-    st = Staged(one_run, 0, config_runs, config_universes)
+    st = Staged(one_run, 0, config_runs, config_universes,
+                trial_counts={k: (c[0], c[1], c[2]) for k, c in counts.items()})
     if not (one_run and all(f == len(configs.get(u, [])) for u, (f, _) in per_universe.items())):
         con.execute(_OUTSIDE_ONE_RUN_SQL if one_run else _OUTSIDE_SQL)
         st.n_outside = con.execute("SELECT count(*) FROM task_outside").fetchall()[0][0]
@@ -229,7 +242,7 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
     """Write ``task_cells`` (and ``task_outside``) for the selection; see the module doc.
     ``filters`` must be resolved (``scope.resolve``)."""
     where, params = filters.where()
-    by_sel = "".join(f",\n    {_COLUMNS[b]} AS {b}" for b in by_cols)  # fixed column map
+    by_sel = "".join(f",\n    {COLUMN_SQL[b]} AS {b}" for b in by_cols)  # fixed column map
     counts = (COUNTS_FROM_TRIALS if filters.needs_trials or from_trials else COUNTS_FROM_ROLLUP)
     column, in_json = con.execute(
         "SELECT count(benchmark), count(json_extract_string(labels_json, '$.benchmark')) "

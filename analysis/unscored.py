@@ -66,6 +66,8 @@ class Unscored:
 
 def unscored(con: duckdb.DuckDBPyConnection, filters: Filters) -> Unscored:
     """The unscored cases of the runs the selection reads (``filters`` resolved)."""
+    if filters.unscored_present is False:  # resolved: the warehouse holds no unscored case
+        return Unscored([], filters.include_unvalidated)
     runs = list(filters.runs)
     if not runs:
         wide = replace(filters, include_unvalidated=True)
@@ -75,7 +77,3 @@ def unscored(con: duckdb.DuckDBPyConnection, filters: Filters) -> Unscored:
         runs = [r for (r,) in con.execute(sql, params).fetchall()]
     rows = con.execute(_UNSCORED_SQL, [runs]).fetchall()
     return Unscored([UnscoredCase(*r) for r in rows], filters.include_unvalidated)
-
-
-def unscored_notes(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[str]:
-    return unscored(con, filters).notes()

@@ -90,10 +90,14 @@ def _relative_imports(path: Path) -> set[str]:
             if isinstance(node, ast.ImportFrom) and node.level > 0}
 
 
+PRIVATE_NAME_RULE = ("contract", "ingest", "warehouse", "analysis", "trialhouse", "viewer")  # runner: issue 27, next
+
+
 def test_no_private_name_crosses_a_module_wall() -> None:
-    """``from x import _y`` between our modules is an interface nobody promised."""
+    """``from x import _y`` between our modules is an interface nobody promised: what two
+    modules need is public at the lower one."""
     offenders = []
-    for pkg in ("contract", "ingest", "warehouse"):
+    for pkg in PRIVATE_NAME_RULE:
         for path in _modules(pkg):
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
             for node in ast.walk(tree):
@@ -101,6 +105,42 @@ def test_no_private_name_crosses_a_module_wall() -> None:
                     offenders += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}"
                                   for a in node.names if a.name.startswith("_") and a.name != "__version__"]
     assert not offenders, "\n".join(offenders)
+
+
+def test_the_cli_never_reaches_into_the_report() -> None:
+    """The CLI writes a report through ``analysis.report.write_report`` alone; the tables it
+    prints are ``analysis.document``'s, never a report section's or the report's types."""
+    offenders = [f"{path.relative_to(ROOT)} imports {name}"
+                 for path in _modules("trialhouse") for name in sorted(_project_imports(path))
+                 if name.startswith("analysis.report.")]
+    assert not offenders, "\n".join(offenders)
+
+
+CIRCLE_FREE = ("ingest", "warehouse", "analysis", "trialhouse")  # runner: issue 27, next
+
+
+def test_no_import_circles() -> None:
+    """No module imports itself back through others (lazy imports count: a circle is one
+    room, whenever it is entered)."""
+    graph = {_module_name(p): _project_imports(p) for pkg in CIRCLE_FREE for p in _modules(pkg)}
+    seen: dict[str, int] = {}  # 1: on the current path, 2: done
+    circles: list[list[str]] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        seen[name] = 1
+        for dep in sorted(graph.get(name, ())):
+            if dep not in graph or dep == name:  # a module naming itself (a child's entry point)
+                continue
+            if seen.get(dep) == 1:
+                circles.append([*path[path.index(dep):], dep])
+            elif dep not in seen:
+                visit(dep, [*path, dep])
+        seen[name] = 2
+
+    for name in sorted(graph):
+        if name not in seen:
+            visit(name, [name])
+    assert not circles, "\n".join(" → ".join(c) for c in circles)
 
 
 def test_packages_are_listed_in_pyproject() -> None:

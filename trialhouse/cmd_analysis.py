@@ -7,106 +7,19 @@ JSON keys are documented in docs/analysis.md; terminal layouts are in ``trialhou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
+from trialhouse import selection
 from trialhouse.app import Choice, app, json_option, listed, option, warehouse_option
+from trialhouse.selection import csv_option, filter_options
 
 Many = tuple[str, ...]  # a repeatable option's values (empty when not given)
 
 # Same values as analysis.pareto.X_CHOICES (tests/test_cli_docs.py checks).
 PARETO_X = ("cost_per_accepted", "cost_per_trial", "median_steps")
-
-csv_option = option("--csv", "csv_out", is_flag=True, help="CSV rows on stdout.")
-
-
-_FILTER_KEYS = ("run", "since", "until", "label", "holdout", "config", "model", "harness",
-                "source", "benchmark", "universe", "cost_coverage", "include_unvalidated",
-                "allow_evaluator_change")
-
-
-def filter_options(by: bool = True, cost: bool = False):
-    """The selection every analysis command takes: --run, --config, --model, --harness,
-    --source, --benchmark, --universe, --since, --until, --label, --holdout, (``by``) --by
-    and (``cost``, the commands that report cost) --cost-coverage. The command receives
-    them as keyword arguments; ``_filters`` turns them into ``analysis.filters.Filters``."""
-    opts = [
-        option("--run", multiple=True, help="Run id (repeatable)."),
-        option("--config", multiple=True,
-               help="Configuration: variant name, config id or id prefix (repeatable)."),
-        option("--model", multiple=True, help="Model name (repeatable)."),
-        option("--harness", multiple=True, help="Harness name (repeatable)."),
-        option("--source", multiple=True,
-               help="Source format: trialhouse, runs-jsonl, inspect, harbor, terminal-bench, "
-                    "swebench (repeatable)."),
-        option("--benchmark", multiple=True, help="Case benchmark label (repeatable)."),
-        option("--universe", multiple=True,
-               help="Task universe: a benchmark label, manifest id or run id (repeatable; "
-                    "summarize lists them)."),
-        option("--since", help="From this ISO date/time (UTC)."),
-        option("--until", help="Before this ISO date/time."),
-        option("--label", multiple=True, help="Case label key=value (repeatable, all must match)."),
-        option("--holdout", type=Choice(("include", "exclude", "only")), default="include",
-               help="Holdout tasks: include | exclude | only."),
-        option("--include-unvalidated", is_flag=True,
-               help="Also count cases whose controls failed or disagreed (unscored; "
-                    "left out by default, and labelled when counted)."),
-    ]
-    if cost:
-        opts.append(option("--cost-coverage", type=Choice(("all", "complete")), default="all",
-                           help="complete: only trials with a known cost (says how many remain)."))
-    if by:
-        opts.append(option("--by", multiple=True, help="Slice by task_class | repository | "
-                                                       "difficulty | language | familiarity."))
-
-    def decorate(f):
-        for o in reversed(opts):
-            f = o(f)
-        return f
-
-    return decorate
-
-
-def _filters(sel: dict[str, Any]) -> Any:
-    """Pop the selection options from a command's keyword arguments into Filters."""
-    from analysis.filters import Filters
-
-    v = {k: sel.pop(k, None) for k in _FILTER_KEYS}
-    return Filters.parse(runs=listed(v["run"] or ()), since=v["since"], until=v["until"],
-                         labels=listed(v["label"] or ()), holdout=v["holdout"] or "include",
-                         configs=v["config"], models=v["model"], harnesses=v["harness"],
-                         sources=v["source"], benchmarks=v["benchmark"],
-                         universes=v["universe"], cost_coverage=v["cost_coverage"] or "all",
-                         include_unvalidated=bool(v["include_unvalidated"]),
-                         allow_evaluator_change=bool(v["allow_evaluator_change"]))
-
-
-@contextmanager
-def _connect(warehouse: Path) -> Iterator[Any]:
-    """A read-only warehouse connection, closed whatever happens."""
-    from warehouse import db
-
-    con = db.open(warehouse, read_only=True)
-    try:
-        yield con
-    finally:
-        con.close()
-
-
-def _ask(warehouse: Path, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with _connect(warehouse) as con:
-        return fn(con, *args, **kwargs)
-
-
-def _emit(result: Any, view: str, fmt: str, filters: Any) -> None:
-    from trialhouse import views
-    from trialhouse.render import emit
-
-    emit(result, getattr(views, view), fmt, head={"filters": filters.as_dict()})
 
 
 @app.command()
@@ -129,12 +42,12 @@ def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: b
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
-    result = _ask(warehouse, ask, filters, by=listed(by))
+    filters = selection.filters(sel)
+    result = selection.ask(warehouse, ask, filters, by=listed(by))
     if layout == "seed" and fmt == "table":
         click.echo("\n".join(seed_lines(result)))
         return
-    _emit(result, "summary", fmt, filters)
+    selection.show(result, "summary", fmt, filters)
 
 
 @app.command()
@@ -165,13 +78,13 @@ def compare(warehouse: Path, baseline: str | None, candidate: Many, report: Path
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
+    filters = selection.filters(sel)
     if report is not None:
         if by:
             raise click.UsageError("--by needs the warehouse (case labels); drop --report")
         result = cmp.compare_report(report, baseline, listed(candidate))
     else:
-        result = _ask(warehouse, cmp.compare, filters, baseline, listed(candidate),
+        result = selection.ask(warehouse, cmp.compare, filters, baseline, listed(candidate),
                       by=listed(by), seed=seed)
     if fmt == "json":
         from analysis.headline import headline
@@ -182,7 +95,7 @@ def compare(warehouse: Path, baseline: str | None, candidate: Many, report: Path
                                                     if k != "comparisons"},
                    "headline": headline(result).as_dict(), "comparisons": doc["comparisons"]})
         return
-    _emit(result, "comparisons", fmt, filters)
+    selection.show(result, "comparisons", fmt, filters)
 
 
 def _question(name: str, fn: str, view: str, doc: str, cost: bool = False,
@@ -198,10 +111,10 @@ def _question(name: str, fn: str, view: str, doc: str, cost: bool = False,
 
         fmt = output_format(json_out, csv_out)
         slices = sel.pop("by", None)
-        filters = _filters(sel)
+        filters = selection.filters(sel)
         ask = getattr(importlib.import_module(module), func)
         kwargs = {"by": listed(slices)} if by else {}
-        _emit(_ask(warehouse, ask, filters, **kwargs), view, fmt, filters)
+        selection.show(selection.ask(warehouse, ask, filters, **kwargs), view, fmt, filters)
 
     command.__doc__ = doc
     command.__name__ = name
@@ -228,8 +141,8 @@ def eligibility(warehouse: Path, json_out: bool, csv_out: bool, **sel: Any) -> N
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
-    _emit(_ask(warehouse, ask, filters), "eligibility", fmt, filters)
+    filters = selection.filters(sel)
+    selection.show(selection.ask(warehouse, ask, filters), "eligibility", fmt, filters)
 
 
 _question("consistency", "analysis.consistency.consistency", "consistency", """Tasks passed on every repetition (Wilson over tasks), pass^k and pass@k for k ≤ min n.
@@ -260,9 +173,9 @@ def pareto(warehouse: Path, x: str, convex: bool, by: Many, json_out: bool, csv_
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
-    _emit(_ask(warehouse, ask, filters, x=x, convex=convex, by=listed(by)), "pareto", fmt,
-          filters)
+    filters = selection.filters(sel)
+    result = selection.ask(warehouse, ask, filters, x=x, convex=convex, by=listed(by))
+    selection.show(result, "pareto", fmt, filters)
 
 
 _question("matrix", "analysis.matrix.matrix", "matrix", """Model × harness: one model under several harnesses, several models under one, or the full grid (interaction).
@@ -291,11 +204,13 @@ def failures(warehouse: Path, disagreements: bool, by: Many, json_out: bool, csv
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
+    filters = selection.filters(sel)
     if disagreements:
-        _emit(_ask(warehouse, f.review_disagreements, filters), "disagreements", fmt, filters)
+        result = selection.ask(warehouse, f.review_disagreements, filters)
+        selection.show(result, "disagreements", fmt, filters)
     else:
-        _emit(_ask(warehouse, f.failures, filters, by=listed(by)), "failures", fmt, filters)
+        result = selection.ask(warehouse, f.failures, filters, by=listed(by))
+        selection.show(result, "failures", fmt, filters)
 
 
 _question("familiarity", "analysis.familiarity.familiarity", "familiarity", """Known vs unknown repository gap per configuration, interval clustered by repository.

@@ -17,9 +17,9 @@ def _frame(df, as_json: bool) -> None:
     if as_json:
         echo_json(df.to_dicts())
         return
-    from trialhouse.cmd_warehouse import _print_frame
+    from trialhouse.render import print_frame
 
-    _print_frame(df, 1000)
+    print_frame(df, 1000)
 
 
 @app.command("calibrate-judge")
@@ -104,14 +104,14 @@ def review_import(file: Path, warehouse: Path, rubric: Path | None, allow_quaran
     """
     from ingest.api import IngestQuarantined
     from ingest.judges import import_reviews
-    from trialhouse.cmd_warehouse import _print_ingest
+    from trialhouse.render import print_ingest
 
     try:
         result = import_reviews(file, warehouse, rubric=rubric, allow_quarantine=allow_quarantine)
     except IngestQuarantined as exc:
-        _print_ingest(exc.result, json)
+        print_ingest(exc.result, json)
         raise
-    _print_ingest(result, json)
+    print_ingest(result, json)
 
 
 @review.command("summary")

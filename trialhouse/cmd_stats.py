@@ -12,8 +12,9 @@ from typing import Any
 
 import click
 
+from trialhouse import selection
 from trialhouse.app import app, json_option, option, warehouse_option
-from trialhouse.cmd_analysis import _ask, _emit, _filters, csv_option, filter_options
+from trialhouse.selection import csv_option, filter_options
 
 
 @app.command()
@@ -30,8 +31,8 @@ def noise(warehouse: Path, json_out: bool, csv_out: bool, **sel: Any) -> None:
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
-    _emit(_ask(warehouse, ask, filters), "noise", fmt, filters)
+    filters = selection.filters(sel)
+    selection.show(selection.ask(warehouse, ask, filters), "noise", fmt, filters)
 
 
 @app.command()
@@ -52,9 +53,9 @@ def rank(warehouse: Path, seed: int, resamples: int, json_out: bool, csv_out: bo
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
-    _emit(_ask(warehouse, ask, filters, seed=seed, resamples=resamples), "ranks", fmt,
-          filters)
+    filters = selection.filters(sel)
+    result = selection.ask(warehouse, ask, filters, seed=seed, resamples=resamples)
+    selection.show(result, "ranks", fmt, filters)
 
 
 @app.command()
@@ -87,7 +88,7 @@ def plan(warehouse: Path, baseline: str | None, candidate: str | None, between: 
     from trialhouse.render import output_format
 
     fmt = output_format(json_out, csv_out)
-    filters = _filters(sel)
+    filters = selection.filters(sel)
     if (between is None) != (within is None):
         raise click.UsageError("give both --between and --within, or neither (to use a pilot)")
     if between is not None and within is not None:
@@ -99,6 +100,6 @@ def plan(warehouse: Path, baseline: str | None, candidate: str | None, between: 
     else:
         from analysis.plan import plan as ask
 
-        result = _ask(warehouse, ask, filters, baseline, candidate, tasks, reps, alpha,
+        result = selection.ask(warehouse, ask, filters, baseline, candidate, tasks, reps, alpha,
                       power, target)
-    _emit(result, "plan", fmt, filters)
+    selection.show(result, "plan", fmt, filters)

@@ -23,26 +23,6 @@ INGEST_FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "term
 ANNOTATION_KINDS = ("failure_category", "review_decision")
 
 
-def _print_ingest(result, as_json: bool) -> None:
-    if as_json:
-        echo_json(result.to_dict())
-        return
-    from analysis.report.document import Table
-    from trialhouse.render import View, print_view
-
-    rows = [[b.run_id, b.source_format,
-             ", ".join(f"{k} {v:,}" for k, v in b.rows.items() if v) or "-",
-             f"{b.quarantined:,}", "unchanged" if b.unchanged else (b.ingest_batch_id or "")]
-            for b in result.batches]
-    total = result.rows
-    print_view(View(
-        tables=[Table("ingest", ["run_id", "format", "rows per table", "quarantined", "batch"],
-                      rows, [False, False, False, True, False])],
-        after=[f"note: {b.run_id}: {note}" for b in result.batches for note in b.notes]
-        + [f"total: {len(result.batches)} batch(es), {total.get('trials', 0):,} trials, "
-           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"]))
-
-
 @app.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @warehouse_option
@@ -68,14 +48,15 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
     Example: trialhouse ingest runs/2026-03-02-demo --warehouse demo/warehouse/trialhouse.duckdb
     """
     from ingest.api import IngestQuarantined, ingest_paths
+    from trialhouse.render import print_ingest
 
     try:
         result = ingest_paths(list(paths), warehouse, format=format, prices=prices,
                               allow_quarantine=allow_quarantine, aliases=aliases, labels=labels)
     except IngestQuarantined as exc:
-        _print_ingest(exc.result, json)
+        print_ingest(exc.result, json)
         raise
-    _print_ingest(result, json)
+    print_ingest(result, json)
 
 
 @app.command()
@@ -116,13 +97,9 @@ def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     elif csv:
         click.echo(df.write_csv(), nl=False)
     else:
-        _print_frame(df, limit)
+        from trialhouse.render import print_frame
 
-
-def _print_frame(df, limit: int) -> None:
-    from trialhouse.render import print_frame
-
-    print_frame(df, limit)
+        print_frame(df, limit)
 
 
 @app.command()
@@ -150,7 +127,9 @@ def tables(warehouse: Path, markdown: bool, json: bool) -> None:
     if json:
         echo_json(df.to_dicts())
     else:
-        _print_frame(df, 1000)
+        from trialhouse.render import print_frame
+
+        print_frame(df, 1000)
 
 
 @app.command()
@@ -170,14 +149,15 @@ def annotate(csv: Path, warehouse: Path, kind: str, annotator: str | None, allow
     """
     from ingest.annotations import import_annotations
     from ingest.api import IngestQuarantined
+    from trialhouse.render import print_ingest
 
     try:
         result = import_annotations(csv, warehouse, kind=kind, annotator=annotator,
                                     allow_quarantine=allow_quarantine)
     except IngestQuarantined as exc:
-        _print_ingest(exc.result, json)
+        print_ingest(exc.result, json)
         raise
-    _print_ingest(result, json)
+    print_ingest(result, json)
 
 
 @app.group(invoke_without_command=True)
@@ -203,7 +183,7 @@ def runs(ctx: click.Context, warehouse: Path, json: bool) -> None:
     if json:
         echo_json([asdict(r) for r in records])
         return
-    from analysis.report.document import Table
+    from analysis.document import Table, columns
     from trialhouse.render import View, print_view
 
     rows = [[r.run_id, r.source_format, r.manifest_id or "-", r.status or "-",
@@ -213,10 +193,12 @@ def runs(ctx: click.Context, warehouse: Path, json: bool) -> None:
              f"INVALIDATED: {r.invalidated}" if r.invalidated else "-"] for r in records]
     invalid = sum(1 for r in records if r.invalidated)
     print_view(View(
-        tables=[Table("runs", ["run_id", "source", "manifest", "status", "trials (finished/all)",
-                               "last batch", "isolation", "executor", "integrity", "evaluator changes",
-                               "invalidated"],
-                      rows, [False, False, False, False, True, False, False, False, False, True, False])],
+        tables=[Table("runs", columns(["run_id", "source", "manifest", "status",
+                                       "trials (finished/all)", "last batch", "isolation",
+                                       "executor", "integrity", "evaluator changes",
+                                       "invalidated"],
+                                      [False, False, False, False, True, False, False, False,
+                                       False, True, False]), rows)],
         after=[f"{len(records)} run(s); {invalid} invalidated (left out of every analysis)"]))
 
 

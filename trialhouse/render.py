@@ -32,7 +32,7 @@ _SIM = re.compile(r"(?<![\w-])SIMULATED(?![\w-])")
 
 @dataclass
 class View:
-    """What a terminal shows of one result: lines, tables (``analysis.report.document.Table``),
+    """What a terminal shows of one result: lines, tables (``analysis.document.Table``),
     then notes (warnings)."""
 
     lines: list[str] = field(default_factory=list)
@@ -66,18 +66,19 @@ def text(value: Any) -> Text:
 
 
 def rich_table(table: Any) -> Any:
+    """An ``analysis.document.Table`` as a Rich table."""
     from rich.table import Table
 
-    from analysis.report.document import cell_text
+    from analysis.document import cell_text
 
     t = Table(title=text(table.caption) if table.caption else None, title_justify="left",
               show_lines=False)
     cells = [[cell_text(c) for c in row] for row in table.rows]
-    for i, (col, numeric) in enumerate(zip(table.columns, table.numeric, strict=True)):
+    for i, col in enumerate(table.columns):
         # Names keep up to 40 characters on a line before they wrap; numbers never wrap.
         longest = max((len(r[i]) for r in cells), default=0)
-        t.add_column(text(col), justify="right" if numeric else "left", overflow="fold",
-                     no_wrap=numeric, min_width=None if numeric else min(longest, 40))
+        t.add_column(text(col.name), justify=col.align, overflow="fold",
+                     no_wrap=col.numeric, min_width=None if col.numeric else min(longest, 40))
     for row in cells:
         t.add_row(*[text(c) for c in row])
     return t
@@ -118,6 +119,27 @@ def emit(result: Any, view: Callable[[Any], View], fmt: str,
         write_csv(result.records())
     else:
         print_view(view(result))
+
+
+def print_ingest(result: Any, as_json: bool) -> None:
+    """What an import wrote (``ingest.api.IngestResult``): per batch its run, format, rows
+    per table and quarantined lines, then the notes and the totals; or its JSON form."""
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    from analysis.document import Table, columns
+
+    rows = [[b.run_id, b.source_format,
+             ", ".join(f"{k} {v:,}" for k, v in b.rows.items() if v) or "-",
+             f"{b.quarantined:,}", "unchanged" if b.unchanged else (b.ingest_batch_id or "")]
+            for b in result.batches]
+    total = result.rows
+    print_view(View(
+        tables=[Table("ingest", columns(["run_id", "format", "rows per table", "quarantined",
+                                         "batch"], [False, False, False, True, False]), rows)],
+        after=[f"note: {b.run_id}: {note}" for b in result.batches for note in b.notes]
+        + [f"total: {len(result.batches)} batch(es), {total.get('trials', 0):,} trials, "
+           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"]))
 
 
 def _human(v: Any) -> str:

@@ -12,10 +12,12 @@ from typing import Any
 from trialhouse.render import View
 
 
-def _table(caption: str, columns: list[str], rows: list[list[Any]], numeric: list[bool]) -> Any:
-    from analysis.report.document import Table
+def _table(caption: str, names: list[str], rows: list[list[Any]], numeric: list[bool],
+           identifying: int = 1) -> Any:
+    """An ``analysis.document.Table``; its first ``identifying`` columns name the row."""
+    from analysis.document import Table, columns
 
-    return Table(caption, columns, rows, numeric)
+    return Table(caption, columns(names, numeric, identifying), rows)
 
 
 def _slice(row: Any, key: str) -> str:
@@ -61,7 +63,7 @@ def summary(s: Any) -> View:
             fmt.count(r["infra"]), fmt.count(r["invalid"]), fmt.count(r["incomplete"]),
             fmt.number(r["med_steps"], unknown="unknown"),
             fmt.number(r["med_tokens"], unknown="unknown"), fmt.usd(r["cost_usd"]),
-            fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_solved"]),
+            fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_accepted"]),
             fmt.pct(r["cost_known"], r["trials"]), fmt.secs(r["latency_p50"]), flags])
     lead = 1 + len(uni) + len(s.by)
     numeric = [False] * lead + [True] * (len(cols) - lead)
@@ -73,7 +75,7 @@ def summary(s: Any) -> View:
                      "source records none).")
     return View(lines=lines,
                 tables=[_table("Summary (common tasks within each task universe)", cols, rows,
-                               numeric)], after=after, notes=list(s.warnings))
+                               numeric, lead)], after=after, notes=list(s.warnings))
 
 
 def _comparison_rows(c: Any) -> list[list[str]]:
@@ -168,7 +170,8 @@ def consistency(res: Any) -> View:
             "pass@k (k = 1…)"]
     return View(lines=_task_sets(res.universes),
                 tables=[_table("Consistency (k = 1..min n)", cols, rows,
-                               [False] * (1 + len(uni) + len(res.by)) + [True] * 5)],
+                               [False] * (1 + len(uni) + len(res.by)) + [True] * 5,
+                               1 + len(uni) + len(res.by))],
                 notes=list(res.warnings))
 
 
@@ -190,7 +193,7 @@ def pareto(res: Any) -> View:
     return View(lines=_task_sets(res.universes),
                 tables=[_table(f"Pareto front per task universe ({x} ↓, rate ↑)", cols, rows,
                                [False] * (1 + len(uni) + len(res.by)) + [True] * 3
-                               + [False] * 4)],
+                               + [False] * 4, 1 + len(uni) + len(res.by))],
                 notes=list(res.warnings))
 
 
@@ -216,7 +219,7 @@ def matrix(m: Any) -> View:
                   f"{e['sign_test']['improvements']} / {e['sign_test']['regressions']} / "
                   f"{e['sign_test']['ties']}",
                   f"{fmt.pval(e['sign_test']['p'])} ({fmt.pval(e['sign_test']['p_holm'])})"]
-                 for e in effects], [False, False, False, True, True, True]))
+                 for e in effects], [False, False, False, True, True, True], 3))
     return View(tables=tables, after=[m.verdict], notes=list(m.warnings))
 
 
@@ -228,7 +231,7 @@ def failures(res: Any) -> View:
             for r in res.rows]
     cols = ["configuration", *res.by, "kind", "class", "annotator", "count", "lost spend"]
     return View(tables=[_table("Failures", cols, rows,
-                               [False] * (4 + len(res.by)) + [True, True])],
+                               [False] * (4 + len(res.by)) + [True, True], 3 + len(res.by))],
                 notes=list(res.warnings))
 
 
@@ -237,7 +240,7 @@ def disagreements(res: Any) -> View:
              r["annotator"] or "", r["note"] or ""] for r in res.rows]
     return View(tables=[_table(f"Reviewer vs grader disagreements ({len(res.rows)})",
                                ["configuration", "trial", "case", "outcome", "review",
-                                "annotator", "note"], rows, [False] * 7)])
+                                "annotator", "note"], rows, [False] * 7, 2)])
 
 
 def familiarity(res: Any) -> View:
@@ -250,7 +253,7 @@ def familiarity(res: Any) -> View:
     cols = ["configuration", *res.by, "known", "unknown", "gap (95% CI, by repository)",
             "repos"]
     return View(tables=[_table("Known vs unknown repositories", cols, rows,
-                               [False] * (1 + len(res.by)) + [True] * 4)],
+                               [False] * (1 + len(res.by)) + [True] * 4, 1 + len(res.by))],
                 notes=list(res.warnings))
 
 
@@ -268,7 +271,8 @@ def latency(res: Any) -> View:
              *[phase(r, p) for p in PHASES]] for r in res.rows]
     return View(tables=[_table("Latency p50 / p90 / p95 (s)",
                                ["configuration", *res.by, "trials", *PHASES], rows,
-                               [False] * (1 + len(res.by)) + [True] * (1 + len(PHASES)))])
+                               [False] * (1 + len(res.by)) + [True] * (1 + len(PHASES)),
+                               1 + len(res.by))])
 
 
 def noise(res: Any) -> View:
@@ -289,7 +293,7 @@ def noise(res: Any) -> View:
             "SE now", "SE at " + "/".join(map(str, REPS)) + " reps", "SE at ∞", "reading"]
     return View(lines=_task_sets(res.universes),
                 tables=[_table("Noise: repetition (ω²) vs task-to-task (τ²) variance", cols, rows,
-                               [False] * (1 + len(uni)) + [True] * 8 + [False])],
+                               [False] * (1 + len(uni)) + [True] * 8 + [False], 1 + len(uni))],
                 notes=list(res.warnings))
 
 
@@ -309,12 +313,12 @@ def ranks(res: Any) -> View:
                 tables=[_table("Leaderboard: rank by task mean, 95% bootstrap rank interval",
                                ["universe", "configuration", "task mean", "rank",
                                 "rank interval", "tied with"], rows,
-                               [False, False, True, True, True, False])],
+                               [False, False, True, True, True, False], 2)],
                 notes=list(res.warnings))
 
 
 def plan(p: Any) -> View:
-    from analysis.plan import REPS, _reps
+    from analysis.plan import REPS, reps_label
 
     def pp(v: Any) -> str:
         return "—" if v is None else f"{100 * v:.1f} pp"
@@ -331,7 +335,7 @@ def plan(p: Any) -> View:
                      f"{p.pilot['tasks']} tasks × {p.pilot['mean_reps']:.2f} repetitions.")
     return View(lines=lines,
                 tables=[_table(f"Minimum detectable difference (α = {p.alpha:g}, power = "
-                               f"{p.power:g}, paired t)", ["tasks", *[f"{_reps(r)} reps" for r in REPS]],
+                               f"{p.power:g}, paired t)", ["tasks", *[f"{reps_label(r)} reps" for r in REPS]],
                                rows, [True] * (1 + len(REPS)))],
                 after=list(p.verdict), notes=list(p.warnings))
 
@@ -356,6 +360,7 @@ def eligibility(res: Any) -> View:
 
 
 def trajectory(res: Any) -> View:
-    from analysis.report.sections.trajectory import NOT_A_SCORE, table
+    from analysis.layouts import NOT_A_SCORE, trajectory_table
 
-    return View(tables=[table(res.rows, _name)], after=[NOT_A_SCORE], notes=list(res.warnings))
+    return View(tables=[trajectory_table(res.rows, _name)], after=[NOT_A_SCORE],
+                notes=list(res.warnings))

@@ -43,7 +43,7 @@ def with_labels(df: pl.DataFrame, configs: pl.DataFrame | None = None) -> pl.Dat
     return df.with_columns(pl.Series(LABEL, labels, dtype=pl.String))
 
 
-def _finite(df: pl.DataFrame, *columns: str) -> pl.DataFrame:
+def finite(df: pl.DataFrame, *columns: str) -> pl.DataFrame:
     """Rows whose given columns are known and finite (JSON cannot carry inf/NaN)."""
     cond = pl.lit(True)
     for c in columns:
@@ -54,4 +54,4 @@ def _finite(df: pl.DataFrame, *columns: str) -> pl.DataFrame:
 
 def has_data(df: pl.DataFrame, *columns: str) -> bool:
     """Whether a chart over ``columns`` would draw anything (an empty chart is never drawn)."""
-    return _finite(df, *columns).height > 0 if columns else df.height > 0
+    return finite(df, *columns).height > 0 if columns else df.height > 0

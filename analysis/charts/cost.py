@@ -8,7 +8,7 @@ import altair as alt
 import polars as pl
 
 from analysis import theme
-from analysis.charts.base import LABEL, _finite
+from analysis.charts.base import LABEL, finite
 
 STATUSES = ["on the front", "dominated", "baseline (not ranked)", "ineligible (off the front)"]
 
@@ -30,7 +30,7 @@ def pareto_chart(
     Points with unknown or infinite cost cannot be placed and are left out (the
     report lists them).
     """
-    df = _finite(points, x, "rate")
+    df = finite(points, x, "rate")
     role = pl.col("role") if "role" in df.columns else pl.lit("agent")
     df = df.with_columns(
         pl.when(role == "baseline").then(pl.lit(STATUSES[2]))
@@ -69,7 +69,7 @@ def distribution_chart(
 
     Columns: label, ``value``.
     """
-    df = _finite(trials.select([LABEL, value]), value)
+    df = finite(trials.select([LABEL, value]), value)
     if log:
         df = df.filter(pl.col(value) > 0)
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)

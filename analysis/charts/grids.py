@@ -7,7 +7,7 @@ import polars as pl
 
 from analysis import formatting as fmt
 from analysis import theme
-from analysis.charts.base import LABEL, _finite
+from analysis.charts.base import LABEL, finite
 
 
 def matrix_chart(grid: pl.DataFrame, *, title: str = "Model × harness") -> alt.LayerChart | alt.FacetChart:
@@ -54,7 +54,7 @@ def gap_chart(
 
     Columns: label, ``value``, ci_low, ci_high.
     """
-    df = _finite(gaps, value, "ci_low", "ci_high")
+    df = finite(gaps, value, "ci_low", "ci_high")
     base = alt.Chart(df, title=alt.Title(title, subtitle="interval clustered by repository"))
     y = alt.Y(f"{LABEL}:N", title=None)
     zero = (
@@ -85,7 +85,7 @@ def period_chart(
 
     Columns: label, previous_rate, current_rate.
     """
-    df = _finite(changes, "previous_rate", "current_rate")
+    df = finite(changes, "previous_rate", "current_rate")
     long = (
         df.select([LABEL, "previous_rate", "current_rate"])
         .unpivot(index=LABEL, variable_name="period", value_name="rate")

@@ -8,7 +8,7 @@ import polars as pl
 
 from analysis import formatting as fmt
 from analysis import theme
-from analysis.charts.base import LABEL, _finite
+from analysis.charts.base import LABEL, finite
 
 
 def rate_chart(
@@ -18,7 +18,7 @@ def rate_chart(
 
     Columns: label, rate, ci_low, ci_high, solved, valid.
     """
-    df = _finite(summary, "rate", "ci_low", "ci_high").with_columns(
+    df = finite(summary, "rate", "ci_low", "ci_high").with_columns(
         pl.struct(["solved", "valid"])
         .map_elements(lambda s: fmt.pct(s["solved"], s["valid"]), return_dtype=pl.String)
         .alias("count")
@@ -122,7 +122,7 @@ def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass@k and pass^k") -> al
 
     Columns: label, k, metric ("pass^k" | "pass@k"), value.
     """
-    df = _finite(passk, "value").with_columns(
+    df = finite(passk, "value").with_columns(
         pl.col("metric").replace_strict(METRIC_TITLES, default=pl.col("metric")).alias("panel"))
     kmax = int(df["k"].cast(pl.Int64).max() or 1) if df.height else 1  # type: ignore[arg-type]
     order = [METRIC_TITLES["pass@k"], METRIC_TITLES["pass^k"]]

@@ -23,10 +23,10 @@ __all__ = ["ReportPaths", "write_report"]
 
 def _window(since: Any, until: Any, previous_period: bool
             ) -> tuple[datetime | None, datetime | None, tuple[datetime, datetime] | None]:
-    from analysis.filters import _parse_time
+    from analysis.filters import parse_time
     from analysis.period import previous_window
 
-    since_t, until_t = _parse_time(since, "since"), _parse_time(until, "until")
+    since_t, until_t = parse_time(since, "since"), parse_time(until, "until")
     if previous_period and since_t is None:
         raise AnalysisError("--previous-period needs --since (and --until, default now): it "
                             "compares the window with the one of the same length before it")

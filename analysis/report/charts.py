@@ -39,7 +39,8 @@ def _summary_charts(d: ReportData, out: Charts) -> None:
         out.specs["rate"] = ch.rate_chart(summ)
     trials = _labelled(d, d.trials.filter(pl.col("complete")))
     if trials.height:
-        counts = trials.group_by(["label", "outcome"]).agg(pl.len().alias("n"))
+        counts = (trials.group_by(["label", "outcome"]).agg(pl.len().alias("n"))
+                  .sort(["label", "outcome"], nulls_last=True))  # the same spec on every run
         out.specs["outcomes"] = ch.outcomes_chart(counts)
     for name, col, title, axis in (("cost", "cost_usd", "Cost per trial", "USD per trial"),
                                    ("latency", "duration_s", "Wall time per trial",

@@ -1,40 +1,16 @@
 """The report as a document: sections of paragraphs, notes, tables and named charts.
 
 Sections build these from analysis results (``analysis.report.sections``); renderers turn
-them into HTML, Markdown or text (``analysis.report.render``). Cells are plain text,
-a :class:`Link`, or a tuple of links; renderers escape every text they place.
+them into HTML and Markdown (``analysis.report.render``). Tables are the renderer-neutral
+ones the terminal prints too (``analysis.document``); what is the report's own is the
+section around them: its headline bullets, blockers, charts and why it may be absent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Link:
-    """A cell or part of one that points somewhere (a trial's evidence directory)."""
-
-    text: str
-    href: str | None = None
-
-
-Cell = str | Link | tuple[Link, ...]
-
-
-@dataclass
-class Table:
-    caption: str
-    columns: list[str]
-    rows: Sequence[Sequence[Cell]]
-    numeric: list[bool] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not self.numeric:
-            self.numeric = [False] * len(self.columns)
-        if len(self.numeric) != len(self.columns):
-            raise ValueError(f"table {self.caption!r}: {len(self.columns)} columns, "
-                             f"{len(self.numeric)} alignment flags")
+from analysis.document import Table
 
 
 @dataclass
@@ -49,12 +25,3 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     charts: list[str] = field(default_factory=list)
     absent: str | None = None
-
-
-def cell_text(cell: Cell) -> str:
-    """A cell as plain text (Markdown escapes it further, the terminal prints it)."""
-    if isinstance(cell, Link):
-        return cell.text
-    if isinstance(cell, tuple):
-        return ", ".join(link.text for link in cell)
-    return cell

@@ -4,6 +4,11 @@ The report computes no statistic: each field of :class:`ReportData` is the retur
 of one analysis function (or why it could not answer), and the comparison is the very
 ``analysis.compare.compare`` call the ``compare`` command makes, with the same baseline
 resolution and Holm family, so the two print the same numbers by construction.
+
+Each analysis runs once per report: the selection is resolved once; the summary's checks
+(eligibility gates, unscored cases, sanity; ``Summary.checked``) are the report's, and the
+comparison, the roles and the blockers read them instead of asking again; both Pareto
+fronts are drawn from the one summary (``analysis.pareto.front``).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ if TYPE_CHECKING:
     from analysis.pareto import Pareto
     from analysis.period import Period
     from analysis.sanity import SanityWarning
-    from analysis.summary import Summary
+    from analysis.summary import Checked, Summary
     from analysis.trajectory import TrajectorySummary
     from analysis.unscored import Unscored
 
@@ -121,12 +126,12 @@ def _records(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> lis
 
 
 def _comparisons(con: duckdb.DuckDBPyConnection, filters: Filters, baseline: str | None,
-                 candidates: list[str] | None
+                 candidates: list[str] | None, checked: Checked | None
                  ) -> tuple[ComparisonSet | None, str | None]:
     from analysis.compare import compare
 
     try:
-        return compare(con, filters, baseline, candidates), None
+        return compare(con, filters, baseline, candidates, checked=checked), None
     except AnalysisError as exc:
         if baseline is not None or candidates:
             raise  # the user named a side: an error, not an absent section
@@ -170,16 +175,15 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
            baseline: str | None = None, candidates: list[str] | None = None,
            previous: Filters | None = None) -> ReportData:
     """Ask every analysis its question; an analysis that cannot answer says why."""
-    from analysis import consistency, failures, familiarity, flags, latency, matrix, pareto
+    from analysis import consistency, failures, familiarity, flags, latency, matrix
     from analysis.data import load_trials, require_trials
-    from analysis.eligibility import assess, gates
+    from analysis.eligibility import assess
     from analysis.headline import headline
+    from analysis.pareto import front
     from analysis.period import period_changes
     from analysis.review import judged_and_reviewed
-    from analysis.sanity import sanity
     from analysis.scope import resolve
     from analysis.summary import summarize
-    from analysis.unscored import unscored
 
     filters = resolve(con, filters)
     trials = load_trials(con, filters, columns=_TRIAL_COLUMNS)
@@ -189,8 +193,11 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     simulated = frozenset({c["config_id"] for c in configs if c.get("simulated")}
                           | set(trials.filter(trials["simulated"].fill_null(False))
                                 ["config_id"].to_list()))
-    roles = assess(con, filters, trials["config_id"].unique().to_list())
-    comps, absent = _comparisons(con, filters, baseline, candidates)
+    summary = summarize(con, filters)
+    checked = summary.checked
+    assert checked is not None  # summarize checks by default
+    roles = assess(con, filters, trials["config_id"].unique().to_list(), checked.gates)
+    comps, absent = _comparisons(con, filters, baseline, candidates, checked)
     period = (period_changes(con, filters, previous, roles, window, simulated)
               if previous is not None else None)
     mat, mat_absent = _optional(matrix.matrix, con, filters)
@@ -198,18 +205,17 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     return ReportData(
         filters=filters, window=window, baseline_requested=baseline, run_ids=run_ids,
         runs=_records(con, _RUNS_SQL, [run_ids]), configs=configs, simulated=simulated,
-        roles=roles, trials=trials, summary=summarize(con, filters), comparisons=comps,
+        roles=roles, trials=trials, summary=summary, comparisons=comps,
         compare_absent=absent,
         headline=headline(comps) if comps is not None else None,
         consistency=consistency.consistency(con, filters),
-        pareto=pareto.pareto(con, filters, x="cost_per_accepted"),
-        pareto_trial=pareto.pareto(con, filters, x="cost_per_trial"),
+        pareto=front(summary, roles, x="cost_per_accepted"),
+        pareto_trial=front(summary, roles, x="cost_per_trial"),
         matrix=mat, matrix_absent=mat_absent, failures=failures.failures(con, filters),
         familiarity=fam, familiarity_absent=fam_absent,
         latency=latency.latency(con, filters), flags=flags.flags(con, filters),
-        blockers=_blockers(trials, configs, comps, period, roles, simulated,
-                           gates(con, filters)), period=period,
-        unscored=unscored(con, filters), sanity=sanity(con, filters),
+        blockers=_blockers(trials, configs, comps, period, roles, simulated, checked.gates),
+        period=period, unscored=checked.unscored, sanity=checked.sanity,
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids))

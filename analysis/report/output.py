@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from analysis.document import Cell, Link
 from analysis.errors import AnalysisError
-from analysis.report.document import Cell, Link, Section
+from analysis.report.document import Section
 
 
 @dataclass

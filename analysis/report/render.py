@@ -15,8 +15,9 @@ from typing import Any
 
 import markupsafe
 
+from analysis.document import Cell, Link, cell_text
 from analysis.formatting import SIMULATED
-from analysis.report.document import Cell, Link, Section, cell_text
+from analysis.report.document import Section
 
 TEMPLATES = Path(__file__).with_name("templates")
 _SIM_WORD = re.compile(rf"(?<![\w-]){SIMULATED}(?![\w-])")
@@ -94,8 +95,8 @@ def _md_section(s: Section, chart_files: dict[str, str]) -> list[str]:
               for line in (f"![{c}]({chart_files[c]})", "")]
     for t in s.tables:
         lines += [f"**{t.caption}**", "",
-                  "| " + " | ".join(_md_cell(c) for c in t.columns) + " |",
-                  "|" + "|".join("---:" if n else "---" for n in t.numeric) + "|"]
+                  "| " + " | ".join(_md_cell(c.name) for c in t.columns) + " |",
+                  "|" + "|".join("---:" if c.numeric else "---" for c in t.columns) + "|"]
         lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
         lines.append("")
     return lines

@@ -228,6 +228,48 @@ def test_sanity_checks_name_unequal_runs_empty_successes_and_infra_share(wh):
     assert {(w["check"], w["config_id"]) for w in doc["sanity"]} == set(found)
 
 
+def test_the_staged_counts_and_checks_equal_one_pass_over_the_trials(_warehouses):
+    """Summarize takes the gate and sanity counts from its task cells plus the few trials
+    that leaked or look empty; a question without cells makes one pass over the trials.
+    Two runs pooled in one universe (cells added up per task), a slice, an unscored case,
+    a tampered run and a blocker regression: both ways give the same gates and warnings."""
+    from analysis import checks, tasks
+    from analysis.eligibility import gates
+    from analysis.scope import resolve
+
+    first = _bench()
+    for t in first:
+        if t["trial_id"] in ("honest-t1-1", "base-t2-1"):
+            t["outcome"] = "invalid"
+        if t["trial_id"] == "honest-t3-1":
+            t["steps"] = 0
+    second = _grid({"base": ("command", {c: [A, "infra_error"] for c in CASES}),
+                    "honest": ("command", {c: [A] for c in CASES[:6]})})
+    bench = [{"case_id": c, "benchmark": "pooled", "task_class": "bugfix" if c < "t4" else "feature"}
+             for c in CASES]
+    con = _warehouses([
+        {"run_id": "r1", "trials": first, "cases": [*bench[:7], {**bench[7], "scored": False}],
+         "extra_tables": _criteria_tables({"honest-t2-1"}, "blocker")},
+        {"run_id": "r2", "trials": second, "cases": bench,
+         "run": {"integrity": "tampered or damaged: 1 line(s) refused"}},
+    ])
+    for sel in (Filters(), Filters(include_unvalidated=True), Filters(runs=("r1",))):
+        sel = resolve(con, sel)
+        for by in ([], ["task_class"]):
+            with tasks.staged(con, sel, by) as st:
+                staged = checks.staged_counts(con, sel, st)
+                found = sanity(con, sel, staged=True, counts=staged,
+                               one_cell=st.one_run and not by)
+            assert staged == checks.counts(con, sel)
+            assert found == sanity(con, sel)
+        assert gates(con, sel, staged) == gates(con, sel)
+    alone = gates(con, resolve(con, Filters()))
+    assert alone["honest"].blocker_regressions == (("existing-tests", 1),)
+    assert alone["base"].tampered_runs == ("r2",) and alone["base"].invalid == 1
+    warned = {(w.check, w.config_id) for w in sanity(con, resolve(con, Filters()))}
+    assert {("unequal_runs", None), ("empty_success", "honest"), ("infra_share", "base")} <= warned
+
+
 # --- the CLI: one thin command, one-line errors -------------------------------------------
 
 

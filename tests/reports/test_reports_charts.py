@@ -140,12 +140,12 @@ def test_non_finite_values_never_reach_the_spec() -> None:
 
     df = pl.DataFrame({
         "label": ["a", "b"], "rate": [0.5, 0.0], "ci_low": [0.2, 0.0], "ci_high": [0.8, 0.3],
-        "solved": [1, 0], "valid": [2, 3], "cost_per_solved": [1.0, float("inf")],
+        "solved": [1, 0], "valid": [2, 3], "cost_per_accepted": [1.0, float("inf")],
         "cost_p50": [float("nan"), 2.0],
     })
     spec = charts.rate_chart(df).to_dict()
     rows = next(iter(spec["datasets"].values()))
-    assert [r["cost_per_solved"] for r in rows] == [1.0, None]
+    assert [r["cost_per_accepted"] for r in rows] == [1.0, None]
     assert [r["cost_p50"] for r in rows] == [None, 2.0]
     json.dumps(spec, allow_nan=False)
 

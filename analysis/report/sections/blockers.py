@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
@@ -28,7 +29,7 @@ def section(d: ReportData) -> Section:
         rows.append([name(d, c), status, "; ".join(e.reasons or e.notes) or fmt.DASH])
     if rows:
         s.tables.append(Table("Eligibility per configuration",
-                              ["configuration", "status", "reasons"], rows))
+                              columns(["configuration", "status", "reasons"]), rows))
     if not d.blockers.found:
         s.oks.append("No invalid trial, blocker regression, tampered run, leaked secret or "
                      "significant regression of a candidate (sign test, Holm-adjusted, "

@@ -6,7 +6,8 @@ from typing import Any
 
 from analysis import formatting as fmt
 from analysis.comparison import Comparison
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name, small_sample
 
@@ -74,21 +75,22 @@ def section(d: ReportData) -> Section:
         s.warnings += small_sample(c.tasks.common, f"the comparison of {lab}")
         if (text := _holdout(lab, c)) is not None:
             s.paragraphs.append(text)
-    s.tables.append(Table("Pairs (task × repetition)", _PAIRS, pairs, [False] + [True] * 7))
-    s.tables.append(Table("Per-task directions and sign test", _TEST, tests,
-                          [False] + [True] * 7))
-    s.tables.append(Table("Time and cost", _COST, costs, [False, True, True, True, True]))
+    s.tables.append(Table("Pairs (task × repetition)", columns(_PAIRS, [False] + [True] * 7),
+                          pairs))
+    s.tables.append(Table("Per-task directions and sign test",
+                          columns(_TEST, [False] + [True] * 7), tests))
+    s.tables.append(Table("Time and cost", columns(_COST, [False, True, True, True, True]), costs))
     if comps.excluded_baselines:
         s.tables.append(_reference_points(d, {b.config_id for b in comps.excluded_baselines}))
     return s
 
 
 def _reference_points(d: ReportData, ids: set[str]) -> Table:
-    """The null and reference runs beside the comparison (STATISTICS.md: they belong in every
-    comparison where they were run), as the floor and the ceiling, never as candidates."""
+    """The null and reference runs beside the comparison (docs/design.md, "Baselines are
+    reference points, never candidates"), as the floor and the ceiling, never as candidates."""
     rows = [[name(d, r), f"baseline ({d.roles[r['config_id']].agent_kind})",
              fmt.pct(r["solved"], r["valid"]), fmt.rate(r["task_mean"])]
             for r in d.summary.rows if r["config_id"] in ids and r["config_id"] in d.roles]
     return Table("Reference points (not candidates, not in the Holm family)",
-                 ["configuration", "role", "accepted / valid", "task mean"], rows,
-                 [False, False, True, True])
+                 columns(["configuration", "role", "accepted / valid", "task mean"],
+                         [False, False, True, True]), rows)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
@@ -79,7 +80,8 @@ def _left_out(d: ReportData, s: Section) -> None:
         s.warnings.append(f"{len(d.invalidated)} invalidated run(s) excluded from every "
                           "number of this report (trialhouse runs invalidate).")
         s.tables.append(Table(
-            "Invalidated runs (excluded)", ["run", "source", "manifest", "reason", "invalidated"],
+            "Invalidated runs (excluded)",
+            columns(["run", "source", "manifest", "reason", "invalidated"]),
             [[r["run_id"], r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
               r["reason"], r["set_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("set_at")
               else fmt.DASH] for r in d.invalidated]))
@@ -93,9 +95,10 @@ def _left_out(d: ReportData, s: Section) -> None:
     s.tables.append(Table(
         "Unscored cases (counted: --include-unvalidated)" if u.included else
         "Unscored cases (left out: their controls failed or disagreed)",
-        ["case", "run", "reason", "trials recorded", "trials skipped"],
+        columns(["case", "run", "reason", "trials recorded", "trials skipped"],
+                [False, False, False, True, True]),
         [[c.case_id, c.run_id, c.reason, fmt.count(c.trials), fmt.count(c.skipped)]
-         for c in u.cases], [False, False, False, True, True]))
+         for c in u.cases]))
 
 
 def section(d: ReportData) -> Section:
@@ -107,11 +110,11 @@ def section(d: ReportData) -> Section:
         "points: never candidates, never ranked.")
     s.tables.append(Table(
         "Runs (manifest hashes, pinned commits, engine and OS versions, price table date)",
-        _RUN_COLUMNS, [_run_row(r) for r in d.runs]))
+        columns(_RUN_COLUMNS), [_run_row(r) for r in d.runs]))
     s.tables.append(Table(
         "Configurations",
-        ["configuration", "config_id", "role", "model", "harness", "version", "effort",
-         "source", "simulated"],
+        columns(["configuration", "config_id", "role", "model", "harness", "version", "effort",
+                 "source", "simulated"]),
         [[name(d, c), c["config_id"][:12], _role(d, c["config_id"]), c.get("model") or fmt.DASH,
           c.get("harness") or fmt.DASH, c.get("harness_version") or fmt.DASH,
           c.get("reasoning_effort") or fmt.DASH, c.get("source_format") or fmt.DASH,

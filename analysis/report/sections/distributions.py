@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
@@ -18,15 +19,13 @@ def section(d: ReportData) -> Section:
     s.charts += ["cost", "latency"]
     s.tables.append(Table(
         "Latency by phase, p50 / p90 / p95 (trials with the phase reported)",
-        ["configuration", *_PHASES],
+        columns(["configuration", *_PHASES], [False] + [True] * len(_PHASES)),
         [[name(d, r)] + [f"{fmt.secs(r.get(f'{p}_p50'))} / {fmt.secs(r.get(f'{p}_p90'))} / "
                          f"{fmt.secs(r.get(f'{p}_p95'))} (n={fmt.count(r.get(f'{p}_n') or 0)})"
-                         for p in _PHASES] for r in d.latency.rows],
-        [False] + [True] * len(_PHASES)))
+                         for p in _PHASES] for r in d.latency.rows]))
     s.tables.append(Table(
         "Wall time per trial, p50 / p90 / p95",
-        ["configuration", "latency p50", "p90", "p95"],
+        columns(["configuration", "latency p50", "p90", "p95"], [False, True, True, True]),
         [[name(d, r), fmt.secs(r["latency_p50"]), fmt.secs(r["latency_p90"]),
-          fmt.secs(r["latency_p95"])] for r in d.summary.rows],
-        [False, True, True, True]))
+          fmt.secs(r["latency_p95"])] for r in d.summary.rows]))
     return s

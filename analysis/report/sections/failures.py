@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name, sentences
 
@@ -17,12 +18,11 @@ def section(d: ReportData) -> Section:
     s.charts.append("failures")
     s.tables.append(Table(
         "Outcomes and categories",
-        ["configuration", "dimension", "class / category", "annotator", "trials (share)",
-         "lost spend"],
+        columns(["configuration", "dimension", "class / category", "annotator", "trials (share)",
+                 "lost spend"], [False, False, False, False, True, True], identifying=3),
         [[name(d, r), r["dimension"], r["value"], r.get("annotator") or fmt.DASH,
           fmt.pct(r["count"], r["total"]),
           fmt.usd(r["lost_spend_usd"], r.get("cost_coverage")) if r["value"] != "accepted"
-          else fmt.DASH] for r in d.failures.rows],
-        [False, False, False, False, True, True]))
+          else fmt.DASH] for r in d.failures.rows]))
     s.warnings += sentences(d.failures.warnings)
     return s

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
@@ -21,13 +22,12 @@ def section(d: ReportData) -> Section:
     s.charts.append("familiarity")
     s.tables.append(Table(
         "Familiarity gap",
-        ["configuration", "known: accepted / valid", "unknown: accepted / valid",
-         "gap (95% CI)", "repositories"],
+        columns(["configuration", "known: accepted / valid", "unknown: accepted / valid",
+                 "gap (95% CI)", "repositories"], [False, True, True, True, True]),
         [[name(d, r), fmt.pct(r["known_solved"], r["known_valid"]),
           fmt.pct(r["unknown_solved"], r["unknown_valid"]),
           fmt.diff_ci(r["gap"], r["ci_low"], r["ci_high"]),
-          f"{r['g_known']} known, {r['g_unknown']} unknown"] for r in d.familiarity.rows],
-        [False, True, True, True, True]))
+          f"{r['g_known']} known, {r['g_unknown']} unknown"] for r in d.familiarity.rows]))
     if any(r.get("small_g") for r in d.familiarity.rows):
         s.warnings.append("Few repositories (G < 10): the clustered intervals are rough; treat "
                           "the gap as descriptive.")

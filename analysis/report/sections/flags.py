@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Link, Section, Table
+from analysis.document import Link, Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name, sentences
 
@@ -22,13 +23,13 @@ def section(d: ReportData) -> Section:
         return s
     s.tables.append(Table(
         "Flags per configuration and kind",
-        ["configuration", "kind", "flags", "trials flagged", "files", "trials"],
+        columns(["configuration", "kind", "flags", "trials flagged", "files", "trials"],
+                [False, False, True, True, False, False], identifying=2),
         [[name(d, r), r["kind"], fmt.count(r["flags"]), fmt.pct(r["trials_flagged"], r["trials"]),
           fmt.listing(r["paths"], limit=3),
           tuple(Link(t, e) for t, e in zip(r["trial_ids"], r["evidence"], strict=True))
           + ((Link(f"and {r['trials_flagged'] - len(r['trial_ids'])} more"),)
              if r["trials_flagged"] > len(r["trial_ids"]) else ())]
-         for r in rows],
-        [False, False, True, True, False, False]))
+         for r in rows]))
     s.warnings += sentences(d.flags.warnings)
     return s

@@ -5,7 +5,8 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
@@ -37,44 +38,44 @@ def section(d: ReportData) -> Section:
     if judged.height:
         s.tables.append(Table(
             "Judgments (advisory) per configuration and criterion",
-            ["configuration", "criterion", "judge", "judgments", "pass", "fail", "abstained", "calibration",
-             "kappa [95% CI]"],
+            columns(["configuration", "criterion", "judge", "judgments", "pass", "fail",
+                     "abstained", "calibration", "kappa [95% CI]"],
+                    [False, False, False, True, True, True, True, False, False], identifying=3),
             [[names.get(x["config_id"], x["config_id"] or "?"), x["criterion_id"] or "",
               f"{x['judge_host']} {x['judge_model'] or ''}".strip(), fmt.count(x["judgments"]),
               fmt.count(x["passed"]), fmt.count(x["failed"]), fmt.count(x["abstained"]),
               f"advisory, {x['calibration']}",
               _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]) if x["calibration"] == "calibrated" else "—"]
-             for x in judged.to_dicts()],
-            [False, False, False, True, True, True, True, False, False]))
+             for x in judged.to_dicts()]))
     cal: pl.DataFrame = r.get("calibrations", pl.DataFrame())
     if cal.height:
         s.tables.append(Table(
             "Judge calibrations",
-            ["rubric", "judge", "effort", "examples", "agreement", "kappa [95% CI]", "abstention"],
+            columns(["rubric", "judge", "effort", "examples", "agreement", "kappa [95% CI]",
+                     "abstention"], [False, False, False, True, True, False, True]),
             [[f"{x['rubric']} ({x['rubric_sha256'][:12]})", f"{x['judge_host']} {x['judge_model'] or ''}".strip(),
               x["judge_effort"] or "—", fmt.count(x["examples"]), _num(x["agreement"]),
               _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]), _num(x["abstention_rate"])]
-             for x in cal.to_dicts()],
-            [False, False, False, True, True, False, True]))
+             for x in cal.to_dicts()]))
     agree: pl.DataFrame = r.get("agreement", pl.DataFrame())
     if agree.height:
         s.tables.append(Table(
             "Grader–reviewer agreement",
-            ["configuration", "reviewed", "disagreements", "rate", "kappa [95% CI]", "disagreeing trials"],
+            columns(["configuration", "reviewed", "disagreements", "rate", "kappa [95% CI]",
+                     "disagreeing trials"], [False, True, True, True, False, False]),
             [[names.get(x["config_id"], x["config_id"]), fmt.count(x["reviewed"]), fmt.count(x["disagreements"]),
               _num(x["disagreement_rate"]), _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]),
-              x["disagreeing_trials"] or "—"] for x in agree.to_dicts()],
-            [False, True, True, True, False, False]))
+              x["disagreeing_trials"] or "—"] for x in agree.to_dicts()]))
     minutes: pl.DataFrame = r.get("minutes", pl.DataFrame())
     if minutes.height:
         s.tables.append(Table(
             "Review minutes per accepted result",
-            ["configuration", "accepted by review", "median min", "p90 min", "min per accepted", "median cost"],
+            columns(["configuration", "accepted by review", "median min", "p90 min",
+                     "min per accepted", "median cost"], [False, True, True, True, True, True]),
             [[names.get(x["config_id"], x["config_id"]), fmt.count(x["accepted_by_review"]),
               _num(x["minutes_median"], 1), _num(x["minutes_p90"], 1), _num(x["minutes_per_accepted"], 1),
               fmt.usd(x["cost_median_usd"]) if x["cost_median_usd"] is not None else "unknown"]
-             for x in minutes.to_dicts()],
-            [False, True, True, True, True, True]))
+             for x in minutes.to_dicts()]))
     if not s.tables:
         s.absent = "No judgment, calibration or review in the selected trials."
     return s

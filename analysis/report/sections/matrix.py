@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import small_sample
 
 
 def _effects(caption: str, key: str, a: str, b: str, effects: list[dict]) -> Table:
     return Table(
-        caption, [key, f"{a} A", f"{a} B", "mean difference B − A (95% CI)",
-                  "sign test (improved/regressed, p)"],
+        caption, columns([key, f"{a} A", f"{a} B", "mean difference B − A (95% CI)",
+                          "sign test (improved/regressed, p)"], identifying=3),
         [[e[key], e[f"{b}_a"], e[f"{b}_b"], fmt.diff_ci(e["mean_diff"], e["ci_low"], e["ci_high"]),
           f"{e['sign_test']['improvements']}/{e['sign_test']['regressions']}, "
           f"p = {fmt.pval(e['sign_test']['p'])}"] for e in effects])

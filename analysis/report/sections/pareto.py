@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
 
@@ -20,12 +21,12 @@ def section(d: ReportData) -> Section:
     s.charts += ["pareto", "pareto_trial"]
     s.tables.append(Table(
         "Front and dominated configurations",
-        ["configuration", "cost per accepted", "accepted / valid", "status", "dominated by",
-         "interval overlap"],
-        [[names[r["config_id"]], fmt.usd(r["x"]), fmt.pct(r["solved"], r["valid"]), fmt.front_status(r.get("role"), r["on_front"]),
+        columns(["configuration", "cost per accepted", "accepted / valid", "status",
+                 "dominated by", "interval overlap"], [False, True, True, False, False, False]),
+        [[names[r["config_id"]], fmt.usd(r["x"]), fmt.pct(r["solved"], r["valid"]),
+          fmt.front_status(r.get("role"), r["on_front"]),
           fmt.listing([names.get(c, c[:12]) for c in (r.get("dominated_by") or [])]),
-          "yes: the difference may be noise" if r.get("overlap") else "no"] for r in rows],
-        [False, True, True, False, False, False]))
+          "yes: the difference may be noise" if r.get("overlap") else "no"] for r in rows]))
     unplaced = [names[r["config_id"]] for r in rows if r.get("role") != "baseline"
                 and (r["on_front"] is None or r["x"] == float("inf"))]
     if any(r.get("role") == "baseline" for r in rows):

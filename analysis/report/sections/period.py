@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from analysis import formatting as fmt
+from analysis.document import Table, columns
 from analysis.period import PeriodRow
-from analysis.report.document import Section, Table
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 
 
@@ -59,7 +60,7 @@ def section(d: ReportData) -> Section:
     s.charts.append("period")
     s.tables.append(Table(
         "Per configuration",
-        ["configuration", "previous", "current", "shared tasks", "improved", "regressed",
-         "ties", "p", "p (Holm)", "verdict"],
-        [_row(r) for r in rows], [False] + [True] * 8 + [False]))
+        columns(["configuration", "previous", "current", "shared tasks", "improved", "regressed",
+                 "ties", "p", "p (Holm)", "verdict"], [False] + [True] * 8 + [False]),
+        [_row(r) for r in rows]))
     return s

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from analysis import formatting as fmt
-from analysis.report.document import Section, Table
+from analysis.document import Table, columns
+from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name, small_sample
 
@@ -32,7 +33,7 @@ def _quality(d: ReportData, r: dict[str, Any]) -> list[Any]:
 def _cost(d: ReportData, r: dict[str, Any]) -> list[Any]:
     return [name(d, r), fmt.usd(r["cost_usd"], r["cost_coverage"]),
             fmt.pct(r.get("cost_known"), r["trials"]),
-            fmt.usd(r["cost_per_solved"], r["cost_coverage"]),
+            fmt.usd(r["cost_per_accepted"], r["cost_coverage"]),
             " / ".join(fmt.usd(r[k]) for k in ("cost_p50", "cost_p90", "cost_p95"))]
 
 
@@ -46,13 +47,13 @@ def section(d: ReportData) -> Section:
         "apart. Only tasks every configuration of a benchmark attempted are used; no single "
         "weighted score is given. Flags are patch-inspection findings for review, not failures.")
     s.charts += ["rate", "outcomes"]
-    s.tables.append(Table("Quality", _QUALITY, [_quality(d, r) for r in summ.rows],
-                          [False] + [True] * (len(_QUALITY) - 1)))
+    s.tables.append(Table("Quality", columns(_QUALITY, [False] + [True] * (len(_QUALITY) - 1)),
+                          [_quality(d, r) for r in summ.rows]))
     s.tables.append(Table(
         "Cost (failed trials' spend included in cost per accepted result)",
-        ["configuration", "total cost", "cost known for", "cost per accepted",
-         "cost p50 / p90 / p95 per trial"],
-        [_cost(d, r) for r in summ.rows], [False, True, True, True, True]))
+        columns(["configuration", "total cost", "cost known for", "cost per accepted",
+                 "cost p50 / p90 / p95 per trial"], [False, True, True, True, True]),
+        [_cost(d, r) for r in summ.rows]))
     s.warnings += small_sample(min((r["tasks"] for r in summ.rows), default=0), "the summary")
     s.warnings += list(summ.warnings)
     for ex in summ.excluded_cases:
