@@ -46,7 +46,7 @@ from aiohttp import web
 
 from contract.redact import compile_redactor
 from contract.redact import replacement as _redacted  # same replacement text as stored stdout
-from runner.agents.usage import short
+from runner.agents.agent_report import short
 from runner.gateway import sse
 from runner.gateway.records import Api, CallRecord, GatewayMode, Provider
 from runner.gateway.script import Answer, Script, ScriptMismatch, pick, render

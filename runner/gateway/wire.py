@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.agents.usage import count, short
+from runner.agents.agent_report import count, short
 from runner.gateway.records import Api, Provider
 from runner.gateway.sse import SseEvent
 
