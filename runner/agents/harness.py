@@ -32,6 +32,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from contract.call_events import Provider
 from runner.agents import usage_claude, usage_codex, usage_mini
 from runner.agents.harness_result import HarnessResult
 
@@ -143,7 +144,7 @@ def settings_for(variant: Any, binary: str | None = None, *, isolated: bool = Fa
 DEFAULT_KEY_ENV: dict[str, str] = {"claude-code": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY",
                                    "mini-swe-agent": "OPENAI_API_KEY"}
 """The variable holding a harness's provider key when it calls the provider directly."""
-PROVIDER: dict[str, str] = {"claude-code": "anthropic", "codex": "openai", "mini-swe-agent": "openai"}
+PROVIDER: dict[str, Provider] = {"claude-code": "anthropic", "codex": "openai", "mini-swe-agent": "openai"}
 """Which provider's wire API each harness speaks (the gateway upstream it needs)."""
 
 
