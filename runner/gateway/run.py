@@ -22,15 +22,11 @@ from typing import Any
 from contract.call_events import Provider
 from contract.run_events import GatewayInfo
 from runner.errors import RunnerError
+from runner.gateway.recording import route_key
 from runner.gateway.records import CallRecord
 from runner.gateway.script import Script, load_script
-from runner.gateway.server import (
-    DEFAULT_UPSTREAMS,
-    Gateway,
-    GatewayConfigError,
-    Upstream,
-    route_key,
-)
+from runner.gateway.server import Gateway
+from runner.gateway.settings import DEFAULT_UPSTREAMS, GatewayConfigError, Upstream
 from runner.manifest import GatewaySettings, Manifest
 from runner.paths import Snapshot
 

@@ -34,7 +34,8 @@ from runner.evidence import read_capped
 from runner.gateway.records import CallRecord, GatewayMode, gateway_failure, to_event_fields
 from runner.gateway.run import upstreams
 from runner.gateway.script import Script
-from runner.gateway.server import Gateway, GatewayConfigError
+from runner.gateway.server import Gateway
+from runner.gateway.settings import GatewayConfigError
 from runner.grading import argv_paths, substitute
 from runner.judges.answer import parse_answer
 from runner.judges.config import ResolvedJudge, judge_criteria, load_judge_script, resolve
