@@ -64,7 +64,7 @@ COMMAND_CHARS = 2000
 
 def agent_path() -> str:
     """The PATH an agent sees inside the sandbox (where a bare binary name is looked up)."""
-    return sandbox._sandbox_path(ordinary_env()["PATH"])
+    return sandbox.sandbox_path(ordinary_env()["PATH"])
 
 
 @dataclass(frozen=True)
