@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from contract.call_events import Provider
 from contract.values import MAX_DEPTH
@@ -100,7 +99,7 @@ _PLAIN = {
 }
 
 
-def _message(err: ErrorDetails) -> tuple[tuple[Any, ...], str]:
+def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
     loc, typ, msg = tuple(err["loc"]), err["type"], err["msg"]
     if loc == ("schema_version",) and typ in ("literal_error", "missing"):
         return loc, "must be 1 (this trialhouse reads manifest schema version 1)"
