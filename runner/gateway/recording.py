@@ -1,5 +1,5 @@
 """Recordings: one JSONL file per route, each line one exchange, written in ``record`` mode and
-answered from in ``replay`` mode (docs/gateway.md, "Record and replay").
+answered from in ``replay`` mode (docs/gateway.md, "Recordings and replay").
 
 A line keeps the request's place in the conversation (API, side request, position, the tool
 results it carried, model), the redacted request and response, and the call record. Replay

@@ -7,7 +7,7 @@ bits, finite numbers, valid Unicode, at most ``MAX_DEPTH`` levels of nesting), n
 anywhere (it cannot be passed in an argv, a path or an environment), ``MAX_TEXT`` characters
 per string, paths at most ``PATH_MAX_BYTES`` with components at most ``NAME_MAX_BYTES``, and
 case and variant ids short enough that every file name the runner derives from them fits
-(``CASE_VARIANT_ID_MAX``). docs/runner.md.
+(``CASE_VARIANT_ID_MAX``). docs/design.md, "One rule for every value".
 """
 
 from __future__ import annotations
