@@ -311,7 +311,7 @@ class Gateway:
         # 400: clients do not retry it, so the run ends quickly with the reason visible.
         response = api_error(info.api, 400, f"trialhouse_{kind}", message)
         self._book.finish(trial, {**base, "status": 400, "error_type": f"trialhouse_{kind}",
-                             "error": short(message, 500), "gateway_error": kind})
+                                  "error": short(message, 500), "gateway_error": kind})
         return response
 
     async def _send(self, request: web.Request, trial: TrialRoute, info: RequestInfo, answer: Answer,
