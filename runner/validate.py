@@ -25,11 +25,7 @@ from pydantic import ValidationError
 from contract.call_events import Provider
 from contract.values import MAX_DEPTH
 from runner import git
-from runner.agents.harness import PROVIDER
-from runner.agents.harness_stage import resolve
 from runner.errors import RunnerError
-from runner.gateway.run import parse_script, upstreams
-from runner.judges.config import judge_problems
 from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
 from runner.paths import check_input, input_refs
 
@@ -168,6 +164,10 @@ def validate_manifest(path: Path) -> ValidationReport:
                 report.add(Problem(ref.location, why))
     _Repositories(report, base).check(raw)
     if manifest is not None:
+        # The checks that need this machine import the agents, the gateway and the judges
+        # (aiohttp among them): only for a manifest that parsed, so a broken one fails fast.
+        from runner.judges.config import judge_problems
+
         _check_agents(report, manifest, base)
         for loc, msg in judge_problems(manifest, base):
             report.add(Problem(loc, msg))
@@ -296,6 +296,10 @@ def protected_paths(manifest: Manifest, base: Path, *extra: Path) -> tuple[Path,
 def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> None:
     """The harness CLIs (installed? which version? visible in the sandbox?) and the gateway
     (scripts parse, provider keys present): checks that need this machine, not the file."""
+    from runner.agents.harness import PROVIDER
+    from runner.agents.harness_stage import resolve
+    from runner.gateway.run import parse_script, upstreams
+
     protected = protected_paths(manifest, base)
     providers: set[Provider] = set()
     for i, v in enumerate(manifest.variants):

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contract.call_events import Provider
 from contract.stage_events import JudgeInfo
-from runner import sandbox
-from runner.agents.harness_stage import agent_path
 from runner.errors import RunnerError
-from runner.gateway.script import Reply, Script
 from runner.manifest import Criterion, JudgeSettings, Manifest, Variant
+
+if TYPE_CHECKING:
+    from runner.gateway.script import Script
 
 PROVIDER: dict[str, Provider] = {"claude-code": "anthropic", "codex": "openai", "builtin": "anthropic"}
 ECONOMICAL_MODEL: dict[Provider, str] = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5.1-codex-mini"}
@@ -64,6 +65,9 @@ def load_judge_script(text: str, where: str) -> Script:
     import yaml
     from pydantic import ValidationError
 
+    # the gateway package (aiohttp) is imported only when a script is read
+    from runner.gateway.script import Reply, Script
+
     try:
         doc = yaml.safe_load(text)
         script = Script.model_validate(doc)
@@ -82,6 +86,9 @@ def judge_problems(manifest: Manifest, base: Path) -> list[tuple[str, str]]:
     claude-code/codex host whose CLI is not found, a judge script that does not parse.
     (A default judge whose CLI is missing is not refused: each of its judgments is then
     inconclusive with the reason, and no outcome depends on it.)"""
+    from runner import sandbox  # this machine's checks: resolving configuration needs none of it
+    from runner.agents.harness_stage import agent_path
+
     if not judge_criteria(manifest):
         return []
     out = []
