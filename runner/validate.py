@@ -12,14 +12,19 @@ repository is only read.
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from contract.call_events import Provider
 from contract.values import MAX_DEPTH
+from runner import git
 from runner.errors import RunnerError
 from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
 from runner.paths import check_input, input_refs
@@ -51,6 +56,7 @@ class ValidationReport:
     path: Path
     problems: list[Problem] = field(default_factory=list)
     manifest: Manifest | None = None
+    """Set whenever the shape parsed, even if file/git checks failed."""
     notes: list[str] = field(default_factory=list)
     """What the checks found that is worth printing (the agent CLIs found and their versions)."""
 
@@ -58,7 +64,10 @@ class ValidationReport:
     def ok(self) -> bool:
         return not self.problems and self.manifest is not None
 
-    """``manifest`` is set whenever the shape parsed, even if file/git checks failed."""
+    def add(self, problem: Problem) -> None:
+        """Report ``problem`` unless the same one is already reported."""
+        if problem not in self.problems:
+            self.problems.append(problem)
 
 
 def json_path(loc: tuple[Any, ...]) -> str:
@@ -86,7 +95,7 @@ _PLAIN = {
 }
 
 
-def _message(err: dict[str, Any]) -> tuple[tuple[Any, ...], str]:
+def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
     loc, typ, msg = tuple(err["loc"]), err["type"], err["msg"]
     if loc == ("schema_version",) and typ in ("literal_error", "missing"):
         return loc, "must be 1 (this trialhouse reads manifest schema version 1)"
@@ -121,7 +130,7 @@ def _load(path: Path) -> tuple[Any, list[Problem]]:
         return None, [Problem("(manifest)", f"nested far too deeply (the limit is {MAX_DEPTH} levels)")]
 
 
-def _fs(check: Any) -> str | None:
+def _fs(check: Callable[[], str | None]) -> str | None:
     """Run a file-system or git check; an OS error (a name too long for this system, …) is its answer."""
     try:
         return check()
@@ -136,8 +145,6 @@ def repo_path(base: Path, repository: str) -> Path:
 
 def validate_manifest(path: Path) -> ValidationReport:
     """Check a manifest file completely; never raises for bad input."""
-    from runner import git as wsmod
-
     path = Path(path)
     report = ValidationReport(path)
     raw, problems = _load(path)
@@ -147,114 +154,135 @@ def validate_manifest(path: Path) -> ValidationReport:
     if not isinstance(raw, dict):
         report.problems.append(Problem("(manifest)", "must be a JSON object"))
         return report
+    manifest = _check_shape(report, raw)
+    base = path.resolve().parent
+    # Input files, on the raw document (lenient), so they show next to shape errors.
+    for ref in input_refs(raw):
+        if path_problem(ref.rel) is None:  # a refused path is reported above, never opened
+            why = _fs(partial(check_input, base, ref.rel, kind=ref.kind, limit=ref.limit))
+            if why:
+                report.add(Problem(ref.location, why))
+    _Repositories(report, base).check(raw)
+    if manifest is not None:
+        # The checks that need this machine import the agents, the gateway and the judges
+        # (aiohttp among them): only for a manifest that parsed, so a broken one fails fast.
+        from runner.judges.config import judge_problems
 
-    def add(problem: Problem) -> None:
-        if problem not in report.problems:
-            report.problems.append(problem)
+        _check_agents(report, manifest, base)
+        for loc, msg in judge_problems(manifest, base):
+            report.add(Problem(loc, msg))
+    report.manifest = manifest
+    return report
 
+
+def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | None:
+    """Every unusable value and every shape error; the manifest when there is neither."""
     unusable = value_problems(raw)
     for loc, why in unusable:
-        add(Problem(json_path(loc), why))
+        report.add(Problem(json_path(loc), why))
     manifest: Manifest | None = None
     if not any("nested more than" in why for _loc, why in unusable):  # too deep for the models to walk
         try:
             manifest = Manifest.model_validate(raw)
         except ValidationError as exc:
             for err in exc.errors():
-                loc, msg = _message(err)
-                add(Problem(json_path(loc), msg))
+                where, message = _message(err)
+                report.add(Problem(json_path(where), message))
         if unusable:
             manifest = None
     if manifest is None:
         # The model stops at the first failing level; duplicate ids are cheap to re-check.
         for what, key in (("case", "cases"), ("variant", "variants")):
-            items = raw.get(key) if isinstance(raw.get(key), list) else []
-            ids = [i.get("id") for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
+            listed = raw.get(key)
+            items = listed if isinstance(listed, list) else []
+            ids: list[str] = [i["id"] for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)]
             dupes = sorted({i for i in ids if ids.count(i) > 1})
-            prob = Problem("(manifest)", f"duplicate {what} ids: {', '.join(dupes)}")
-            if dupes and prob not in report.problems:
-                report.problems.append(prob)
-    base = path.resolve().parent
+            if dupes:
+                report.add(Problem("(manifest)", f"duplicate {what} ids: {', '.join(dupes)}"))
+    return manifest
 
-    # Input files, on the raw document (lenient), so they show next to shape errors.
-    for ref in input_refs(raw):
-        if path_problem(ref.rel) is None:  # a refused path is reported above, never opened
-            why = _fs(lambda ref=ref: check_input(base, ref.rel, kind=ref.kind, limit=ref.limit))
-            if why:
-                add(Problem(ref.location, why))
 
-    # Repositories, commits and reference patches.
-    def usable(value: Any) -> str | None:
-        return value if isinstance(value, str) and path_problem(value) is None else None
+def _usable(value: Any) -> str | None:
+    """``value`` when it is a path this system can open (refused ones are reported already)."""
+    return value if isinstance(value, str) and path_problem(value) is None else None
 
-    default_repo = usable(raw.get("repository"))
-    default_commit = raw.get("initial_commit") if isinstance(raw.get("initial_commit"), str) else None
-    repo_ok: dict[str, bool] = {}
 
-    def check_repo(loc: str, repo: str) -> bool:
-        if repo not in repo_ok:
-            rp = repo_path(base, repo)
-            why = _fs(lambda: None if wsmod.is_repository(rp)
-                      else f"not a git repository: {rp}")
-            repo_ok[repo] = why is None
-            if why:
-                add(Problem(loc, why))
-        return repo_ok[repo]
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
-    def check_commit(loc: str, repo: str, sha: str) -> bool:
-        if not SHA_RE.match(sha):
-            add(Problem(loc, "must be a full 40-character lowercase hex commit SHA"))
-            return False
-        why = _fs(lambda: None if wsmod.commit_exists(repo_path(base, repo), sha)
-                  else f"commit {sha} does not exist in {repo_path(base, repo)}")
-        if why:
-            add(Problem(loc, why))
-            return False
-        return True
 
-    top_ok = False
-    if default_repo and check_repo("repository", default_repo) and default_commit:
-        top_ok = check_commit("initial_commit", default_repo, default_commit)
-    cases = raw.get("cases") if isinstance(raw.get("cases"), list) else []
-    for ci, case in enumerate(cases):
-        if not isinstance(case, dict):
-            continue
-        if isinstance(case.get("repository"), str) and usable(case.get("repository")) is None:
-            continue  # refused above
-        repo = usable(case.get("repository")) or default_repo
-        sha = case.get("initial_commit") if isinstance(case.get("initial_commit"), str) else None
-        ok_commit = False
+class _Repositories:
+    """The repositories, commits and reference patches of a raw manifest (git reads only)."""
+
+    def __init__(self, report: ValidationReport, base: Path) -> None:
+        self.report, self.base = report, base
+        self.repo_ok: dict[str, bool] = {}
+
+    def check(self, raw: dict[str, Any]) -> None:
+        default_repo = _usable(raw.get("repository"))
+        default_commit = _text(raw.get("initial_commit"))
+        top_ok = False
+        if default_repo and self.repo("repository", default_repo) and default_commit:
+            top_ok = self.commit("initial_commit", default_repo, default_commit)
+        listed = raw.get("cases")
+        for ci, case in enumerate(listed if isinstance(listed, list) else []):
+            if isinstance(case, dict):
+                self.case(ci, case, default_repo, default_commit, top_ok)
+
+    def case(self, ci: int, case: dict[str, Any], default_repo: str | None, default_commit: str | None,
+             top_ok: bool) -> None:
+        """One case's repository, commit and reference patch (the manifest's by default)."""
+        if isinstance(case.get("repository"), str) and _usable(case.get("repository")) is None:
+            return  # refused above
+        repo = _usable(case.get("repository")) or default_repo
+        sha = _text(case.get("initial_commit"))
         if repo is None:
-            continue
+            return
         if "repository" in case and isinstance(case.get("repository"), str):
-            if not check_repo(f"cases[{ci}].repository", repo):
-                continue
-        elif not repo_ok.get(repo, False):
-            continue
+            if not self.repo(f"cases[{ci}].repository", repo):
+                return
+        elif not self.repo_ok.get(repo, False):
+            return
         if sha is not None:
-            ok_commit = check_commit(f"cases[{ci}].initial_commit", repo, sha)
+            ok_commit = self.commit(f"cases[{ci}].initial_commit", repo, sha)
         else:
             sha = default_commit
             ok_commit = top_ok if repo == default_repo else bool(
-                sha and check_commit(f"cases[{ci}].repository", repo, sha)
+                sha and self.commit(f"cases[{ci}].repository", repo, sha)
             )
-        patch_rel = usable(case.get("reference_patch"))
-        if ok_commit and patch_rel is not None and _fs(lambda rel=patch_rel: check_input(base, rel)) is None:
-            try:
-                ok, msg = wsmod.patch_applies(repo_path(base, repo), sha, base / patch_rel)  # type: ignore[arg-type]
-            except OSError as exc:
-                ok, msg = False, f"cannot be checked: {exc.strerror or exc}"
-            if not ok:
-                first = msg.splitlines()[0] if msg else "git apply --check failed"
-                add(Problem(f"cases[{ci}].reference_patch", f"does not apply cleanly to {sha[:12]}: {first}"))  # type: ignore[index]
-    if manifest is not None:
-        _check_agents(report, manifest, base)
-        from runner.judges.config import judge_problems
+        patch_rel = _usable(case.get("reference_patch"))
+        # ok_commit holds only for a commit that exists, so sha is one then
+        if ok_commit and sha and patch_rel is not None and _fs(lambda: check_input(self.base, patch_rel)) is None:
+            self.patch(f"cases[{ci}].reference_patch", repo, sha, patch_rel)
 
-        for loc, msg in judge_problems(manifest, base):
-            add(Problem(loc, msg))
-    report.manifest = manifest
-    return report
+    def repo(self, loc: str, repo: str) -> bool:
+        if repo not in self.repo_ok:
+            rp = repo_path(self.base, repo)
+            why = _fs(lambda: None if git.is_repository(rp) else f"not a git repository: {rp}")
+            self.repo_ok[repo] = why is None
+            if why:
+                self.report.add(Problem(loc, why))
+        return self.repo_ok[repo]
+
+    def commit(self, loc: str, repo: str, sha: str) -> bool:
+        if not SHA_RE.match(sha):
+            self.report.add(Problem(loc, "must be a full 40-character lowercase hex commit SHA"))
+            return False
+        why = _fs(lambda: None if git.commit_exists(repo_path(self.base, repo), sha)
+                  else f"commit {sha} does not exist in {repo_path(self.base, repo)}")
+        if why:
+            self.report.add(Problem(loc, why))
+            return False
+        return True
+
+    def patch(self, loc: str, repo: str, sha: str, patch_rel: str) -> None:
+        try:
+            ok, msg = git.patch_applies(repo_path(self.base, repo), sha, self.base / patch_rel)
+        except OSError as exc:
+            ok, msg = False, f"cannot be checked: {exc.strerror or exc}"
+        if not ok:
+            first = msg.splitlines()[0] if msg else "git apply --check failed"
+            self.report.add(Problem(loc, f"does not apply cleanly to {sha[:12]}: {first}"))
 
 
 def protected_paths(manifest: Manifest, base: Path, *extra: Path) -> tuple[Path, ...]:
@@ -268,13 +296,12 @@ def protected_paths(manifest: Manifest, base: Path, *extra: Path) -> tuple[Path,
 def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> None:
     """The harness CLIs (installed? which version? visible in the sandbox?) and the gateway
     (scripts parse, provider keys present): checks that need this machine, not the file."""
-    import os
-
     from runner.agents.harness import PROVIDER
     from runner.agents.harness_stage import resolve
+    from runner.gateway.run import parse_script, upstreams
 
     protected = protected_paths(manifest, base)
-    providers: set[str] = set()
+    providers: set[Provider] = set()
     for i, v in enumerate(manifest.variants):
         if not v.agent.is_harness:
             continue
@@ -296,8 +323,6 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
     users = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
     report.notes.append(f"gateway: {gw.mode} mode for {', '.join(users) or 'no variant'}")
     if gw.mode == "scripted":
-        from runner.gateway.run import parse_script
-
         named = {"gateway.script": gw.script, **{f"gateway.scripts.{k}": p for k, p in gw.scripts.items()}}
         for loc, rel in named.items():
             if rel is None or check_input(base, rel) is not None:
@@ -307,10 +332,8 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
             except (RunnerError, OSError, UnicodeDecodeError) as exc:
                 report.problems.append(Problem(loc, str(exc)))
     if gw.mode in ("forward", "record"):
-        from runner.gateway.run import upstreams
-
         for provider in sorted(providers):
-            up = upstreams(gw)[provider]  # type: ignore[index]
+            up = upstreams(gw)[provider]
             if up.api_key_env and not os.environ.get(up.api_key_env):
                 loc = f"gateway.upstreams.{provider}.api_key_env" if provider in gw.upstreams else "gateway"
                 report.problems.append(Problem(loc, f"{up.api_key_env} is not set in this environment: the gateway "

@@ -111,10 +111,15 @@ def run_replay(stage: _Stage) -> int:
 
 
 # --- simulated ----------------------------------------------------------------
+def _factor(table: dict[str, float], label: object, default: float) -> float:
+    """``table``'s factor for a label, ``default`` for a label it does not name (or none)."""
+    return table.get(label, default) if isinstance(label, str) else default
+
+
 def correct_probability(skill: float, labels: dict, attempt: int, findings: list) -> float:
     """Chance of choosing the correct candidate for this case and attempt."""
-    p = skill * DIFFICULTY_FACTOR.get(labels.get("difficulty"), 0.8)
-    p *= FAMILIARITY_FACTOR.get(labels.get("familiarity"), 0.9)
+    p = skill * _factor(DIFFICULTY_FACTOR, labels.get("difficulty"), 0.8)
+    p *= _factor(FAMILIARITY_FACTOR, labels.get("familiarity"), 0.9)
     if attempt > 1 and findings:
         p += (1 - p) * 0.5 * skill  # concrete findings help a retry
     return min(max(p, 0.0), 1.0)
@@ -223,7 +228,7 @@ def _synthetic_usage(stage: _Stage, steps: int) -> dict:
     base_in, base_out = STAGE_TOKENS.get(name, STAGE_TOKENS["build"])
     model = str(ctx.get("model") or "")
     model_out = 1.3 if "alpha" in model else 1.0 if "beta" in model else random.Random(model).uniform(0.8, 1.3)
-    scale = TOKEN_SCALE.get((ctx.get("labels") or {}).get("difficulty"), 1.0)
+    scale = _factor(TOKEN_SCALE, (ctx.get("labels") or {}).get("difficulty"), 1.0)
     try:
         prompt_chars = len(Path(ctx["prompt_file"]).read_text(encoding="utf-8"))
     except (OSError, KeyError):
@@ -284,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"built-in agent: cannot read context {args[1]}: {exc}", file=sys.stderr)
         return 2
-    agent = AGENTS.get(ctx.get("kind")) if isinstance(ctx, dict) else None
+    kind = ctx.get("kind") if isinstance(ctx, dict) else None
+    agent = AGENTS.get(kind) if isinstance(kind, str) else None
     if agent is None:
         print(f"built-in agent: unknown kind {ctx.get('kind') if isinstance(ctx, dict) else ctx!r}",
               file=sys.stderr)

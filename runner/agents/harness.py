@@ -7,7 +7,7 @@ URL) into a :class:`HarnessPlan` — argv, environment, files to write first, an
 the harness leaves its output and trajectory. The runner starts the plan inside its
 sandbox, then hands the outputs to :func:`read_outputs`.
 
-What each CLI needs was measured on the real programs (docs/agents.md, AGENT-CLIS.md):
+What each CLI needs was measured on the real programs (docs/agents.md, "What each CLI needs"):
 
 * Claude Code reads ``ANTHROPIC_BASE_URL`` (a path prefix works, so a gateway trial
   route can be the base) and sends ``ANTHROPIC_API_KEY`` as ``x-api-key``.
@@ -26,13 +26,18 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from contract.call_events import Provider
+from runner.agents import usage_claude, usage_codex, usage_mini
+from runner.agents.harness_result import HarnessResult
+
 HarnessKind = Literal["claude-code", "codex", "mini-swe-agent"]
-HARNESS_KINDS: tuple[str, ...] = HarnessKind.__args__  # type: ignore[attr-defined]
+HARNESS_KINDS: tuple[str, ...] = get_args(HarnessKind)
 DEFAULT_BINARY: dict[str, str] = {"claude-code": "claude", "codex": "codex", "mini-swe-agent": "mini"}
 GATEWAY_KEY = "trialhouse-gateway-key"
 """The key an agent gets when it talks to the gateway: the gateway adds the real one."""
@@ -139,7 +144,7 @@ def settings_for(variant: Any, binary: str | None = None, *, isolated: bool = Fa
 DEFAULT_KEY_ENV: dict[str, str] = {"claude-code": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY",
                                    "mini-swe-agent": "OPENAI_API_KEY"}
 """The variable holding a harness's provider key when it calls the provider directly."""
-PROVIDER: dict[str, str] = {"claude-code": "anthropic", "codex": "openai", "mini-swe-agent": "openai"}
+PROVIDER: dict[str, Provider] = {"claude-code": "anthropic", "codex": "openai", "mini-swe-agent": "openai"}
 """Which provider's wire API each harness speaks (the gateway upstream it needs)."""
 
 
@@ -377,10 +382,8 @@ def probe(settings: HarnessSettings, path_env: str, timeout: float = 60.0) -> Pr
 
 
 def read_outputs(settings: HarnessSettings, harness_plan: HarnessPlan, *, stdout: Path, stderr: Path | None,
-                 stage_started_at=None):
-    """Parse a finished run's outputs with the parser for its kind (a ``HarnessResult``)."""
-    from runner.agents import usage_claude, usage_codex, usage_mini
-
+                 stage_started_at: datetime | None = None) -> HarnessResult:
+    """Parse a finished run's outputs with the parser for its kind."""
     if harness_plan.usage_format == "claude-json":
         return usage_claude.read_claude(stdout, stream=False, stderr=stderr, stage_started_at=stage_started_at)
     if harness_plan.usage_format == "claude-stream-json":

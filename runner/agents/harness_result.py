@@ -1,4 +1,4 @@
-"""What a harness parser learns beyond :class:`runner.agents.usage.AgentReport`.
+"""What a harness parser learns beyond :class:`runner.agents.agent_report.AgentReport`.
 
 ``AgentReport`` carries what today's event contract (``contract.stage_events.Usage``) can hold.
 Real harness output says more, and some of it changes how the numbers may be used:
@@ -20,7 +20,7 @@ from contract.envelope import (
     CostBasis,  # the one definition (its docstring says what each basis means)
 )
 from contract.redact import redact
-from runner.agents.usage import AgentReport
+from runner.agents.agent_report import AgentReport
 
 STDERR_EXCERPT_CHARS = 2000
 """The tail of stderr kept with a result: enough for an error and its context."""

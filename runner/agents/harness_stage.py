@@ -64,7 +64,7 @@ COMMAND_CHARS = 2000
 
 def agent_path() -> str:
     """The PATH an agent sees inside the sandbox (where a bare binary name is looked up)."""
-    return sandbox._sandbox_path(ordinary_env()["PATH"])
+    return sandbox.sandbox_path(ordinary_env()["PATH"])
 
 
 @dataclass(frozen=True)
@@ -247,7 +247,8 @@ def read_stage(h: ResolvedHarness, files: StageFiles, collected: Path | None, *,
     elif p.usage_format == "codex-json":
         rollouts = sorted(collected.glob("rollout-*.jsonl")) if collected is not None else []
         mine = [r for r in rollouts if result.session_id and r.name.endswith(f"{result.session_id}.jsonl")]
-        steps = codex_steps(stdout, rollout=(mine or rollouts or [None])[-1], workspace=workspace, stage=stage)
+        candidates = mine or rollouts
+        steps = codex_steps(stdout, rollout=candidates[-1] if candidates else None, workspace=workspace, stage=stage)
     elif p.usage_format == "mini-trajectory" and collected is not None:
         steps = mini_steps(collected, workspace=workspace, stage=stage)
     else:
@@ -272,8 +273,10 @@ def command_steps(events_file: Path, calls: list[CallRecord], *, started: dateti
     turns = gateway_steps(calls, stage=stage)
     if not turns or any(s.kind == "model" for s in steps):
         return steps
-    if all((s.started_at or s.ended_at) is not None for s in steps):
-        merged = sorted(steps + turns, key=lambda s: s.started_at or s.ended_at)  # type: ignore[arg-type, return-value]
+    # gateway turns always have a time (the call's arrival), so this asks it of the agent's steps
+    timed = [(moment, s) for s in steps + turns if (moment := s.started_at or s.ended_at) is not None]
+    if len(timed) == len(steps) + len(turns):
+        merged = [s for _moment, s in sorted(timed, key=lambda pair: pair[0])]
     else:
         positions = [c.position or 0 for c in calls if not c.side_request]  # gateway_steps' order
         merged, tools_seen, pending = [], 0, list(zip(positions, turns, strict=True))
@@ -334,7 +337,7 @@ def sum_gateway(parts: list[GatewayUsage | None]) -> GatewayUsage | None:
     tokens: dict[str, int | None] = {}
     for name in _TOKENS:
         values = [getattr(p, name) for p in seen]
-        tokens[name] = None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+        tokens[name] = None if any(v is None for v in values) else sum(values)
     return GatewayUsage(calls=sum(p.calls for p in seen), failed_calls=sum(p.failed_calls for p in seen),
                            retries=sum(p.retries for p in seen), model_s=round(sum(p.model_s for p in seen), 6),
                            **tokens)

@@ -44,9 +44,8 @@ from contract.trajectory import (
 )
 from contract.trajectory import epoch_time as epoch
 from contract.trajectory import relative_path as relative
+from runner.agents.agent_report import as_object, count, iter_json_lines, timestamp
 from runner.agents.steps import Action, Step
-from runner.agents.usage import count, iter_json_lines
-from runner.agents.usage_claude import timestamp
 
 # ---------------------------------------------------------------- shared helpers
 
@@ -268,7 +267,7 @@ def agent_events_steps(path: Path, *, stage_started_at: datetime | None = None,
         if kind == "step":
             steps.append(Step(0, "model", "agent-events", stage, tool=None, ended_at=at))
         elif kind == "tool_call":
-            args = obj.get("args") if isinstance(obj.get("args"), dict) else {}
+            args = as_object(obj.get("args"))
             command = args.get("command") if isinstance(args.get("command"), str) else None
             named = [args[k] for k in ("path", "file", "file_path") if isinstance(args.get(k), str)]
             action, paths = classify_command(command) if command else ("other", ())
@@ -313,7 +312,7 @@ def attach_gateway(steps: list[Step], calls: Iterable[Any]) -> list[Step]:
     out: list[Step] = []
     turn_end = None
     for step in steps:
-        seen = by_id.get(step.call_id) if step.kind == "model" else None
+        seen = by_id.get(step.call_id) if step.kind == "model" and step.call_id is not None else None
         if seen is not None:
             step = replace(step, started_at=seen.started_at, ended_at=seen.ended_at, ok=seen.ok,
                            input_tokens=seen.input_tokens, output_tokens=seen.output_tokens,

@@ -1,6 +1,6 @@
 """Parsers for Claude Code headless output (``-p --output-format json|stream-json``).
 
-See FORMATS.md §9; every rule below was checked on real output of Claude Code 2.1.197
+See docs/agents.md ("Usage formats"); every rule below was checked on real output of Claude Code 2.1.197
 and 2.1.332 (tests/runner/agents/fixtures/real/claude-code-*):
 
 * Tokens prefer the ``modelUsage`` sums (they include subagents; ``usage`` covers the
@@ -23,12 +23,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from contract.stage_events import Usage
-from contract.trajectory import iso_time
+from runner.agents.agent_report import (
+    AgentReport,
+    TokenName,
+    Tokens,
+    add,
+    amount,
+    count,
+    iter_json_lines,
+    no_tokens,
+    short,
+    timestamp,
+)
 from runner.agents.harness_result import (
     CONTEXT_EXHAUSTED,
     CostBasis,
@@ -37,7 +50,8 @@ from runner.agents.harness_result import (
     seconds_since,
     stderr_excerpt,
 )
-from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines, short
+
+__all__ = ["cost_claim", "parse_claude_json", "parse_claude_stream_json", "read_claude", "timestamp"]
 
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 BUDGET_SUBTYPES = frozenset({"error_max_turns", "error_max_budget_usd"})
@@ -47,13 +61,13 @@ CLAUDE_MODEL = re.compile(r"^(anthropic[./])?claude-(opus|sonnet|haiku|instant|\
 _WHOLE_FILE_LIMIT = 64 * 1024 * 1024
 """Above this, json mode only looks for the result object line by line."""
 
-_MODEL_USAGE_KEYS = {
+_MODEL_USAGE_KEYS: dict[TokenName, str] = {
     "input_tokens": "inputTokens",
     "output_tokens": "outputTokens",
     "cache_read_tokens": "cacheReadInputTokens",
     "cache_write_tokens": "cacheCreationInputTokens",
 }
-_USAGE_KEYS = {
+_USAGE_KEYS: dict[TokenName, str] = {
     "input_tokens": "input_tokens",
     "output_tokens": "output_tokens",
     "cache_read_tokens": "cache_read_input_tokens",
@@ -82,16 +96,11 @@ def read_claude(path: Path, *, stream: bool, stderr: Path | None = None,
     excerpt = stderr_excerpt(stderr, secrets)
     first_edit_at = scan.first_edit_at()
     ttfe = seconds_since(stage_started_at, first_edit_at)
-    common = {
-        "harness": "claude-code",
-        "cli_version": scan.version,
-        "session_id": scan.session_id,
-        "model": scan.model,
-        "stderr_excerpt": excerpt,
-        "first_edit_at": first_edit_at,
-    }
+    known = HarnessResult(report=AgentReport(), harness="claude-code", cli_version=scan.version,
+                          session_id=scan.session_id, model=scan.model, stderr_excerpt=excerpt,
+                          first_edit_at=first_edit_at)
     if scan.result is None:
-        return _without_result(scan, source, malformed, ttfe, Path(path), common)
+        return _without_result(scan, source, malformed, ttfe, Path(path), known)
     result = scan.result
     tokens = _tokens(result)
     tokens_from = "result"
@@ -127,12 +136,12 @@ def read_claude(path: Path, *, stream: bool, stderr: Path | None = None,
         notes.append(f"cost {claimed} is the harness's own estimate without a known price (cost basis unknown)")
     report = AgentReport(usage=usage, status=subtype, infra_error=infra, budget_hit=subtype in BUDGET_SUBTYPES,
                          message=message, malformed_lines=malformed)
-    return HarnessResult(report=report, claimed_cost_usd=claimed, cost_basis=basis,
-                         permission_denials=_denials(result), context_exhausted=context,
-                         tokens_from=tokens_from, notes=tuple(notes), **common)
+    return replace(known, report=report, claimed_cost_usd=claimed, cost_basis=basis,
+                   permission_denials=_denials(result), context_exhausted=context,
+                   tokens_from=tokens_from, notes=tuple(notes))
 
 
-def cost_claim(result: dict[str, Any], tokens: dict[str, int | None]) -> tuple[float | None, CostBasis | None]:
+def cost_claim(result: dict[str, Any], tokens: Tokens) -> tuple[float | None, CostBasis | None]:
     """The result's ``total_cost_usd`` and whether it rests on known prices."""
     claimed = amount(result.get("total_cost_usd"))
     if claimed is None:
@@ -257,26 +266,27 @@ def _objects(path: Path, stream: bool) -> tuple[list[dict[str, Any]], int]:
 
 
 def _without_result(scan: _Scan, source: str, malformed: int, ttfe: float | None, path: Path,
-                    common: dict[str, Any]) -> HarnessResult:
+                    known: HarnessResult) -> HarnessResult:
+    """No result line: what the assistant lines say (``known``: what init and stderr said)."""
     notes: list[str] = []
     if not scan.messages:
         hint = _plain_text_hint(path)
         cause = hint or "no result object in stdout"
-        excerpt = common.get("stderr_excerpt")
+        excerpt = known.stderr_excerpt
         if excerpt and not hint:
             cause = f"{cause}; stderr: {short(excerpt.splitlines()[-1], 300)}"
         report = AgentReport(usage=Usage(source=source), status="no_result", infra_error=True, message=cause,
                              malformed_lines=malformed)
-        return HarnessResult(report=report, **common)
+        return replace(known, report=report)
     tokens = _stream_tokens(scan, notes)
     usage = Usage(**tokens, steps=len(scan.messages), time_to_first_edit_s=ttfe, source=source)
     message = f"no result line (last assistant error: {scan.last_error})" if scan.last_error else "no result line"
     report = AgentReport(usage=usage, status="no_result", infra_error=True, message=message,
                          malformed_lines=malformed)
-    return HarnessResult(report=report, tokens_from="stream", notes=tuple(notes), **common)
+    return replace(known, report=report, tokens_from="stream", notes=tuple(notes))
 
 
-def _stream_tokens(scan: _Scan, notes: list[str]) -> dict[str, int | None]:
+def _stream_tokens(scan: _Scan, notes: list[str]) -> Tokens:
     """Token sums from assistant lines: input buckets exact, output only if final counts exist."""
     sums = _sum_usages(scan.messages.values())
     if scan.messages and all(mid in scan.final_output for mid in scan.messages):
@@ -288,25 +298,25 @@ def _stream_tokens(scan: _Scan, notes: list[str]) -> dict[str, int | None]:
     return sums
 
 
-def _tokens(result: dict[str, Any]) -> dict[str, int | None]:
+def _tokens(result: dict[str, Any]) -> Tokens:
     model_usage = result.get("modelUsage")
     if isinstance(model_usage, dict) and model_usage:
-        sums: dict[str, int | None] = dict.fromkeys(_MODEL_USAGE_KEYS)
+        sums = no_tokens()
         for per_model in model_usage.values():
             if isinstance(per_model, dict):
                 for ours, theirs in _MODEL_USAGE_KEYS.items():
-                    sums[ours] = add(sums[ours], count(per_model.get(theirs)))  # type: ignore[assignment]
+                    sums[ours] = add(sums[ours], count(per_model.get(theirs)))
         if any(v is not None for v in sums.values()):
             return sums
     usage = result.get("usage")
     return _sum_usages([usage] if isinstance(usage, dict) else [])
 
 
-def _sum_usages(usages: Any) -> dict[str, int | None]:
-    sums: dict[str, int | None] = dict.fromkeys(_USAGE_KEYS)
+def _sum_usages(usages: Iterable[dict[str, Any]]) -> Tokens:
+    sums = no_tokens()
     for usage in usages:
         for ours, theirs in _USAGE_KEYS.items():
-            sums[ours] = add(sums[ours], count(usage.get(theirs)))  # type: ignore[assignment]
+            sums[ours] = add(sums[ours], count(usage.get(theirs)))
     return sums
 
 
@@ -328,10 +338,6 @@ def _denials(result: dict[str, Any]) -> tuple[PermissionDenial, ...]:
         for d in denials
         if isinstance(d, dict)
     )
-
-
-timestamp = iso_time
-"""An ISO 8601 timestamp with a zone, or None (``contract.trajectory.iso_time``)."""
 
 
 def _plain_text_hint(path: Path) -> str | None:

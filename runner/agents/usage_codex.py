@@ -1,4 +1,4 @@
-"""Parser for OpenAI Codex CLI ``codex exec --json`` (FORMATS.md §10), its stderr and rollout.
+"""Parser for OpenAI Codex CLI ``codex exec --json`` (docs/agents.md, "Usage formats"), its stderr and rollout.
 
 ``turn.completed.usage`` is the thread's cumulative total, so the last one is the
 run's usage; ``input_tokens`` includes ``cached_input_tokens``. Codex reports no cost.
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.stage_events import Usage
+from runner.agents.agent_report import AgentReport, Tokens, count, iter_json_lines, short, timestamp
 from runner.agents.harness_result import (
     CONTEXT_EXHAUSTED,
     HarnessResult,
@@ -36,8 +37,6 @@ from runner.agents.harness_result import (
     stderr_cause,
     stderr_excerpt,
 )
-from runner.agents.usage import AgentReport, count, iter_json_lines, short
-from runner.agents.usage_claude import timestamp
 
 STEP_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call"})
 LEGACY_STEP_MSGS = frozenset({"exec_command_end", "patch_apply_end", "mcp_tool_call_end"})
@@ -49,7 +48,7 @@ def classify_failure(message: str | None) -> bool:
 
     Context-window exhaustion is the agent's doing (not infra). Rate/usage limits,
     5xx, auth and network errors are infra, and so is anything unrecognised
-    (FORMATS.md §10): the message is kept so a reader can see why.
+    (docs/agents.md, "Usage formats"): the message is kept so a reader can see why.
     """
     return not (message and CONTEXT_EXHAUSTED.search(message))
 
@@ -109,7 +108,7 @@ def _parse_exec(head: list[dict[str, Any]], rest: Any, malformed: int) -> AgentR
         else:
             handle(obj)
 
-    tokens = _tokens(last_usage) if last_usage is not None else {}
+    tokens: Tokens = _tokens(last_usage) if last_usage is not None else {}
     steps = len(step_ids) + anonymous_steps
     usage = Usage(
         **tokens,
@@ -135,7 +134,7 @@ def _parse_exec(head: list[dict[str, Any]], rest: Any, malformed: int) -> AgentR
     )
 
 
-def _tokens(usage: dict[str, Any]) -> dict[str, int | None]:
+def _tokens(usage: dict[str, Any]) -> Tokens:
     total_in = count(usage.get("input_tokens"))
     cached = count(usage.get("cached_input_tokens"))
     uncached = None
@@ -186,7 +185,7 @@ def _parse_legacy(head: list[dict[str, Any]], rest: Any, malformed: int) -> Agen
             malformed += 1
         else:
             handle(obj)
-    tokens = _tokens(last_total) if last_total is not None else {}
+    tokens: Tokens = _tokens(last_total) if last_total is not None else {}
     usage = Usage(**tokens, steps=steps if (steps or status) else None, source="codex-json-legacy")
     note = "codex legacy --json protocol (before late Sept 2025, openai/codex#4525)"
     if last_total is None and flat_seen:

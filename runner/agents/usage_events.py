@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contract.stage_events import reported_usage
-from runner.agents.usage import AgentReport, add, amount, count, iter_json_lines
+from runner.agents.agent_report import AgentReport, add, amount, count, iter_json_lines
 
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 

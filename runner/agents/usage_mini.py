@@ -1,4 +1,5 @@
-"""Parser for mini-swe-agent trajectories (``mini … -o traj.json``; FORMATS.md §7).
+"""Parser for mini-swe-agent trajectories (``mini … -o traj.json``; docs/agents.md,
+"What the parsers return").
 
 Checked on real mini-swe-agent 2.4.6 output (tests/runner/agents/fixtures/real/mini-*):
 
@@ -23,10 +24,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from contract.envelope import CostBasis
 from contract.stage_events import Usage
 from contract.trajectory import EDIT_COMMAND
 from contract.trajectory import epoch_time as epoch
 from contract.trajectory import mini_commands as commands
+from runner.agents.agent_report import (
+    AgentReport,
+    Tokens,
+    add,
+    amount,
+    as_object,
+    as_str,
+    count,
+    no_tokens,
+    short,
+)
 from runner.agents.harness_result import (
     CONTEXT_EXHAUSTED,
     HarnessResult,
@@ -34,12 +47,13 @@ from runner.agents.harness_result import (
     stderr_cause,
     stderr_excerpt,
 )
-from runner.agents.usage import AgentReport, add, amount, count, short
 
 KNOWN_FORMATS = frozenset({"mini-swe-agent-1", "mini-swe-agent-1.1"})
 BUDGET_STATUSES = frozenset({"LimitsExceeded", "TimeExceeded"})
 AGENT_STATUSES = frozenset({"Submitted", "RepeatedFormatError", "ContextWindowExceededError"})
 """Exit statuses that are the agent's own ending (never infrastructure)."""
+
+
 def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datetime | None = None,
               secrets: tuple[str, ...] = ()) -> HarnessResult:
     """A mini-swe-agent trajectory file (plus stderr); never raises."""
@@ -47,14 +61,15 @@ def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datet
     doc = _load(Path(path))
     if doc is None:
         cause = stderr_cause(excerpt)
-        message = "no trajectory file" + (f"; stderr: {cause}" if cause else "")
+        missing = "no trajectory file" + (f"; stderr: {cause}" if cause else "")
         report = AgentReport(usage=Usage(source="mini-trajectory"), status="no_result", infra_error=True,
-                             message=short(message))
+                             message=short(missing))
         return HarnessResult(report=report, harness="mini-swe-agent", stderr_excerpt=excerpt)
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-    messages = [m for m in doc.get("messages", []) if isinstance(m, dict)] if isinstance(doc.get("messages"), list) else []
-    status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else None
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+    info = as_object(doc.get("info"))
+    listed = doc.get("messages")
+    messages = [m for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
+    status = as_str(info.get("exit_status"))
+    stats = as_object(info.get("model_stats"))
     api_calls = count(stats.get("api_calls"))
     tokens, answered = _tokens(messages)
     notes: list[str] = []
@@ -63,9 +78,9 @@ def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datet
                      f"({', '.join(sorted(KNOWN_FORMATS))}); read as the newest")
     if api_calls is not None and answered < api_calls:
         notes.append(f"{api_calls - answered} of {api_calls} API calls left no message: their tokens are unknown")
-        tokens = dict.fromkeys(tokens) if answered == 0 else tokens
+        tokens = no_tokens() if answered == 0 else tokens
     claimed = amount(stats.get("instance_cost"))
-    basis = None
+    basis: CostBasis | None = None
     if claimed is not None:
         basis = "reported_unknown_basis" if claimed == 0 and (api_calls or 0) > 0 else "reported"
     exit_text = _exit_text(messages)
@@ -80,17 +95,16 @@ def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datet
         message = short(exit_text or status or "trajectory has no exit status")
         if context:
             message = short(f"context window exhausted: {message}")
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
+    model_cfg = as_object(as_object(info.get("config")).get("model"))
     report = AgentReport(usage=usage, status=status or "no_result", infra_error=infra,
                          budget_hit=status in BUDGET_STATUSES, message=message)
     return HarnessResult(
         report=report,
         harness="mini-swe-agent",
-        cli_version=info.get("mini_version") if isinstance(info.get("mini_version"), str) else None,
-        model=model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None,
+        cli_version=as_str(info.get("mini_version")),
+        model=as_str(model_cfg.get("model_name")),
         claimed_cost_usd=claimed,
-        cost_basis=basis,  # type: ignore[arg-type]
+        cost_basis=basis,
         context_exhausted=context,
         stderr_excerpt=excerpt,
         tokens_from="trajectory" if answered else None,
@@ -107,8 +121,8 @@ def _load(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _tokens(messages: list[dict[str, Any]]) -> tuple[dict[str, int | None], int]:
-    sums: dict[str, int | None] = dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens"))
+def _tokens(messages: list[dict[str, Any]]) -> tuple[Tokens, int]:
+    sums = no_tokens()
     answered = 0
     for message in messages:
         usage = _response_usage(message)
@@ -118,10 +132,10 @@ def _tokens(messages: list[dict[str, Any]]) -> tuple[dict[str, int | None], int]
         total = count(usage.get("prompt_tokens"))
         details = usage.get("prompt_tokens_details")
         cached = count(details.get("cached_tokens")) if isinstance(details, dict) else None
-        sums["input_tokens"] = add(sums["input_tokens"], None if total is None else max(total - (cached or 0), 0))  # type: ignore[assignment]
-        sums["cache_read_tokens"] = add(sums["cache_read_tokens"], cached)  # type: ignore[assignment]
-        sums["output_tokens"] = add(sums["output_tokens"], count(usage.get("completion_tokens")))  # type: ignore[assignment]
-    return {**sums, "cache_write_tokens": None}, answered
+        sums["input_tokens"] = add(sums["input_tokens"], None if total is None else max(total - (cached or 0), 0))
+        sums["cache_read_tokens"] = add(sums["cache_read_tokens"], cached)
+        sums["output_tokens"] = add(sums["output_tokens"], count(usage.get("completion_tokens")))
+    return sums, answered
 
 
 def _response_usage(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -135,7 +149,7 @@ def _response_usage(message: dict[str, Any]) -> dict[str, Any] | None:
 def _exit_text(messages: list[dict[str, Any]]) -> str | None:
     for message in reversed(messages):
         if message.get("role") == "exit":
-            extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+            extra = as_object(message.get("extra"))
             text = extra.get("exception_str") or message.get("content")
             return str(text) if text else None
     return None
@@ -148,7 +162,7 @@ def _first_edit(messages: list[dict[str, Any]]) -> datetime | None:
         if message.get("role") == "assistant":
             pending = any(EDIT_COMMAND.search(c) for c in commands(message))
         elif message.get("role") in ("tool", "user") and pending:
-            extra = message.get("extra") if isinstance(message.get("extra"), dict) else {}
+            extra = as_object(message.get("extra"))
             if extra.get("returncode") == 0:
                 moment = epoch(extra.get("timestamp"))
                 if moment is not None:

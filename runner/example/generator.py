@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from runner.errors import RunnerError
 from runner.example.cases_other import CASES as OTHER_CASES
@@ -99,7 +100,7 @@ def apply_edits(case_id: str, files: dict[str, str], edits: tuple[Edit, ...]) ->
     for edit in edits:
         text = out.get(edit.path)
         count = 0 if text is None else text.count(edit.old)
-        if count != 1:
+        if text is None or count != 1:
             raise ValueError(f"{case_id}: edit of {edit.path} matches {count} times: {edit.old[:60]!r}")
         out[edit.path] = text.replace(edit.old, edit.new)
     return out
@@ -211,6 +212,14 @@ def _simulated(vid: str, model: str, harness: str, version: str, skill: float, p
 def build_manifest(commits: dict[str, str]) -> dict:
     """The example manifest (schema v1) for the given repository commits."""
     repos = {r.name: r for r in REPOS}
+    variants: list[dict[str, Any]] = [
+        {"id": "null", "harness": "trialhouse-builtin", "harness_version": "1", "agent": {"kind": "null"}},
+        {"id": "reference", "harness": "trialhouse-builtin", "harness_version": "1", "agent": {"kind": "reference"}},
+        _simulated("sim-alpha-minimal", "sim-alpha-SIMULATED", "sim-minimal", "1.4.0", 0.8, 3.0, False),
+        _simulated("sim-alpha-planner", "sim-alpha-SIMULATED", "sim-planner", "2.1.0", 0.88, 3.0, True),
+        _simulated("sim-beta-minimal", "sim-beta-SIMULATED", "sim-minimal", "1.4.0", 0.55, 0.6, False),
+        _simulated("sim-beta-planner", "sim-beta-SIMULATED", "sim-planner", "2.1.0", 0.66, 0.6, True),
+    ]
     return {
         "schema_version": 1,
         "id": "trialhouse-example",
@@ -222,14 +231,7 @@ def build_manifest(commits: dict[str, str]) -> dict:
         "stages": ["build", "qa", "review"],
         "benchmark_policy": BENCHMARK_POLICY,
         "cases": [_case(c, repos[c.repo], commits) for c in CASES],
-        "variants": [{**v, "evaluations": _judge(v["id"])} for v in (
-            {"id": "null", "harness": "trialhouse-builtin", "harness_version": "1", "agent": {"kind": "null"}},
-            {"id": "reference", "harness": "trialhouse-builtin", "harness_version": "1", "agent": {"kind": "reference"}},
-            _simulated("sim-alpha-minimal", "sim-alpha-SIMULATED", "sim-minimal", "1.4.0", 0.8, 3.0, False),
-            _simulated("sim-alpha-planner", "sim-alpha-SIMULATED", "sim-planner", "2.1.0", 0.88, 3.0, True),
-            _simulated("sim-beta-minimal", "sim-beta-SIMULATED", "sim-minimal", "1.4.0", 0.55, 0.6, False),
-            _simulated("sim-beta-planner", "sim-beta-SIMULATED", "sim-planner", "2.1.0", 0.66, 0.6, True),
-        )],
+        "variants": [{**v, "evaluations": _judge(v["id"])} for v in variants],
     }
 
 

@@ -42,6 +42,7 @@ def main(mode, trials, script_path, variables, recording_dir, anthropic_url, ant
     import yaml
 
     from runner.gateway import Gateway, GatewayConfigError, Upstream, load_script
+    from runner.gateway.records import Provider
 
     script = None
     if script_path is not None:
@@ -59,8 +60,8 @@ def main(mode, trials, script_path, variables, recording_dir, anthropic_url, ant
                 out.write(call.model_dump_json() + "\n")
                 out.flush()
 
-    upstreams = {"anthropic": Upstream(anthropic_url, anthropic_key_env or None),
-                 "openai": Upstream(openai_url, openai_key_env or None)}
+    upstreams: dict[Provider, Upstream] = {"anthropic": Upstream(anthropic_url, anthropic_key_env or None),
+                                           "openai": Upstream(openai_url, openai_key_env or None)}
     try:
         gateway = Gateway(mode, upstreams=upstreams, script=script, recording_dir=recording_dir, on_call=on_call,
                           secret_env=secret_env, host=host, port=port)

@@ -19,17 +19,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from contract.call_events import Provider
 from contract.run_events import GatewayInfo
 from runner.errors import RunnerError
+from runner.gateway.recording import route_key
 from runner.gateway.records import CallRecord
 from runner.gateway.script import Script, load_script
-from runner.gateway.server import (
-    DEFAULT_UPSTREAMS,
-    Gateway,
-    GatewayConfigError,
-    Upstream,
-    route_key,
-)
+from runner.gateway.server import Gateway
+from runner.gateway.settings import DEFAULT_UPSTREAMS, GatewayConfigError, Upstream
 from runner.manifest import GatewaySettings, Manifest
 from runner.paths import Snapshot
 
@@ -50,9 +47,9 @@ def parse_script(text: str, where: str) -> Script:
         raise RunnerError(f"{where}: not a gateway script ({' '.join(first[:3])[:300]})") from None
 
 
-def upstreams(settings: GatewaySettings) -> dict[str, Upstream]:
+def upstreams(settings: GatewaySettings) -> dict[Provider, Upstream]:
     """Provider → upstream: the manifest's, else the public API with its usual key variable."""
-    out: dict[str, Upstream] = dict(DEFAULT_UPSTREAMS)
+    out = dict(DEFAULT_UPSTREAMS)
     for provider, up in settings.upstreams.items():
         out[provider] = Upstream(up.base_url, up.api_key_env)
     return out

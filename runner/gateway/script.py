@@ -225,6 +225,7 @@ def _anthropic(reply: Reply, text: str | None, calls: list[ToolCall], model: str
                "content": content, "stop_reason": stop, "stop_sequence": None, "usage": usage}
     events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": {
         **message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}})]
+    start: dict[str, Any]
     for index, block in enumerate(content):
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
@@ -294,7 +295,7 @@ def _chat(reply: Reply, text: str | None, calls: list[ToolCall], model: str, tag
     body = {"id": cid, "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
     head = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
-    delta = {"role": "assistant", "content": text}
+    delta: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         delta["tool_calls"] = [{"index": k, **c} for k, c in enumerate(tool_calls)]
     events: list[tuple[str | None, Any]] = [

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.agents.usage import count, short
+from runner.agents.agent_report import count, short
 from runner.gateway.records import Api, Provider
 from runner.gateway.sse import SseEvent
 
@@ -136,7 +136,9 @@ class ResponseTap:
         if not isinstance(doc, dict):
             self.unparsed += 1
             return False
-        kind = doc.get("type") if isinstance(doc.get("type"), str) else event.event
+        kind = doc.get("type")
+        if not isinstance(kind, str):
+            kind = event.event
         if self.api == "messages":
             return self._anthropic_event(kind, doc)
         if self.api == "responses":
@@ -210,7 +212,8 @@ class ResponseTap:
                 self._response_item(item)
             return True
         elif kind == "error":
-            self._error(doc.get("error") if isinstance(doc.get("error"), dict) else doc)
+            error = doc.get("error")
+            self._error(error if isinstance(error, dict) else doc)
         return kind in OUTPUT_EVENTS
 
     def _response_object(self, response: dict[str, Any], items: bool = True) -> None:

@@ -25,7 +25,7 @@ from contract.redact import Redactor
 from runner import sandbox
 from runner.errors import RunnerError
 from runner.judges.config import resolve
-from runner.judges.invoke import JudgeRuntime, TrialEvidence, _judge_one
+from runner.judges.invoke import JudgeRuntime, TrialEvidence, judge_one
 from runner.manifest import Criterion, Judge, Manifest
 from runner.paths import InputRef, input_refs, snapshot_inputs
 
@@ -122,7 +122,7 @@ def run_calibration(manifest: Manifest, manifest_dir: Path, variant_id: str | No
                 te = TrialEvidence(f"calibration__{hashlib.sha256(ex.id.encode()).hexdigest()[:12]}", variant, 1,
                                    ex.diff, ex.criteria, {k: v.encode() for k, v in ex.files.items()},
                                    Path(tmp) / "judge" / ex.id.replace("/", "_"))
-                fields = _judge_one(rt, crit, te, lambda *a, **k: None)
+                fields = judge_one(rt, crit, te, lambda *a, **k: None)
                 out.append(Judged(ex, _TO_ANSWER[fields["verdict"]], fields.get("reasons", []), fields.get("error")))
         sha = snapshot.hashes[rubric]
     judge = resolve(variant, crit)

@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from contract.call_events import Provider
 from contract.stage_events import JudgeInfo
+from runner.errors import RunnerError
 from runner.manifest import Criterion, JudgeSettings, Manifest, Variant
 
-PROVIDER = {"claude-code": "anthropic", "codex": "openai", "builtin": "anthropic"}
-ECONOMICAL_MODEL = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5.1-codex-mini"}
+if TYPE_CHECKING:
+    from runner.gateway.script import Script
+
+PROVIDER: dict[str, Provider] = {"claude-code": "anthropic", "codex": "openai", "builtin": "anthropic"}
+ECONOMICAL_MODEL: dict[Provider, str] = {"anthropic": "claude-haiku-4-5", "openai": "gpt-5.1-codex-mini"}
 """Each provider's economical default judge model (a judge reads a diff and a rubric)."""
 DEFAULT_EFFORT = "low"
 
@@ -48,15 +54,40 @@ def resolve(variant: Variant, criterion: Criterion | None = None) -> ResolvedJud
     return ResolvedJudge(info, s)
 
 
+def judge_criteria(manifest: Manifest) -> bool:
+    """Whether any case of ``manifest`` has a judge criterion (the run then needs judges)."""
+    return any(c.judge is not None for case in manifest.cases for c in case.criteria)
+
+
+def load_judge_script(text: str, where: str) -> Script:
+    """A judge's gateway script; its ``side`` reply defaults to the last step's answer, since
+    tool-free judges send requests the gateway counts as side requests."""
+    import yaml
+    from pydantic import ValidationError
+
+    # the gateway package (aiohttp) is imported only when a script is read
+    from runner.gateway.script import Reply, Script
+
+    try:
+        doc = yaml.safe_load(text)
+        script = Script.model_validate(doc)
+    except (yaml.YAMLError, ValidationError, ValueError) as exc:
+        first = " ".join(str(exc).strip().splitlines()[:3])[:300]
+        raise RunnerError(f"{where}: not a gateway script ({first})") from None
+    if isinstance(doc, dict) and "side" not in doc:
+        last = script.steps[-1]
+        script = script.model_copy(update={"side": Reply.model_validate(
+            last.model_dump(exclude={"before"}, exclude_defaults=True))})
+    return script
+
+
 def judge_problems(manifest: Manifest, base: Path) -> list[tuple[str, str]]:
     """What ``validate`` can say about the judges on this machine: an explicitly chosen
     claude-code/codex host whose CLI is not found, a judge script that does not parse.
     (A default judge whose CLI is missing is not refused: each of its judgments is then
     inconclusive with the reason, and no outcome depends on it.)"""
-    from runner import sandbox
+    from runner import sandbox  # this machine's checks: resolving configuration needs none of it
     from runner.agents.harness_stage import agent_path
-    from runner.errors import RunnerError
-    from runner.judges.invoke import judge_criteria, load_judge_script
 
     if not judge_criteria(manifest):
         return []

@@ -28,46 +28,27 @@ from contract.call_events import ModelCall
 from contract.redact import Redactor
 from contract.stage_events import Judgment
 from runner import sandbox
+from runner.agents.harness import GATEWAY_KEY, HarnessSettings, plan
+from runner.agents.harness_stage import agent_path
 from runner.evidence import read_capped
-from runner.gateway.records import CallRecord, gateway_failure, to_event_fields
-from runner.gateway.script import Reply, Script
-from runner.gateway.server import Gateway, GatewayConfigError
+from runner.gateway.records import CallRecord, GatewayMode, gateway_failure, to_event_fields
+from runner.gateway.run import upstreams
+from runner.gateway.script import Script
+from runner.gateway.server import Gateway
+from runner.gateway.settings import GatewayConfigError
 from runner.grading import argv_paths, substitute
 from runner.judges.answer import parse_answer
-from runner.judges.config import ResolvedJudge, resolve
+from runner.judges.config import ResolvedJudge, judge_criteria, load_judge_script, resolve
 from runner.judges.evidence import Evidence, changed, write_evidence
 from runner.manifest import Criterion, Manifest, Variant
 from runner.paths import Snapshot
 from runner.procs import ordinary_env
 
+__all__ = ["ANSWER_LIMIT", "CLIENT", "JudgeRuntime", "TrialEvidence", "judge_criteria", "judge_one", "judge_trial"]
+"""``judge_criteria`` is ``runner.judges.config``'s, importable from here as before."""
+
 ANSWER_LIMIT = 256 * 1024
-GATEWAY_KEY = "trialhouse-gateway-key"
 CLIENT = Path(__file__).with_name("client.py")
-
-
-def judge_criteria(manifest: Manifest) -> bool:
-    return any(c.judge is not None for case in manifest.cases for c in case.criteria)
-
-
-def load_judge_script(text: str, where: str) -> Script:
-    """A judge's gateway script; its ``side`` reply defaults to the last step's answer, since
-    tool-free judges send requests the gateway counts as side requests."""
-    import yaml
-    from pydantic import ValidationError
-
-    from runner.errors import RunnerError
-
-    try:
-        doc = yaml.safe_load(text)
-        script = Script.model_validate(doc)
-    except (yaml.YAMLError, ValidationError, ValueError) as exc:
-        first = " ".join(str(exc).strip().splitlines()[:3])[:300]
-        raise RunnerError(f"{where}: not a gateway script ({first})") from None
-    if isinstance(doc, dict) and "side" not in doc:
-        last = script.steps[-1]
-        script = script.model_copy(update={"side": Reply.model_validate(
-            last.model_dump(exclude={"before"}, exclude_defaults=True))})
-    return script
 
 
 @dataclass
@@ -89,7 +70,7 @@ class JudgeRuntime:
     def build(cls, manifest: Manifest, manifest_dir: Path, snapshot: Snapshot, backend: sandbox.Backend, *,
               network: bool, read_only: tuple[Path, ...], redactor: Redactor, secrets: list[str]) -> JudgeRuntime:
         rt = cls(manifest, manifest_dir, snapshot, backend, network, read_only, redactor)
-        modes = set()
+        modes: set[GatewayMode] = set()
         for v in manifest.variants:
             rel = v.evaluations.judge.script
             if rel is not None:
@@ -99,8 +80,6 @@ class JudgeRuntime:
                 modes.add("forward")
         for mode in sorted(modes):
             if mode == "forward" and manifest.gateway is not None and manifest.gateway.mode in ("forward", "record"):
-                from runner.gateway.run import upstreams
-
                 rt.gateways[mode] = Gateway("forward", upstreams=upstreams(manifest.gateway), secrets=secrets)
             else:
                 rt.gateways[mode] = Gateway(mode, secrets=secrets)
@@ -161,13 +140,15 @@ def judge_trial(rt: JudgeRuntime, criteria: list[Criterion], te: TrialEvidence, 
                  judge_model=judge.info.model, judge=judge.info, rubric=crit.judge.rubric,
                  rubric_sha256=rt.snapshot.hashes.get(crit.judge.rubric), error=bad)
             continue
-        fields = _judge_one(rt, crit, te, emit)
+        fields = judge_one(rt, crit, te, emit)
         emit(Judgment, attempt=te.attempt, criterion_id=crit.id, **fields)
     shutil.rmtree(te.scratch, ignore_errors=True)
     return violations
 
 
-def _judge_one(rt: JudgeRuntime, crit: Criterion, te: TrialEvidence, emit: Emit) -> dict[str, Any]:
+def judge_one(rt: JudgeRuntime, crit: Criterion, te: TrialEvidence, emit: Emit) -> dict[str, Any]:
+    """One criterion's judgment: the fields of its ``judgment`` event (``model_call`` events
+    of the judge's calls go to ``emit``)."""
     assert crit.judge is not None
     judge = resolve(te.variant, crit)
     rubric_rel = crit.judge.rubric
@@ -273,9 +254,6 @@ def _harness_request(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence,
                      out: Path, url: str, env_extra: dict[str, str], read_only: list[Path]
                      ) -> tuple[sandbox.Request, str] | str:
     """A tool-free Claude Code (``--tools ""``) or a read-only Codex run on the evidence."""
-    from runner.agents.harness import HarnessSettings, plan
-    from runner.agents.harness_stage import agent_path
-
     info, s = judge.info, judge.settings
     binary = s.binary or {"claude-code": "claude", "codex": "codex"}[info.host]
     if "/" in binary and not Path(binary).is_absolute():

@@ -227,7 +227,7 @@ def test_a_worker_without_bubblewrap_is_infra_error_with_the_reason(ray_instance
     manifest = kit.make_corpus(corpus_root)
     payload = remote.RunPayload("run-without-bwrap", json.loads(manifest.read_text()), {}, {}, b"", ())
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    monkeypatch.setattr(sandbox, "_probed", {})
+    monkeypatch.setattr(sandbox.discovery, "_probed", {})
     t = remote.TrialSlice("run-without-bwrap", "mul__noop__r1", 0, "mul", "noop", "cfg", 1, 7,
                           "0" * 40, {}, {}, None, True)
     items = list(on_ray._trial_task(t, [ray.put(payload)]))

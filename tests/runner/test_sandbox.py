@@ -122,7 +122,7 @@ def test_an_unknown_backend_is_a_clear_error():
 
 
 def test_a_missing_bwrap_names_the_install_and_the_opt_out(monkeypatch):
-    monkeypatch.setattr(sandbox, "_probed", {})
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name, **kw: None)
+    monkeypatch.setattr(sandbox.discovery, "_probed", {})
+    monkeypatch.setattr(sandbox.discovery.shutil, "which", lambda name, **kw: None)
     with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install bubblewrap.*backend.*none"):
         sandbox.backend("bubblewrap")

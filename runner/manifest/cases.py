@@ -1,0 +1,89 @@
+"""A case and what grades it: the criteria (a command, or a supplementary judge) and its labels."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from runner.manifest.values import Argv, CaseVariantId, Id, NonEmptyStr, PathStr, Strict
+
+
+class Judge(Strict):
+    """A supplementary model judgment; never decides a trial on its own."""
+
+    rubric: PathStr
+    """Markdown rubric path relative to the manifest."""
+    calibration: PathStr | None = None
+    model: str | None = None
+
+
+DEFAULT_SEVERITY = {"target": "major", "regression": "major", "repository": "minor"}
+"""Severity of a criterion that declares none: nothing is a blocker unless declared."""
+
+
+class Criterion(Strict):
+    id: Id
+    description: str = ""
+    layer: Literal["target", "regression", "repository"] = "target"
+    command: Argv | None = None
+    """argv array; ``{inputs}`` and ``{workspace}`` are substituted inside elements."""
+    judge: Judge | None = None
+    files: list[PathStr] = Field(default_factory=list)
+    """Operator-owned input files the criterion reads (relative to the manifest)."""
+    timeout_seconds: float = Field(default=60, gt=0, le=600)
+    success_token: bool = False
+    """Pass only if the grader also writes the runner's one-time token (read from its
+    stdin) to ``$TRIALHOUSE_RESULT_FILE``: an early ``exit(0)`` is then a failure."""
+    severity: Literal["blocker", "major", "minor"] | None = None
+    """How bad a regression of this criterion is; None → the layer's default
+    (``DEFAULT_SEVERITY``). A configuration with a blocker regression is ineligible."""
+    flaky_fixed: NonEmptyStr | None = None
+    """Set (with a note) once a criterion found flaky has been fixed: it becomes a new
+    evaluator version, and its controls must agree with themselves again."""
+
+    @property
+    def resolved_severity(self) -> str:
+        return self.severity or DEFAULT_SEVERITY[self.layer]
+
+    @model_validator(mode="after")
+    def _command_xor_judge(self) -> Criterion:
+        if (self.command is None) == (self.judge is None):
+            raise ValueError("needs exactly one of command (argv array) or judge")
+        return self
+
+    @property
+    def deterministic(self) -> bool:
+        return self.command is not None
+
+
+class Labels(Strict):
+    difficulty: Literal["easy", "medium", "hard"] | None = None
+    task_class: str | None = None
+    subsystem: str | None = None
+    language: str | None = None
+    repository: str | None = None
+    """Repository label used for clustering (defaults to the manifest's repository name)."""
+    familiarity: Literal["known", "unknown"] | None = None
+
+
+class Case(Strict):
+    id: CaseVariantId
+    prompt: NonEmptyStr
+    reference_patch: PathStr
+    holdout: bool = False
+    labels: Labels = Field(default_factory=Labels)
+    repository: PathStr | None = None
+    initial_commit: str | None = None
+    allowed_paths: list[NonEmptyStr] | None = None
+    criteria: list[Criterion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _criteria_ok(self) -> Case:
+        ids = [c.id for c in self.criteria]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate criterion ids: {', '.join(dupes)}")
+        if not any(c.deterministic for c in self.criteria):
+            raise ValueError("needs at least one deterministic criterion (with a command)")
+        return self

@@ -1,0 +1,161 @@
+"""The manifest document: its cases and variants with the run-wide settings (gateway,
+isolation, resources, budgets), and the JSON Schema ``trialhouse schema manifest`` prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from runner.manifest.cases import Case
+from runner.manifest.values import Argv, Id, NonEmptyStr, PathStr, StageName, Strict
+from runner.manifest.variants import Variant
+
+MANIFEST_SCHEMA_VERSION = 1
+ALL_STAGES: tuple[StageName, ...] = ("build", "qa", "review")
+"""The stages a manifest runs when it names none, in order."""
+
+
+class Upstream(Strict):
+    """Where the gateway forwards one provider's calls, and which variable holds its key."""
+
+    base_url: NonEmptyStr
+    """e.g. ``https://api.anthropic.com`` (the agent's ``/v1/…`` path is appended)."""
+    api_key_env: NonEmptyStr | None = None
+    """Variable of the runner's environment holding the provider key. The gateway sends
+    it instead of the agent's dummy key; the value never enters a sandbox and is redacted
+    from everything stored. None: no key is added (a local server without auth)."""
+
+
+class GatewaySettings(Strict):
+    """The run's model gateway (docs/gateway.md): one loopback proxy for all trials."""
+
+    mode: Literal["forward", "record", "replay", "scripted"]
+    upstreams: dict[Literal["anthropic", "openai"], Upstream] = Field(default_factory=dict)
+    """forward/record: per provider; a provider not named goes to its public API with
+    ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``."""
+    script: NonEmptyStr | None = None
+    """scripted: a YAML or JSON script (``runner.gateway.script.Script``), relative to the
+    manifest; snapshotted like every input. ``{workspace}`` in it is the trial's workspace."""
+    scripts: dict[Id, NonEmptyStr] = Field(default_factory=dict)
+    """scripted: variant id → its own script (default: ``script``)."""
+    recording_dir: NonEmptyStr | None = None
+    """replay: a directory of recordings (a record run's ``gateway/recordings``, copied
+    under the manifest directory), snapshotted. record mode writes into the run directory."""
+    replay_from: dict[Id, Id] = Field(default_factory=dict)
+    """replay: variant id → the variant whose recordings it replays (default: its own)."""
+    secret_env: list[NonEmptyStr] = Field(default_factory=list)
+    """More variables whose values are redacted from recordings and events."""
+    idle_timeout_s: float = Field(default=300, gt=0)
+    """forward/record: an upstream silent this long is ``upstream_timeout`` (infra_error)."""
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> GatewaySettings:
+        if self.mode == "scripted" and not (self.script or self.scripts):
+            raise ValueError("scripted mode needs script (or scripts per variant)")
+        if self.mode != "scripted" and (self.script or self.scripts):
+            raise ValueError(f"script/scripts: only for scripted mode, not {self.mode}")
+        if self.mode == "replay" and not self.recording_dir:
+            raise ValueError("replay mode needs recording_dir (the recordings to answer from)")
+        if self.mode != "replay" and (self.recording_dir or self.replay_from):
+            raise ValueError(f"recording_dir/replay_from: only for replay mode, not {self.mode}"
+                             " (record mode writes into the run directory)")
+        if self.mode not in ("forward", "record") and self.upstreams:
+            raise ValueError(f"upstreams: only for forward and record modes, not {self.mode}")
+        return self
+
+
+class Isolation(Strict):
+    """How agents, prepare commands and graders are contained (docs/security.md)."""
+
+    backend: Literal["bubblewrap", "none"] = "bubblewrap"
+    """``none`` hides nothing; its runs are recorded and reported as not isolated."""
+    network: bool = True
+    """Agents call model APIs, so the network is on unless switched off here."""
+    read_only_paths: list[NonEmptyStr] = Field(default_factory=list)
+    """Absolute host paths (tool installs, e.g. an agent CLI) visible read-only inside."""
+
+
+class Resources(Strict):
+    """What one trial asks of a distributed executor (``--executor ray``); ignored locally."""
+
+    num_cpus: float = Field(default=1, gt=0, le=256)
+    """CPUs Ray reserves per trial; agents mostly wait on model APIs, so a fraction lets
+    more trials share a node (0.25 → four per CPU)."""
+    memory_mb: float | None = Field(default=None, gt=0)
+    """Memory Ray reserves per trial (a scheduling hint, not a limit); None → no reservation."""
+
+
+class Manifest(Strict):
+    schema_version: Literal[1]
+    id: Id
+    repository: PathStr
+    initial_commit: NonEmptyStr
+    cases: list[Case] = Field(min_length=1, max_length=100)
+    variants: list[Variant] = Field(min_length=1, max_length=8)
+    repetitions: int = Field(default=2, ge=1, le=10)
+    max_attempts: int = Field(default=1, ge=1, le=3)
+    timeout_seconds: float = Field(default=300, gt=0, le=86_400)
+    """Per trial; at most a day (a bound the runner's clocks and waits can all hold)."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    prepare_commands: list[Argv] = Field(default_factory=list)
+    stages: list[StageName] = Field(default_factory=lambda: list(ALL_STAGES), min_length=1)
+    reveal_grader_output: bool = False
+    """Opt in to passing grader output (not only descriptions) to retries."""
+    benchmark_policy: str | None = None
+    """Extra policy text prepended to every stage prompt."""
+    isolation: Isolation = Field(default_factory=Isolation)
+    resources: Resources = Field(default_factory=Resources)
+    max_workspace_mb: float = Field(default=4096, gt=0)
+    """Cap on the workspace plus the trial's HOME and TMP; above it the trial ends
+    ``budget_exhausted`` (the runner's own capture would otherwise be unbounded)."""
+    control_repeats: int = Field(default=5, ge=1, le=20)
+    """Repeats of each control; 5 catches a 50% coin-flip criterion with probability
+    1 - 4·2⁻¹⁰ ≈ 0.996 (docs/runner.md). ``run --repeats`` overrides it."""
+    checkpoint_exclude: list[NonEmptyStr] | None = None
+    """gitignore patterns never captured (private files, runtime state); None → the
+    documented default list (runner.capture.DEFAULT_EXCLUDES)."""
+    gateway: GatewaySettings | None = None
+    """The model gateway the runner starts for the run (docs/gateway.md)."""
+
+    def uses_gateway(self, variant: Variant) -> bool:
+        """Whether ``variant``'s agent sends its model calls through the run's gateway."""
+        flag = variant.agent.gateway
+        return self.gateway is not None and (flag if flag is not None else variant.agent.is_harness)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Manifest:
+        for what, ids in (("case", [c.id for c in self.cases]), ("variant", [v.id for v in self.variants])):
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes:
+                raise ValueError(f"duplicate {what} ids: {', '.join(dupes)}")
+        if len(set(self.stages)) != len(self.stages):
+            raise ValueError("stages must not repeat")
+        for v in self.variants:
+            if v.agent.gateway and self.gateway is None:
+                raise ValueError(f"variant {v.id}: agent.gateway is set but the manifest has no gateway section")
+            if v.agent.is_harness and not v.model:
+                raise ValueError(f"variant {v.id}: a {v.agent.kind} agent needs the variant's model")
+        gw = self.gateway
+        if gw is not None:
+            variant_ids = {v.id for v in self.variants}
+            for what, names in (("scripts", gw.scripts), ("replay_from", gw.replay_from)):
+                unknown = sorted(set(names) - variant_ids)
+                if unknown:
+                    raise ValueError(f"gateway.{what}: unknown variant(s) {', '.join(unknown)}")
+            if not self.isolation.network and any(self.uses_gateway(v) for v in self.variants):
+                raise ValueError(
+                    "gateway: agents reach the gateway over the host's loopback, which a sandbox "
+                    "with isolation.network false cannot see; turn the network on, or remove the gateway")
+        return self
+
+
+def manifest_json_schema() -> dict[str, Any]:
+    schema = Manifest.model_json_schema()
+    schema["title"] = f"trialhouse manifest v{MANIFEST_SCHEMA_VERSION}"
+    return schema
+
+
+def manifest_dir(path: Path) -> Path:
+    return path.resolve().parent

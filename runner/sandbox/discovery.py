@@ -1,0 +1,61 @@
+"""Which backend runs here: the manifest names one, and it is checked once per process to work.
+
+``bubblewrap`` needs the ``bwrap`` program and permission to create user namespaces; when
+either is missing the run stops before any trial with what to do (install it, allow user
+namespaces, or opt out with ``"isolation": {"backend": "none"}``, recorded and reported as
+not isolated). docs/security.md.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from runner.sandbox.bubblewrap import Bubblewrap
+from runner.sandbox.request import SANDBOX_PATH, Backend, NoIsolation, Request, SandboxUnavailable
+
+BACKENDS = ("bubblewrap", "none")
+
+_probed: dict[str, Backend] = {}
+
+
+def backend(name: str) -> Backend:
+    """The backend called ``name``, checked once per process to really work here."""
+    if name in _probed:
+        return _probed[name]
+    if name == "none":
+        chosen: Backend = NoIsolation()
+    elif name == "bubblewrap":
+        chosen = _bubblewrap()
+    else:
+        raise SandboxUnavailable(f"unknown isolation backend {name!r} (known: {', '.join(BACKENDS)})")
+    _probed[name] = chosen
+    return chosen
+
+
+def _bubblewrap() -> Bubblewrap:
+    """``bwrap`` found on the PATH and seen to start a sandbox running ``true``."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        raise SandboxUnavailable(
+            "isolation backend 'bubblewrap' needs the bwrap program, which is not installed: "
+            "install it (Debian/Ubuntu: apt-get install bubblewrap; `make tools` does it), "
+            "or set \"isolation\": {\"backend\": \"none\"} in the manifest to run without "
+            "isolation (recorded and reported as not isolated)"
+        )
+    chosen = Bubblewrap(exe)
+    probe = Request(argv=["true"], cwd=Path("/"), env={"PATH": SANDBOX_PATH})
+    argv, env = chosen.command(probe)
+    try:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(f"isolation backend 'bubblewrap' failed to start: {exc}") from exc
+    if done.returncode != 0:
+        raise SandboxUnavailable(
+            "isolation backend 'bubblewrap' cannot create namespaces here "
+            f"({done.stderr.strip() or f'exit {done.returncode}'}); allow user namespaces, "
+            "or set \"isolation\": {\"backend\": \"none\"} in the manifest"
+        )
+    return chosen
