@@ -68,7 +68,8 @@ from runner.agents.harness_stage import (
 )
 from runner.agents.invoke import StageContext, StageDirs, build_request
 from runner.agents.usage import AgentReport, parse_agent_output
-from runner.capture import DEFAULT_EXCLUDES, Capture, PatchInfo, RunStore, TrialGit, tree_size
+from runner.capture import Capture, PatchInfo, RunStore, TrialGit, tree_size
+from runner.containment import Containment
 from runner.eventlog import Emit
 from runner.evidence import read_capped, write_atomic
 from runner.gateway.records import gateway_failure, to_event_fields
@@ -103,24 +104,6 @@ KEPT_FILE_LIMIT = 16 * 1024 * 1024
 
 class TrialInterrupted(Exception):
     """The run is stopping (Ctrl-C); the trial stays incomplete and resume re-runs it."""
-
-
-@dataclass(frozen=True)
-class Containment:
-    """What every trial of a run shares about containing agents and graders."""
-
-    backend: sandbox.Backend
-    store: RunStore
-    network: bool = True
-    read_only: tuple[Path, ...] = ()
-    excludes: tuple[str, ...] = DEFAULT_EXCLUDES
-    max_workspace_bytes: int = 4096 * 1024 * 1024
-    redactor: Redactor = field(default_factory=Redactor)
-    """Applied to every text the trial stores (docs/security.md, "Secrets")."""
-    gateway: Any = None
-    """The run's model gateway (``runner.gateway.run.RunGateway``) when any variant uses one."""
-    judges: Any = None
-    """The run's judges (``runner.judges.invoke.JudgeRuntime``) when any case has a judge criterion."""
 
 
 @dataclass
