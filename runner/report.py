@@ -147,7 +147,8 @@ def paired_comparison(trials: list[dict[str, Any]], variant_ids: list[str]) -> d
     by_key = {(t["variant"], t["case_id"], t["repetition"]): t for t in trials}
     out = []
     for vid in variant_ids[1:]:
-        main, hold = [], []
+        main: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        hold: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for (v, case, rep), base in sorted(by_key.items()):
             if v != base_id or (vid, case, rep) not in by_key:
                 continue
