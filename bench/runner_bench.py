@@ -42,8 +42,9 @@ sys.path.insert(0, str(REPO))
 
 from contract.stage_events import Judgment  # noqa: E402
 from contract.trial_events import TrialFinished  # noqa: E402
+from runner.controls import run_controls  # noqa: E402
 from runner.eventlog import read_events  # noqa: E402
-from runner.run import run_controls, run_trials  # noqa: E402
+from runner.run import run_trials  # noqa: E402
 
 PY = sys.executable
 

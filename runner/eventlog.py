@@ -31,10 +31,14 @@ from contract.chain import (
 from contract.envelope import BaseEvent, utc_now
 from contract.events import dump_event, parse_event
 from contract.redact import Redactor
+from contract.run_events import CaseValidated, RunStarted
+from contract.trial_events import TrialFinished
 from runner.evidence import write_atomic
 
-Emit = Callable[..., BaseEvent]
-"""``emit(EventClass, **fields)`` → the event as written (run_id/seq/ts/prev filled in)."""
+Emit = Callable[..., object]
+"""``emit(EventClass, **fields)`` records one event. The driver's ``EventLog.emit`` returns
+the event as written (run_id/seq/ts/prev filled in); a remote worker's emit only forwards
+the fields to the driver (``runner.executors.on_ray``), so no caller relies on the result."""
 
 def seal_path(events_path: Path) -> Path:
     return events_path.with_name(SEAL_NAME)
@@ -172,7 +176,7 @@ class EventLog:
             self._seq += 1
             self._lines += 1
             self._prev = chain_digest(line)
-            if event.event in ("trial_finished", "run_started", "case_validated"):
+            if isinstance(event, TrialFinished | RunStarted | CaseValidated):
                 self._seal(closed=False)
         if self._listener is not None:
             self._listener(event)

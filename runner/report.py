@@ -50,11 +50,8 @@ def _latest_trials(events: list[Any]) -> dict[str, list[Any]]:
     return trials
 
 
-def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[str, CaseInfo]) -> dict[str, Any] | None:
-    start, fin = evs[0], evs[-1]
-    if not isinstance(fin, TrialFinished):
-        return None
-    vi = variants.get(start.variant)
+def _attempts(evs: list[Any]) -> list[dict[str, Any]]:
+    """One entry per attempt of a trial: its stages, checkpoints, gradings and outcome."""
     attempts: dict[int, dict[str, Any]] = {}
 
     def att(n: int) -> dict[str, Any]:
@@ -90,6 +87,14 @@ def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[s
         elif isinstance(e, AttemptFinished):
             att(e.attempt)["outcome"] = e.outcome
             att(e.attempt)["findings_out"] = e.findings
+    return [attempts[k] for k in sorted(attempts)]
+
+
+def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[str, CaseInfo]) -> dict[str, Any] | None:
+    start, fin = evs[0], evs[-1]
+    if not isinstance(fin, TrialFinished):
+        return None
+    vi = variants.get(start.variant)
     case = cases.get(fin.case_id)
     return {
         "trial_id": fin.trial_id,
@@ -123,7 +128,7 @@ def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[s
                   for e in evs if isinstance(e, Flag)],
         "simulated": fin.simulated,
         "line": fin.line,
-        "attempts": [attempts[k] for k in sorted(attempts)],
+        "attempts": _attempts(evs),
     }
 
 
@@ -147,7 +152,8 @@ def paired_comparison(trials: list[dict[str, Any]], variant_ids: list[str]) -> d
     by_key = {(t["variant"], t["case_id"], t["repetition"]): t for t in trials}
     out = []
     for vid in variant_ids[1:]:
-        main, hold = [], []
+        main: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        hold: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for (v, case, rep), base in sorted(by_key.items()):
             if v != base_id or (vid, case, rep) not in by_key:
                 continue

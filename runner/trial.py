@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from contract.envelope import BaseEvent, Outcome
-from contract.redact import Redactor
 from contract.stage_events import Usage
 from contract.trial_events import (
     AttemptFinished,
@@ -30,7 +29,8 @@ from contract.trial_events import (
 from runner import sandbox
 from runner.agents.harness_stage import ResolvedHarness
 from runner.budget import Clock, TrialBudget
-from runner.capture import DEFAULT_EXCLUDES, Capture, TrialGit
+from runner.capture import Capture, TrialGit
+from runner.containment import Containment
 from runner.eventlog import Emit
 from runner.git import GitError
 from runner.grading import (
@@ -54,7 +54,6 @@ from runner.outcome import (
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
-from runner.run_store import RunStore
 from runner.stage import StageResult, StageSetup, run_stage
 from runner.trial_files import TrialFiles, create_workspace
 from runner.walk import tree_size
@@ -67,24 +66,6 @@ __all__ = [  # what the run and the executors import from here
 
 class TrialInterrupted(Exception):
     """The run is stopping (Ctrl-C); the trial stays incomplete and resume re-runs it."""
-
-
-@dataclass(frozen=True)
-class Containment:
-    """What every trial of a run shares about containing agents and graders."""
-
-    backend: sandbox.Backend
-    store: RunStore
-    network: bool = True
-    read_only: tuple[Path, ...] = ()
-    excludes: tuple[str, ...] = DEFAULT_EXCLUDES
-    max_workspace_bytes: int = 4096 * 1024 * 1024
-    redactor: Redactor = field(default_factory=Redactor)
-    """Applied to every text the trial stores (docs/security.md, "Secrets")."""
-    gateway: Any = None
-    """The run's model gateway (``runner.gateway.run.RunGateway``) when any variant uses one."""
-    judges: Any = None
-    """The run's judges (``runner.judges.invoke.JudgeRuntime``) when any case has a judge criterion."""
 
 
 @dataclass

@@ -80,7 +80,8 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
     """
     _check_run_options(validation_only, resume, bool(controls_dir or score_unvalidated), rerun,
                        executor, ray_address)
-    from runner.run import run_controls, run_trials
+    from runner.controls import run_controls
+    from runner.run import run_trials
 
     progress = not no_progress and not json_out
     if validation_only:

@@ -7,7 +7,7 @@ trial whose worker died and record it twice — and the manifest's resource hint
 (``resources.num_cpus``, ``resources.memory_mb``). The task is a streaming generator:
 the worker runs the ordinary ``run_trial`` (``runner.executors.remote``) and yields its
 events in batches as they happen, then the trial's evidence as a tar stream in chunks
-(the repository's untouched files left out, ``remote.pack``); the driver thread emits each
+(the repository's untouched files left out, ``archive.pack``); the driver thread emits each
 event through the run's ``EventLog``, unpacks the evidence into ``trials/<id>/`` as it
 arrives, writes the left-out files from its own run store, and only then emits the
 trial's ``trial_finished``. Paths the worker's events name (its own scratch copy of the run) are
@@ -39,15 +39,8 @@ from contract.events import EVENT_CLASSES
 from contract.run_events import ExecutorInfo
 from contract.trial_events import TrialStarted
 from runner.errors import RunnerError
-from runner.executors.remote import (
-    RunPayload,
-    TrialSlice,
-    listing,
-    restore,
-    slice_of,
-    unpack,
-    worker_run,
-)
+from runner.executors.archive import listing, restore, unpack
+from runner.executors.remote import RunPayload, TrialSlice, slice_of, worker_run
 from runner.manifest import Manifest
 from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec, remove_tree
 
@@ -56,11 +49,11 @@ PROBE_TIMEOUT_S = 5.0
 BATCH_WAIT_S = 0.05
 """How long the worker gathers events before yielding a batch (fewer, larger objects)."""
 EVIDENCE_IN_FLIGHT = 2
-"""Evidence chunks (``remote.CHUNK`` bytes each) a worker holds before the stream takes them.
+"""Evidence chunks (``archive.CHUNK`` bytes each) a worker holds before the stream takes them.
 The stream itself has no backpressure (``_generator_backpressure_num_objects``): measured,
 it cost the workers CPU at 32 tasks in flight on 2 cores, and what it would bound — a
 trial's unread chunks in the object store — is at most that trial's evidence, which
-leaves the repository's untouched files behind (``remote.pack``) and spills to disk."""
+leaves the repository's untouched files behind (``archive.pack``) and spills to disk."""
 
 
 def refuse_unsupported(manifest: Manifest) -> None:

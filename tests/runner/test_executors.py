@@ -14,7 +14,7 @@ import pytest
 from contract.trial_events import TrialFinished
 from runner.errors import RunnerError
 from runner.eventlog import read_verified
-from runner.executors import remote
+from runner.executors import archive, remote
 from runner.executors.on_ray import connect
 from runner.run import run_trials
 
@@ -88,9 +88,9 @@ def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_r
     fins = {e.trial_id: e for e in read_verified(local.events_path).events
             if isinstance(e, TrialFinished)}
 
-    from runner.run import _open_run
+    from runner.setup import open_run
 
-    s = _open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
+    s = open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
     s.log.close()
     payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
                                   [s.manifest.initial_commit])
@@ -111,9 +111,9 @@ def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_r
         # The repository's untouched files stay behind: the driver has them already.
         assert (".gitignore" in omitted, "calc.py" in omitted) == (True, variant == "noop"), omitted
         dest = tmp_path / "unpacked" / tid
-        remote.unpack(chunks, dest)
-        remote.restore(s.containment.store.path, s.manifest.initial_commit, omitted,
-                       dest / "workspace")
+        archive.unpack(chunks, dest)
+        archive.restore(s.containment.store.path, s.manifest.initial_commit, omitted,
+                        dest / "workspace")
         src = local.run_dir / "trials" / tid
         local_files = {p.relative_to(src).as_posix() for p in src.rglob("*")}
         assert {p.relative_to(dest).as_posix() for p in dest.rglob("*")} == local_files
@@ -124,9 +124,9 @@ def test_a_trial_run_from_the_payload_matches_the_local_trial(cli, kit, corpus_r
 
 def test_a_damaged_payload_is_refused_on_the_worker(cli, kit, corpus_root, tmp_path):
     manifest = kit.make_corpus(corpus_root)
-    from runner.run import _open_run
+    from runner.setup import open_run
 
-    s = _open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
+    s = open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
     s.log.close()
     payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store, [])
     rel = sorted(payload.input_contents)[0]
@@ -169,7 +169,7 @@ def test_unpack_never_writes_outside_the_trial_directory(tmp_path):
         _link("workspace/etc", "/etc/passwd"),  # an agent's symlink stays a symlink
     ])
     dest = tmp_path / "trial"
-    remote.unpack(data, dest)
+    archive.unpack(data, dest)
     assert (dest / "logs" / "ok.txt").read_bytes() == b"kept"
     assert not (tmp_path / "escape.txt").exists() and not list(outside.iterdir())
     assert (dest / "workspace" / "etc").is_symlink()
@@ -182,7 +182,7 @@ def test_pack_keeps_symlinks_as_links(tmp_path):
     (src / "workspace" / "a.txt").write_text("a")
     (src / "workspace" / "link").symlink_to("/etc")
     dest = tmp_path / "dest"
-    remote.unpack(remote.pack_bytes(src), dest)
+    archive.unpack(archive.pack_bytes(src), dest)
     assert (dest / "workspace" / "a.txt").read_text() == "a"
     assert (dest / "workspace" / "link").is_symlink()
     assert os.readlink(dest / "workspace" / "link") == "/etc"
@@ -200,9 +200,9 @@ def test_a_pinned_commit_with_history_reaches_the_worker(kit, corpus_root, tmp_p
     data = json.loads(manifest.read_text())
     data["initial_commit"] = kit.git(repo, "rev-parse", "HEAD")
     manifest.write_text(json.dumps(data))
-    from runner.run import _open_run
+    from runner.setup import open_run
 
-    s = _open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
+    s = open_run(manifest, tmp_path / "driver", resume=False, validation_only=False, jobs=1)
     s.log.close()
     payload = remote.make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
                                   [s.manifest.initial_commit])
@@ -249,15 +249,15 @@ def test_evidence_leaves_out_only_the_commits_own_files_and_streams_in_chunks(ki
     (ws / "d.txt").chmod(0o755)  # same bytes, another mode: shipped
     (ws / "new.txt").write_text("new\n")
     (ws / "made.bin").write_bytes(os.urandom(200_000))  # the agent's: shipped, in several chunks
-    monkeypatch.setattr(remote, "CHUNK", 64 * 1024)
+    monkeypatch.setattr(archive, "CHUNK", 64 * 1024)
     chunks: list[bytes] = []
-    omitted = remote.pack(trial, chunks.append, remote.listing(store.path, commit))
+    omitted = archive.pack(trial, chunks.append, archive.listing(store.path, commit))
     assert omitted == ["a.txt", "dir/b.bin", "run.sh"]
     assert len(chunks) > 1 and max(map(len, chunks)) <= 64 * 1024
     assert files["dir/b.bin"] not in b"".join(chunks)  # the large file stayed behind
     dest = tmp_path / "dest"
-    remote.unpack(iter(chunks), dest)
-    remote.restore(store.path, commit, omitted, dest / "workspace")
+    archive.unpack(iter(chunks), dest)
+    archive.restore(store.path, commit, omitted, dest / "workspace")
     for p in trial.rglob("*"):
         rel = p.relative_to(trial)
         assert (dest / rel).exists(), rel
@@ -277,7 +277,7 @@ def test_restore_refuses_names_that_are_not_the_commits_own(kit, tmp_path, name)
     (ws / "link").symlink_to(outside)  # a directory replaced by a symlink: never written through
     (ws / "a.txt").write_text("the agent's")  # already there: never overwritten
     with pytest.raises(RunnerError, match="which it is not"):
-        remote.restore(store.path, commit, [name], ws)
+        archive.restore(store.path, commit, [name], ws)
     assert not list(outside.iterdir()) and (ws / "a.txt").read_text() == "the agent's"
 
 
@@ -304,7 +304,7 @@ def test_a_trial_whose_evidence_does_not_arrive_whole_is_never_recorded_finished
     events = ("events", "/w", [("TrialStarted", {"trial_id": "t1"}), ("StageStarted", {}),
                                ("TrialFinished", {"trial_id": "t1"})])
     tail = ([("error", "/w", "RuntimeError: boom")] if ending == "error" else
-            [("evidence", "/w", remote.pack_bytes(src)), ("result", "/w", ("outcome", ["not-in-commit.txt"]))])
+            [("evidence", "/w", archive.pack_bytes(src)), ("result", "/w", ("outcome", ["not-in-commit.txt"]))])
     with pytest.raises(TrialLost):
         ex.relay(spec, iter([events, *tail]))
     assert emitted == ["TrialStarted", "StageStarted"]

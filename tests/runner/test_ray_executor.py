@@ -26,9 +26,10 @@ import pytest
 from contract.run_events import ExecutorInfo, RunStarted
 from contract.stage_events import StageFinished
 from contract.trial_events import TrialFinished, TrialStarted
+from runner.controls import run_controls
 from runner.eventlog import read_verified
 from runner.executors.on_ray import local_options
-from runner.run import run_controls, run_trials
+from runner.run import run_trials
 
 pytestmark = pytest.mark.ray_cluster  # make test (one instance for the module) and make test-scale
 

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from contract.trial_events import TrialFinished
+from runner.controls import run_controls
 from runner.eventlog import read_events
-from runner.run import run_controls, run_trials
+from runner.run import run_trials
 from runner.validate import validate_manifest
 
 

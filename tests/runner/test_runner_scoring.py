@@ -13,9 +13,10 @@ import pytest
 
 from contract.run_events import CaseValidated, ControlResult, RunFinished
 from contract.trial_events import TrialFinished, TrialSkipped
+from runner.controls import run_controls
 from runner.errors import RunnerError
 from runner.eventlog import read_events
-from runner.run import run_controls, run_trials
+from runner.run import run_trials
 
 PY = sys.executable
 ATTACKER = str(Path(__file__).parent / "agents" / "attacker.py")

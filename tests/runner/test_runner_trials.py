@@ -25,7 +25,8 @@ from contract.trial_events import (
     TrialStarted,
 )
 from runner.eventlog import read_events
-from runner.run import run_trials, trial_order
+from runner.ids import trial_order
+from runner.run import run_trials
 
 PY = sys.executable
 
