@@ -15,8 +15,9 @@ from typing import Any
 
 from contract.redact import Redactor
 from runner import sandbox
-from runner.capture import DEFAULT_EXCLUDES, RunStore
+from runner.capture import DEFAULT_EXCLUDES
 from runner.manifest import Manifest
+from runner.run_store import RunStore
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from runner.pool import RunInterrupted, progress_bar, run_pool
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
 from runner.setup import RunSetup, case_source, close_run, open_run
-from runner.trial import TrialInterrupted, create_workspace
+from runner.trial import TrialInterrupted
+from runner.trial_files import create_workspace
 from runner.validate import load_valid_manifest
 
 CONTROLS = ("negative", "positive")

@@ -217,7 +217,8 @@ def _contain(manifest: Manifest, base: Path, run_dir: Path, snapshot: Snapshot, 
         gateway = RunGateway(manifest, snapshot, run_dir, secrets=secrets, trial_id=trial_id)
     containment = build_containment(manifest, run_dir, redactor, gateway)
     if not validation_only:
-        from runner.judges.invoke import JudgeRuntime, judge_criteria
+        from runner.judges.config import judge_criteria
+        from runner.judges.invoke import JudgeRuntime
 
         if judge_criteria(manifest):
             containment = dataclasses.replace(containment, judges=JudgeRuntime.build(

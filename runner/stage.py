@@ -25,6 +25,7 @@ from contract.redact import Redactor
 from contract.stage_events import PermissionDenial, StageFinished, StageStarted, Usage
 from contract.values import as_text
 from runner import sandbox
+from runner.agents.agent_report import AgentReport
 from runner.agents.harness_result import HarnessResult
 from runner.agents.harness_stage import (
     HARNESS_STDOUT_LIMIT,
@@ -37,11 +38,11 @@ from runner.agents.harness_stage import (
     step_fields,
 )
 from runner.agents.invoke import StageContext, StageDirs, build_request
-from runner.agents.usage import AgentReport, parse_agent_output
+from runner.agents.usage import parse_agent_output
 from runner.budget import StageSpend, TrialBudget, TrialEmit
 from runner.evidence import read_capped, write_atomic
 from runner.gateway.records import gateway_failure, to_event_fields
-from runner.gateway.server import GatewayConfigError
+from runner.gateway.settings import GatewayConfigError
 from runner.manifest import Case, Manifest, Variant
 from runner.outcome import Stop
 from runner.paths import Snapshot, sha256_bytes

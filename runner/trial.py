@@ -58,11 +58,6 @@ from runner.stage import StageResult, StageSetup, run_stage
 from runner.trial_files import TrialFiles, create_workspace
 from runner.walk import tree_size
 
-__all__ = [  # what the run and the executors import from here
-    "Containment", "TrialInterrupted", "TrialOutcome", "TrialSpec", "create_workspace", "remove_tree",
-    "run_trial",
-]
-
 
 class TrialInterrupted(Exception):
     """The run is stopping (Ctrl-C); the trial stays incomplete and resume re-runs it."""

@@ -51,9 +51,6 @@ from runner.gateway.script import Answer, Script, ScriptMismatch, pick, render
 from runner.gateway.settings import DEFAULT_UPSTREAMS, MODES, GatewayConfigError, Upstream
 from runner.gateway.wire import ROUTES, BadRequest, RequestInfo, ResponseTap, read_request
 
-__all__ = ["DEFAULT_UPSTREAMS", "MODES", "Gateway", "GatewayConfigError", "Upstream", "recording_path", "route_key"]
-"""The gateway's set-up names are importable from here too (``runner.gateway`` re-exports them)."""
-
 
 class Gateway:
     """Start with ``with Gateway(...) as gw:``; ``gw.open_trial(id)`` returns the agent's base URL."""

@@ -38,14 +38,11 @@ from runner.gateway.server import Gateway
 from runner.gateway.settings import GatewayConfigError
 from runner.grading import argv_paths, substitute
 from runner.judges.answer import parse_answer
-from runner.judges.config import ResolvedJudge, judge_criteria, load_judge_script, resolve
+from runner.judges.config import ResolvedJudge, load_judge_script, resolve
 from runner.judges.evidence import Evidence, changed, write_evidence
 from runner.manifest import Criterion, Manifest, Variant
 from runner.paths import Snapshot
 from runner.procs import ordinary_env
-
-__all__ = ["ANSWER_LIMIT", "CLIENT", "JudgeRuntime", "TrialEvidence", "judge_criteria", "judge_one", "judge_trial"]
-"""``judge_criteria`` is ``runner.judges.config``'s, importable from here as before."""
 
 ANSWER_LIMIT = 256 * 1024
 CLIENT = Path(__file__).with_name("client.py")

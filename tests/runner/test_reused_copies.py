@@ -17,11 +17,13 @@ import pytest
 
 from contract.run_events import ControlResult
 from contract.trial_events import Grading
-from runner.capture import EMPTY_TREE, RunStore, TrialGit, _has_untracked, commit_sha, tree_sha
+from runner.blobs import EMPTY_TREE, commit_sha, tree_sha
+from runner.capture import TrialGit, _has_untracked
 from runner.eventlog import read_events
 from runner.git import git, git_out
 from runner.pristine import Pristine, remove_tree, stat_key
 from runner.run import run_trials
+from runner.run_store import RunStore
 
 PY = sys.executable
 
