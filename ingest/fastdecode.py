@@ -10,7 +10,7 @@ The pydantic models in ``contract`` (``contract.events``) stay the one contract:
 strict where pydantic is lax (``"5"`` for an int, ``1.0`` for an int, a unix number for
 a timestamp, huge integers, an older schema version, …): it only ever *accepts* a subset
 of what pydantic accepts, with the same values, and every line it refuses is handed to
-pydantic (``ingest.read._slow_parse``), which accepts it the lax way or names the reason
+pydantic (``ingest.line_validation.decode_lax``), which accepts it the lax way or names the reason
 it is quarantined. ``tests/ingest/test_ingest_fastdecode.py`` holds the generated
 structs to that promise (differential tests against pydantic on generated and mutated
 lines); a model field whose type the generator does not know makes import fail loudly.

@@ -27,9 +27,10 @@ from contract.run_events import CaseValidated, RunFinished, RunStarted, VariantI
 from contract.trial_events import TrialSkipped
 from ingest import steps as trajectory
 from ingest.batch import QuarantineRow
+from ingest.block import Block, ReadEvent
 from ingest.cost import Prices, resolve_cost
 from ingest.fastdecode import to_model
-from ingest.read import Block, ReadEvent, exact_micros
+from ingest.line_validation import exact_micros
 from ingest.seen import TrialIds
 from warehouse.schema import TABLES
 

@@ -38,8 +38,10 @@ from contract.run_events import RunStarted
 from ingest.batch import BatchSummary
 from ingest.chain import ChainFollower, assess
 from ingest.cost import Prices
+from ingest.line_blocks import CHUNK
 from ingest.normalize import NeedsBufferedPass, NormalizerState, RunNormalizer
-from ingest.read import CHUNK, ReadStats, SeqConflict
+from ingest.read import SeqConflict
+from ingest.read_stats import ReadStats
 from ingest.stage import RunStage
 from ingest.write import new_batch_id, write_batch
 from warehouse import db

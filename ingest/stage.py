@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.normalize import TRIAL_COLUMNS, TRIAL_TABLES, EventsColumns, RunNormalizer
-from ingest.read import ReadStats, read_blocks
+from ingest.read import read_blocks
+from ingest.read_stats import ReadStats
 from warehouse import db
 from warehouse.schema import TABLES
 

@@ -32,7 +32,7 @@ from contract.trial_events import (
     WorkspacePrepared,
 )
 from ingest import fastdecode
-from ingest.read import exact_micros
+from ingest.line_validation import exact_micros
 
 _spec = importlib.util.spec_from_file_location("fastdecode_eventgen", Path(__file__).with_name("eventgen.py"))
 gen = importlib.util.module_from_spec(_spec)
