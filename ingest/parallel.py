@@ -259,19 +259,57 @@ def _unlink_parts(half: HalfResult) -> None:
         path.unlink(missing_ok=True)
 
 
-def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
-                     prices: Prices | None, claimed: Mapping[str, str] | None = None) -> BatchSummary | None:
-    """Ingest one file in two processes; ``None`` when the one-process path must do it (also for
-    a run already written from another file in this ingest: ``ingest.load.ingest_run``)."""
-    size = events_path.stat().st_size
+def _first_line_run(events_path: Path) -> tuple[RunStarted, bytes] | None:
+    """The file's first line when it is a valid ``run_started`` (the event and the line), else None."""
     with events_path.open("rb") as f:
         head = f.readline(1 << 20).rstrip(b"\n").rstrip(b"\r")
     try:
         rs = EVENT_ADAPTER.validate_json(head)
     except ValueError:
         return None
-    if not isinstance(rs, RunStarted) or rs.run_id in (claimed or {}) or (mid := split_point(events_path, size)) is None:
+    return (rs, head) if isinstance(rs, RunStarted) else None
+
+
+def _halves_disagree(half: HalfResult, stats: ReadStats, norm: RunNormalizer) -> bool:
+    """Whether merging the halves could give another result than one process reading the file:
+    the child fell back, a line of another run, more than one ``run_started``, a seq of the
+    second half not above every seq of the first, or a trial resolved in one half with events
+    in the other."""
+    hs, other = half.stats, half.state
+    return bool(
+        half.fallback
+        or hs is None
+        or stats.foreign
+        or norm.starts != 1
+        or other.started
+        or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
+        or not other.resolved.isdisjoint(norm.pending_ids())
+        or not other.resolved.isdisjoint(norm.resolved)
+        or not norm.resolved.isdisjoint(other.pending.keys())
+    )
+
+
+def _add_half(stats: ReadStats, hs: ReadStats) -> None:
+    """The second half's reading counted into the first half's ``stats`` (the file's end is the second half's)."""
+    stats.lines += hs.lines
+    stats.accepted += hs.accepted
+    stats.duplicates += hs.duplicates
+    stats.upgraded += hs.upgraded
+    stats.out_of_order += hs.out_of_order
+    stats.torn_bytes = hs.torn_bytes
+    stats.bytes_read = hs.bytes_read
+    stats.quarantine += hs.quarantine
+
+
+def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
+                     prices: Prices | None, claimed: Mapping[str, str] | None = None) -> BatchSummary | None:
+    """Ingest one file in two processes; ``None`` when the one-process path must do it (also for
+    a run already written from another file in this ingest: ``ingest.load.ingest_run``)."""
+    size = events_path.stat().st_size
+    started = _first_line_run(events_path)
+    if started is None or started[0].run_id in (claimed or {}) or (mid := split_point(events_path, size)) is None:
         return None
+    rs, head = started
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
@@ -301,22 +339,11 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
             hasher.cancel()
             stage.discard()
             return None
-        hs, other = half.stats, half.state
+        hs = half.stats
         chain = None if hs is None or stats.chain is None or hs.chain is None else stats.chain.then(hs.chain)
         outcome = assess(chain, rs.run_id, seal) if chain is not None else None
-        if (
-            half.fallback
-            or outcome is None
-            or outcome.verify  # lines to refuse: the one-process path verifies the whole chain
-            or hs is None
-            or stats.foreign
-            or norm.starts != 1
-            or other.started
-            or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
-            or not other.resolved.isdisjoint(norm.pending_ids())
-            or not other.resolved.isdisjoint(norm.resolved)
-            or not norm.resolved.isdisjoint(other.pending.keys())
-        ):
+        # outcome.verify: lines to refuse, and the one-process path verifies the whole chain
+        if outcome is None or outcome.verify or _halves_disagree(half, stats, norm):
             hasher.cancel()
             stage.discard()
             _unlink_parts(half)
@@ -329,7 +356,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         raise
     try:
         # Merge the child's state into the first half's normaliser, then resolve as usual.
-        norm.merge(other)
+        norm.merge(half.state)
         rows = norm.rows()
         if rows.get("runs"):
             rows["runs"][0]["integrity"] = outcome.integrity
@@ -338,16 +365,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         for name in mine.keys() | half.staged.keys():
             parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]
             staged[name] = ([p for p, _n in parts], sum(n for _p, n in parts))
-        hs = half.stats
-        assert hs is not None  # checked above
-        stats.lines += hs.lines
-        stats.accepted += hs.accepted
-        stats.duplicates += hs.duplicates
-        stats.upgraded += hs.upgraded
-        stats.out_of_order += hs.out_of_order
-        stats.torn_bytes = hs.torn_bytes
-        stats.bytes_read = hs.bytes_read
-        stats.quarantine += hs.quarantine
+        assert half.stats is not None  # checked above
+        _add_half(stats, half.stats)
         stats.size, stats.sha256 = size, hasher.hexdigest()  # the bytes both halves read
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return write_batch(

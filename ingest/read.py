@@ -62,7 +62,8 @@ class _Placed:
     __slots__ = ("line", "prev", "next")
 
     def __init__(self, line: int, prev: int) -> None:
-        self.line, self.prev, self.next = line, prev, None
+        self.line, self.prev = line, prev
+        self.next: int | None = None
 
     def in_place(self, seq: int) -> bool:
         return self.prev < seq and (self.next is None or seq < self.next)
