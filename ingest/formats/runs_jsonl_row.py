@@ -60,6 +60,7 @@ RECORD = pa.schema([
     ("naive", pa.bool_()), ("extra_json", pa.string()),
 ])
 
+
 def _reason(e: ValidationError) -> str:
     parts = []
     for err in e.errors()[:3]:
@@ -75,6 +76,7 @@ _REDACTOR = Redactor()
 
 
 def redact(value: str | None) -> str | None:
+    """Free text as the row path stores it: secrets redacted (``contract.redact``)."""
     return None if value is None else _REDACTOR.text(value)[0]
 
 
