@@ -1,5 +1,5 @@
 """``step`` and ``model_call`` events → the ``steps`` and ``model_calls`` tables, and the
-harness/gateway columns of ``stages`` and ``trials`` (warehouse/schema.py, the block at its end).
+harness/gateway columns of ``stages`` and ``trials`` (warehouse/trajectory_tables.py).
 
 Called from ``ingest.trial_rows`` (three hooks there: the table list, the
 per-event branch of ``TrialRows._event_rows`` and the stage/trial rows), for the events of a trial after
