@@ -1,4 +1,4 @@
-"""The normaliser's per-trial rules on trials of unusual shape (``RunNormalizer._trial``):
+"""The normaliser's per-trial rules on trials of unusual shape (``ingest.trial_rows.TrialRows.resolve``):
 events before the last start are dropped, a trial_finished need not be the last event,
 labels and costs come out as the models say."""
 
