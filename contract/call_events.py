@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from contract.envelope import MODEL_CONFIG, BaseEvent, Stage
-from contract.values import Count64, Int32, Positive32, Settings
+from contract.fields import Count64, Int32, Positive32, Settings
 
 Provider = Literal["anthropic", "openai"]
 Api = Literal["messages", "responses", "chat_completions"]

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from contract.envelope import MODEL_CONFIG, BaseEvent, Layer, Stage, Verdict
-from contract.values import Count32, Count64, Id, Int32, Positive32, Settings
+from contract.fields import Count32, Count64, Id, Int32, Positive32, Settings
 
 
 class VariantInfo(BaseModel):

@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import Field
 
 from contract.envelope import BaseEvent, Layer, Outcome, Stage, Verdict
+from contract.fields import Count32, Count64, Id, Int32, Int64, Positive32
 from contract.stage_events import GatewayUsage, Usage
-from contract.values import Count32, Count64, Id, Int32, Int64, Positive32
 
 
 class TrialStarted(BaseEvent):

@@ -1,8 +1,8 @@
 """``step`` and ``model_call`` events → the ``steps`` and ``model_calls`` tables, and the
-harness/gateway columns of ``stages`` and ``trials`` (warehouse/schema.py, the block at its end).
+harness/gateway columns of ``stages`` and ``trials`` (warehouse/trajectory_tables.py).
 
-Called from ``ingest.normalize.RunNormalizer`` (three hooks there: the table list, the
-per-event branch of ``_trial`` and the stage/trial rows), for the events of a trial after
+Called from ``ingest.trial_rows`` (three hooks there: the table list, the
+per-event branch of ``TrialRows._event_rows`` and the stage/trial rows), for the events of a trial after
 its last ``trial_started``, exactly like the other per-trial tables. Rows are tuples in
 ``COLUMNS`` order with timestamps as microseconds since the epoch, which is what the
 writer (``ingest.api._tuples_batch``) takes. Events are read by attribute, so the compiled
@@ -39,7 +39,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "model_calls": ("trial_id", "attempt", "stage", "call_index", "started_at", *_CALL[4:18], "tool_calls_json",
                     *_CALL[19:]),
 }
-"""Column order of the row tuples per table (``ingest.normalize.TRIAL_COLUMNS`` takes them in)."""
+"""Column order of the row tuples per table (``ingest.trial_rows.TRIAL_COLUMNS`` takes them in)."""
 
 STAGE_COLUMNS = ("harness_version", "session_id", "cost_basis", "claimed_cost_usd", "claimed_cost_basis",
                  "permission_denials", "denied_tools_json", "context_exhausted", "tokens_from", "trajectory_steps",
