@@ -56,7 +56,7 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
-	$(BIN)/mypy contract ingest warehouse analysis viewer trialhouse
+	$(BIN)/mypy contract runner ingest warehouse analysis viewer trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
 	@# the Ray-cluster tests after the rest, with the machine to themselves: a raylet started under
 	@# load can miss its dashboard-agent start window (ray-project/ray#65983)
