@@ -88,11 +88,11 @@ chromium: ## install Debian's headless Chromium for the browser test where missi
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
 	  || { echo "could not install chromium: run 'apt-get install chromium' as root"; exit 1; }; }
 
-bubblewrap: ## install Debian's bubblewrap (the default isolation backend) where missing
-	@command -v bwrap >/dev/null 2>&1 || { \
-	  echo "installing Debian bubblewrap (agents and graders run in its sandbox)"; \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
-	  || { echo "could not install bubblewrap: run 'apt-get install bubblewrap' as root, or set isolation.backend to none"; exit 1; }; }
+bubblewrap: ## install Debian's bubblewrap, libseccomp and setpriv (the default isolation backend) where missing
+	@{ command -v bwrap && command -v setpriv && ldconfig -p | grep -q libseccomp.so.2; } >/dev/null 2>&1 || { \
+	  echo "installing Debian bubblewrap, libseccomp2 and util-linux (agents and graders run in its sandbox)"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 util-linux >/dev/null) \
+	  || { echo "could not install bubblewrap: run 'apt-get install bubblewrap libseccomp2 util-linux' as root, or set isolation.backend to none"; exit 1; }; }
 
 # Real agent CLIs, pinned, in a project-local folder (never the user's global npm/pip).
 # One directory per tool and version, a stamp file when complete, and tools/bin/<cli>

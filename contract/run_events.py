@@ -42,6 +42,22 @@ class CriterionInfo(BaseModel):
     """Declared or defaulted severity of a failure of this criterion (None: older runs)."""
 
 
+class SandboxLimitsInfo(BaseModel):
+    """The resource limits of every sandbox of a run (docs/runner.md, "Limits")."""
+
+    model_config = MODEL_CONFIG
+
+    mechanism: Literal["cgroup-v1", "rlimit"]
+    """``cgroup-v1``: a cgroup per sandbox (pids, memory, cpu), its counters naming the limit
+    reached; ``rlimit``: RLIMIT_NPROC/DATA and a lower priority, which refuse but do not tell."""
+    processes: Count64
+    memory_mb: Count64
+    cpus: float
+    tmpfs_mb: Count64
+    workspace_mb: float
+    workspace_files: Count64
+
+
 class IsolationInfo(BaseModel):
     """How agents and graders of the run were contained (see docs/security.md)."""
 
@@ -53,6 +69,16 @@ class IsolationInfo(BaseModel):
     version: str | None = None
     network: bool = True
     """Whether sandboxed agents (and graders) could reach the network."""
+    sandbox_user: Literal["own-id", "runner"] | None = None
+    """``own-id``: a root runner ran each sandbox as an unprivileged id of its own (from
+    ``sandbox_ids``); ``runner``: the runner's own unprivileged id, mapped by bubblewrap;
+    None: no sandbox (``none``) or a run written before."""
+    sandbox_ids: list[Count64] | None = None
+    """[first, count] of the ids ``own-id`` sandboxes ran as."""
+    seccomp: bool = False
+    """Sandboxes ran under the seccomp filter (docs/security.md, "System calls")."""
+    limits: SandboxLimitsInfo | None = None
+    """The resource limits every sandbox had, and what enforced them."""
 
 
 class ExecutorInfo(BaseModel):

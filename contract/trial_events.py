@@ -110,15 +110,20 @@ class Grading(BaseEvent):
 
 class Budget(BaseEvent):
     event: Literal["budget"] = "budget"
-    type: Literal["time", "cost", "workspace"]
-    """``workspace``: the workspace (with the trial's HOME and TMP) outgrew ``max_workspace_mb``."""
+    type: Literal["time", "cost", "workspace", "workspace_files", "processes", "memory"]
+    """``workspace``: the workspace (with the trial's HOME, TMP and ``/dev/shm``) outgrew
+    ``max_workspace_mb``; ``workspace_files``: it held more entries than
+    ``max_workspace_files``; ``processes``, ``memory``: a sandbox reached
+    ``isolation.limits`` (``limit`` is the limit's value, in MB for memory)."""
     status: Literal["exceeded", "unknown"]
     limit: float | None = None
     used: float | None = None
 
 
 class Flag(BaseEvent):
-    """Patch inspection finding: for review, not failure."""
+    """Patch inspection finding: for review, not failure. ``special_file``: a FIFO, socket
+    or device the agent left in its workspace or other writable directories, removed by
+    the runner before anything of its read them (``path``: where, below which directory)."""
 
     event: Literal["flag"] = "flag"
     kind: Literal[
@@ -129,6 +134,7 @@ class Flag(BaseEvent):
         "broad_exception",
         "dependency_manifest",
         "generated_file",
+        "special_file",
     ]
     path: str
     detail: str = ""

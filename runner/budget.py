@@ -37,7 +37,13 @@ GIT_FLOOR = 0.01
 budget spent it still starts, and the stop is decided by the trial, not by git."""
 EVIDENCE_FLOOR = 5.0
 """Writing a patch of evidence (``changes.patch``, a checkpoint's patch) gets at least
-this, budget spent or not: a trial that ran out of time still leaves what it changed."""
+this, budget spent or not (within the finishing share): a trial that ran out of time still
+leaves what it changed."""
+FINISH_SHARE = 0.15
+"""The runner's own work after a trial's budget is spent (taking the sandbox's directories
+back, the patch, keeping the workspace) ends within this share of the budget past it: a
+trial ends within 1.15× its budget plus the writing of its last events, whatever its
+workspace holds (docs/runner.md, "A trial")."""
 
 
 @dataclass
@@ -53,8 +59,11 @@ class TrialBudget:
     """The clock and the spend of one trial; ``emit`` is the trial's (it adds the trial id)."""
 
     def __init__(self, timeout_s: float, max_cost_usd: float | None, max_workspace_bytes: int,
-                 emit: TrialEmit, clock: Clock = time.monotonic) -> None:
+                 emit: TrialEmit, clock: Clock = time.monotonic, limits: dict[str, float] | None = None) -> None:
         self.timeout_s = timeout_s
+        self.limits = dict(limits or {})
+        """The other limits' values by kind (``workspace_files``, ``processes``, ``memory`` in
+        MB), for the ``budget`` event when one is reached."""
         self.max_cost_usd = max_cost_usd
         self.max_workspace_bytes = max_workspace_bytes
         self._emit = emit
@@ -91,8 +100,18 @@ class TrialBudget:
         return max(self.left(), GIT_FLOOR)
 
     def for_evidence(self) -> float:
-        """Writing a patch of evidence (``EVIDENCE_FLOOR``)."""
-        return max(self.left(), EVIDENCE_FLOOR)
+        """Writing a patch of evidence (``EVIDENCE_FLOOR``, within ``FINISH_SHARE``)."""
+        return max(self.left(), min(EVIDENCE_FLOOR, self.finish_left()), GIT_FLOOR)
+
+    def finish_left(self) -> float:
+        """Seconds left for the runner's own work on this trial: the budget's time left plus
+        ``FINISH_SHARE`` of the budget; negative once that is spent too."""
+        return self.left() + FINISH_SHARE * self.timeout_s
+
+    def finish_by(self) -> float:
+        """The moment (``time.monotonic``) the runner's own work on this trial must end
+        (``finish_left`` from now): what walks of the agent's directories are given."""
+        return time.monotonic() + max(self.finish_left(), 0.0)
 
     def time_stop(self, reason: str, grade: bool = True) -> Stop:
         """The stop for a spent time budget, recorded as a ``budget`` event wherever the
@@ -130,6 +149,22 @@ class TrialBudget:
             self.cost_status = "unknown"
             self._emit(Budget, type="cost", status="unknown", limit=self.max_cost_usd, used=None)
         return None
+
+    def limit_stop(self, kind: str, reason: str, written: tuple[int, int] | None) -> Stop:
+        """The stop for a sandbox that went over a limit (``runner.sandbox.limits``), recorded
+        as a ``budget`` event of that kind with what it used where that is known."""
+        if kind == "time":
+            return self.time_stop(reason, grade=False)
+        used_bytes, entries = written or (None, None)
+        limit = self.limits.get(kind)
+        used: float | None = None
+        if kind == "workspace":
+            limit = round(self.max_workspace_bytes / 2**20, 3)
+            used = round(used_bytes / 2**20, 3) if used_bytes is not None else None
+        elif kind == "workspace_files":
+            used = entries
+        self._emit(Budget, type=kind, status="exceeded", limit=limit, used=used)
+        return Stop("budget_exhausted", reason, grade=False)
 
     def workspace_stop(self, used: int) -> Stop | None:
         """The stop when the workspace (with HOME and TMP) holds ``used`` bytes, over the limit."""

@@ -49,10 +49,19 @@ def run_secrets(manifest: Manifest) -> list[str]:
     return [os.environ[n] for n in sorted(names) if os.environ.get(n)]
 
 
+def sandbox_limits(manifest: Manifest) -> sandbox.Limits:
+    """The limits every sandbox of the run gets (``isolation.limits`` and the workspace caps)."""
+    lim = manifest.isolation.limits
+    return sandbox.Limits(processes=lim.processes, memory_bytes=lim.memory_mb * 2**20, cpus=lim.cpus,
+                          tmpfs_bytes=lim.tmpfs_mb * 2**20, write_bytes=int(manifest.max_workspace_mb * 2**20),
+                          write_entries=manifest.max_workspace_files)
+
+
 def build_containment(manifest: Manifest, run_dir: Path, redactor: Redactor,
                       gateway: Any = None) -> Containment:
     """The manifest's isolation settings over the run store in ``run_dir``."""
-    backend = sandbox.backend(manifest.isolation.backend)
+    backend = sandbox.backend(manifest.isolation.backend).configured(
+        sandbox_limits(manifest), (manifest.isolation.sandbox_ids.first, manifest.isolation.sandbox_ids.count))
     excludes = tuple(manifest.checkpoint_exclude) if manifest.checkpoint_exclude is not None else DEFAULT_EXCLUDES
     return Containment(
         backend=backend, store=RunStore(run_dir / ".runner" / "store.git"),

@@ -15,12 +15,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 OUTPUT_LIMIT = 1024 * 1024
 """Bytes of stdout and of stderr kept per process (the rest is read and discarded)."""
+
+Watch = Callable[[], tuple[str, str] | None]
+"""Asked while a program runs: (kind, reason) to stop it now (a limit it went over), or None."""
+WATCH_MIN_S = 0.5
+"""Shortest pause between two ``watch`` calls; a watch that takes longer waits 4× its time."""
+
 
 _live_lock = threading.Lock()
 _live_groups: set[int] = set()
@@ -37,6 +44,14 @@ class ProcResult:
     stderr_truncated: bool = False
     error: str | None = None
     pid: int | None = None
+    limit: str | None = None
+    """Set when the program was stopped by, or ran into, a resource limit: which, and its value."""
+    limit_kind: str | None = None
+    """The limit's kind (``workspace``, ``workspace_files``, ``processes``, ``memory``, ``time``)."""
+    written: tuple[int, int] | None = None
+    """(bytes, entries) its writable directories held when it ended (``runner.sandbox``)."""
+    special: tuple[str, ...] = ()
+    """Special files (FIFOs, sockets, devices) it left there, removed by the runner."""
 
     @property
     def ok(self) -> bool:
@@ -69,11 +84,14 @@ def run_bounded(
     limit: int = OUTPUT_LIMIT,
     stdin_bytes: bytes | None = None,
     pass_fds: tuple[int, ...] = (),
+    watch: Watch | None = None,
 ) -> ProcResult:
     """Run ``argv`` (no shell) in its own session; kill the group on timeout or exit.
 
     After the main process exits the group is killed too, so forked children cannot
-    keep running (or keep writing into the workspace) after their stage ended.
+    keep running (or keep writing into the workspace) after their stage ended. ``watch``
+    is asked now and then while it runs; a reason from it kills the group at once and is
+    the result's ``limit``.
     """
     start = time.monotonic()
     # The output files are opened here, before the program starts: opened later (in the pumps)
@@ -110,9 +128,9 @@ def run_bounded(
         t.start()
     if stdin_bytes is not None:
         threading.Thread(target=_feed, args=(proc.stdin, stdin_bytes), daemon=True).start()
-    timed_out = False
+    timed_out, stopped = False, None
     try:
-        timed_out = not wait_exit(proc, max(timeout, 0.001))
+        timed_out, stopped = _wait_watched(proc, max(timeout, 0.001), watch)
     finally:
         kill_group(pgid)
         proc.wait()
@@ -131,7 +149,29 @@ def run_bounded(
         stdout_truncated=out_flag[0],
         stderr_truncated=err_flag[0],
         pid=proc.pid,
+        limit=stopped[1] if stopped else None,
+        limit_kind=stopped[0] if stopped else None,
     )
+
+
+def _wait_watched(proc: subprocess.Popen[bytes], timeout: float,
+                  watch: Watch | None) -> tuple[bool, tuple[str, str] | None]:
+    """(timed out, the watch's reason) once ``proc`` exits, ``timeout`` passes or the watch objects."""
+    if watch is None:
+        return not wait_exit(proc, timeout), None
+    end = time.monotonic() + timeout
+    pause = WATCH_MIN_S
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return True, None
+        if wait_exit(proc, min(left, pause)):
+            return False, None
+        began = time.monotonic()
+        reason = watch()
+        if reason is not None:
+            return False, reason
+        pause = max(WATCH_MIN_S, 4 * (time.monotonic() - began))
 
 
 def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:

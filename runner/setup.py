@@ -327,7 +327,7 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
         simulated=any(v.agent.kind == "simulated" for v in manifest.variants),
         # The backend is the one the manifest names (``build_containment``), typed there.
         isolation=IsolationInfo(backend=manifest.isolation.backend, isolated=box.backend.isolated,
-                                version=box.backend.version, network=box.network),
+                                network=box.network, **box.backend.describe()),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
         grading_semantics=GRADING_SEMANTICS,
         gateway=box.gateway.info() if box.gateway is not None else None,

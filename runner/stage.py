@@ -23,6 +23,7 @@ from typing import Any
 from contract.call_events import ModelCall, TrajectoryStep
 from contract.redact import Redactor
 from contract.stage_events import PermissionDenial, StageFinished, StageStarted, Usage
+from contract.trial_events import Flag
 from contract.values import as_text
 from runner import sandbox
 from runner.agents.agent_report import AgentReport
@@ -126,7 +127,7 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
         setup.manifest, setup.case, setup.variant, stage, attempt, findings,
         setup.instruction_texts, setup.initial_commit))
     write_atomic(files.dir / "prompts" / f"{tag}.md", prompt.encode("utf-8"))
-    dirs = StageDirs(files.dir / ".sandbox" / tag, files.home, files.tmp)
+    dirs = StageDirs(files.dir / ".sandbox" / tag, files.home, files.tmp, files.shm)
     dirs.create(prompt)
     time_left = budget.for_agent()
     emit(StageStarted, attempt=attempt, stage=stage, time_left_s=round(time_left, 3),
@@ -145,7 +146,10 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
             remove_tree(dirs.root)
             return StageResult(stage, attempt, res, AgentReport(), None, [],
                                stop=Stop("infra_error", why, grade=False), redactions=hidden)
-    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, time_left, base)
+    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, time_left, base, budget.finish_by())
+    for path in inv.res.special:  # removed before anything of the runner's could open them
+        emit(Flag, kind="special_file", path=path,
+             detail="a FIFO, socket or device the agent left; removed by the runner, never opened")
     for call in inv.calls:  # the gateway's own records: what crossed the wire, whatever the agent says
         emit(ModelCall, **to_event_fields(call))
     if files.problems():  # not isolated, and it replaced our directories: write nothing
@@ -159,7 +163,7 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
 
 
 def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, stage: str, attempt: int,
-            findings: list[str], time_left: float, base: str | None) -> _Invocation:
+            findings: list[str], time_left: float, base: str | None, reclaim_by: float) -> _Invocation:
     """The agent's one sandboxed run, with the gateway's records of its calls."""
     case, variant = setup.case, setup.variant
     ctx = StageContext(
@@ -179,7 +183,7 @@ def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, sta
                             read_only=list(setup.read_only), harness=setup.harness, base_url=base)
         started = datetime.now(UTC)
         res = sandbox.run(setup.backend, req.request, timeout=time_left, stdout_path=raw_out,
-                          stderr_path=raw_err,
+                          stderr_path=raw_err, reclaim_by=reclaim_by,
                           limit=HARNESS_STDOUT_LIMIT if req.harness is not None else STAGE_OUTPUT_LIMIT)
     finally:
         calls = gw.close(setup.trial_id, stage, attempt) if gw is not None and base is not None else []

@@ -56,7 +56,6 @@ from runner.pristine import remove_tree
 from runner.procs import ordinary_env
 from runner.stage import StageResult, StageSetup, run_stage
 from runner.trial_files import TrialFiles, create_workspace
-from runner.walk import tree_size
 
 
 class TrialInterrupted(Exception):
@@ -119,8 +118,11 @@ class _Trial:
         self.box = spec.containment
         self.tid = spec.trial_id
         self._emit = emit
+        lim = self.manifest.isolation.limits
         self.budget = TrialBudget(self.manifest.timeout_seconds, self.manifest.max_cost_usd,
-                                  self.box.max_workspace_bytes, self.emit, clock)
+                                  self.box.max_workspace_bytes, self.emit, clock,
+                                  {"workspace_files": self.manifest.max_workspace_files,
+                                   "processes": lim.processes, "memory": lim.memory_mb})
         self.git = TrialGit(spec.trial_dir / ".runner" / "git", self.box.store)
         self.files = TrialFiles(spec.trial_dir)
         self.stage_setup = StageSetup(
@@ -131,6 +133,8 @@ class _Trial:
             redactor=self.box.redactor, store=self.box.store,
             gateway=self.box.gateway if spec.uses_gateway else None)
         self.redactions = 0
+        self.special = 0
+        """Special files the stages left (each a ``special_file`` flag, counted with the patch's)."""
         self.leaked = 0
         """Occurrences of the run's own secret values the agent put in its output."""
         self.setup_s = 0.0
@@ -170,7 +174,7 @@ class _Trial:
 
     def prepare(self) -> Stop | None:
         """The workspace, the prepare commands, and the prepared tree captured."""
-        for sub in (self.files.home, self.files.tmp):
+        for sub in (self.files.home, self.files.tmp, self.files.shm):
             sub.mkdir(parents=True, exist_ok=True)
         ws = self.files.ws
         try:
@@ -204,9 +208,13 @@ class _Trial:
                               read_only=[*self.box.read_only, *argv_paths(argv)],
                               read_write=[ws, home], tmp=self.files.tmp, network=self.box.network)
         res = sandbox.run(self.box.backend, req, timeout=self.budget.for_command(),
-                          stdout_path=logs / "prepare.stdout", stderr_path=logs / "prepare.stderr")
+                          stdout_path=logs / "prepare.stdout", stderr_path=logs / "prepare.stderr",
+                          reclaim_by=self.budget.finish_by())
         self.emit(PrepareFinished, command=argv, exit_code=res.exit_code,
                   timed_out=res.timed_out, duration_s=round(res.duration_s, 3))
+        if res.limit is not None:
+            return self.budget.limit_stop(res.limit_kind or "workspace", f"prepare command {argv[0]}: {res.limit}",
+                                          res.written)
         if res.ok:
             return None
         why = "timed out" if res.timed_out else (
@@ -257,6 +265,7 @@ class _Trial:
             st = run_stage(self.stage_setup, self.files, self.budget, self.emit, attempt, stage, findings)
             self.redactions += st.redactions
             self.leaked += st.leaked
+            self.special += len(st.proc.special)
             _check_stop(self.spec)
             stage_findings += st.findings
             stop = self.after_stage(st)
@@ -272,9 +281,8 @@ class _Trial:
         res, report = st.proc, st.report
         if st.stop is not None or res.could_not_start:
             return st.stop or Stop("infra_error", f"agent could not start: {res.error}", grade=False)
-        size_stop = self.budget.workspace_stop(tree_size(self.files.ws, self.files.home, self.files.tmp))
-        if size_stop:
-            return size_stop
+        if res.limit is not None:  # over a limit while it ran, or in what it left
+            return self.budget.limit_stop(res.limit_kind or "workspace", res.limit, res.written)
         try:
             self.current = self.git.capture(self.files.ws, self.prepared_tree or "", excludes=self.box.excludes,
                                             timeout=self.budget.for_git())
@@ -336,29 +344,30 @@ class _Trial:
         spec, budget = self.spec, self.budget
         kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
                                self.current.tree if self.current else None, spec.case.allowed_paths,
-                               self.emit, budget.for_evidence)
+                               self.emit, budget.for_evidence, budget.finish_by)
         self.redactions += kept.redactions
         if kept.patch is not None and kept.patch.summarised:
             reason += f" (changes.patch summarises {len(kept.patch.summarised)} large file(s))"
+        flags = kept.flags + self.special
         layers: dict[str, str] = dict(layer_results(self.last_results, spec.baseline)[0])
         usage = budget.usage()
         wall = budget.elapsed()
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
-                            usage.cost_usd, wall, kept.flags)
+                            usage.cost_usd, wall, flags)
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
             repetition=spec.repetition, outcome=outcome, reason=reason, attempts=attempts,
             duration_s=round(wall, 3), setup_s=round(self.setup_s, 3),
             agent_s=round(budget.agent_seconds(), 3),
             verification_s=round(self.verification_s, 3), usage=usage,
-            cost_budget_status=budget.cost_status, layers=layers, flags=kept.flags,
+            cost_budget_status=budget.cost_status, layers=layers, flags=flags,
             simulated=spec.variant.agent.kind == "simulated", line=line,
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
             secrets_leaked=self.leaked, gateway_usage=budget.gateway_usage(), patch_paths=kept.patch_paths,
         )
-        return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, kept.flags, attempts)
+        return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 
 
 def run_trial(spec: TrialSpec, emit: Emit, clock: Clock = time.monotonic) -> TrialOutcome:

@@ -11,7 +11,7 @@ Layout of the trial directory (only ``workspace/`` and ``.sandbox/`` are ever vi
 the agent, and only inside its sandbox):
 
 * ``workspace/``: the agent's repository (its ``.git`` is the agent's; never trusted);
-* ``.sandbox/home``, ``.sandbox/tmp``: the trial's private HOME and /tmp;
+* ``.sandbox/home``, ``.sandbox/tmp``, ``.sandbox/shm``: the trial's private HOME, /tmp and /dev/shm;
 * ``.sandbox/<stage>/in`` (read-only) and ``out`` (read-write): one stage's files;
 * ``.runner/``: the runner's private git directory and grading scratch;
 * ``prompts/``, ``logs/``, ``agent-events/``, ``verdicts/``, ``grading/``, ``checkpoints/``,
@@ -41,7 +41,7 @@ from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.run_store import RunStore
 from runner.trees import PatchInfo
-from runner.walk import regular_files
+from runner.walk import Entry, walk
 
 EVIDENCE_DIRS = ("prompts", "logs", "agent-events", "verdicts", "grading", "checkpoints", "trajectories",
                  ".runner", ".sandbox")
@@ -54,6 +54,8 @@ PATCH_PATHS = 1000
 KEPT_FILE_LIMIT = 16 * 1024 * 1024
 """A changed workspace file larger than this is not kept (it is named in
 ``workspace-removed.txt``); ``changes.patch`` summarises it too."""
+PATH_LIMIT = 4000
+"""A kept file is redacted through its path: one this long (bytes) or longer is removed instead."""
 
 
 def create_workspace(store: RunStore, commit: str, dest: Path) -> None:
@@ -86,6 +88,7 @@ class TrialFiles:
         self.ws = trial_dir / "workspace"
         self.home = trial_dir / ".sandbox" / "home"
         self.tmp = trial_dir / ".sandbox" / "tmp"
+        self.shm = trial_dir / ".sandbox" / "shm"
         self.dir_ids: dict[str, tuple[int, int]] = {}
         for name in ("", *EVIDENCE_DIRS):
             (self.dir / name).mkdir(exist_ok=True)
@@ -152,9 +155,10 @@ class TrialFiles:
 
     def keep(self, tgit: TrialGit, store: RunStore, redactor: Redactor, trees: tuple[str | None, str | None],
              final_tree: str | None, allowed_paths: list[str] | None, emit: TrialEmit,
-             timeout: Callable[[], float]) -> Kept:
+             timeout: Callable[[], float], finish_by: Callable[[], float] | None = None) -> Kept:
         """The end of a trial: ``changes.patch`` against the prepared tree and its flags, the
-        changed paths, then the workspace's files (redacted). Nothing is written when the
+        changed paths, then the workspace's files (redacted, by ``finish_by()``: the moment,
+        on ``time.monotonic``, the trial's own work must end). Nothing is written when the
         evidence directories were replaced. ``trees`` = (prepared, ignored by git)."""
         prepared, _ignored = trees
         if self.problems():
@@ -173,14 +177,19 @@ class TrialFiles:
             except GitError:
                 paths = None
         store.discard(self.dir / ".sandbox")
-        redactions += self.keep_workspace(tgit, store, redactor, trees)
+        redactions += self.keep_workspace(tgit, store, redactor, trees, finish_by() if finish_by else None)
         return Kept(patch, flags, paths, redactions)
 
     def keep_workspace(self, tgit: TrialGit, store: RunStore, redactor: Redactor,
-                       trees: tuple[str | None, str | None]) -> int:
+                       trees: tuple[str | None, str | None], deadline: float | None = None) -> int:
         """What stays of the workspace: its files, redacted; not the agent's ``.git``, not
         the runner's private git (both hold content compressed, where no redaction sees).
-        Called only when the evidence directories were found intact; returns redactions."""
+        Called only when the evidence directories were found intact; returns redactions.
+
+        The files are walked without following a symlink (``runner.walk``); a file whose
+        path is too long to open by name, or over ``KEPT_FILE_LIMIT``, is removed (and
+        named). A workspace not kept (redacted) by ``deadline`` (``time.monotonic``) is
+        removed whole: nothing unredacted stays."""
         if os.path.islink(self.ws) or not self.ws.is_dir():
             return 0
         pristine: dict[str, str] = {}
@@ -188,25 +197,48 @@ class TrialFiles:
             if tree:
                 pristine.update({rel: sha for _m, sha, rel in tgit.entries(tree)})
         removed: list[str] = []
-        redactions = 0
-        for path in regular_files(self.ws):
-            rel = path.relative_to(self.ws).as_posix()
+        redactions = [0]
+
+        def keep_one(e: Entry) -> bool:
+            if e.depth == 1 and e.name == ".git":
+                return False  # the agent's repository: discarded below
+            if not stat.S_ISREG(e.st.st_mode):
+                return True
+            rel = e.rel()
+            path = self.ws / rel
+            if len(os.fsencode(str(path))) >= PATH_LIMIT:
+                _unlink(e)
+                removed.append(f"{e.shown()}: its path is too long to keep")
+                return False
             cached = tgit.cached(rel, path)
             if cached is not None and pristine.get(rel) == cached:
-                continue  # the operator's content, unchanged since the checkout
-            size = path.lstat().st_size
-            if size > KEPT_FILE_LIMIT:  # not read back whole (nor redacted) by the runner
-                path.unlink()
-                removed.append(f"{rel}: {size} bytes")
-                continue
-            redactions += redactor.workspace_file(path)
+                return False  # the operator's content, unchanged since the checkout
+            if e.st.st_size > KEPT_FILE_LIMIT:  # not read back whole (nor redacted) by the runner
+                _unlink(e)
+                removed.append(f"{rel}: {e.st.st_size} bytes")
+                return False
+            redactions[0] += redactor.workspace_file(path)
+            return False
+
+        done = walk(self.ws, keep_one, deadline=deadline)
+        if not done.complete:  # not all of it was redacted: none of it stays
+            store.discard(self.ws)
+            removed = [f"the whole workspace: {done.why} (the trial's time was up)"]
         if removed:
             write_atomic(self.dir / "workspace-removed.txt",
-                         ("Files the agent left that were too large to keep (over "
-                          f"{KEPT_FILE_LIMIT} bytes):\n" + "".join(f"{r}\n" for r in removed)).encode())
+                         ("Files the agent left that were not kept (too large: over "
+                          f"{KEPT_FILE_LIMIT} bytes, or a path too long to open):\n"
+                          + "".join(f"{r}\n" for r in removed)).encode())
         store.discard(self.ws / ".git")
         store.discard(self.dir / ".runner")
-        return redactions
+        return redactions[0]
+
+
+def _unlink(e: Entry) -> None:
+    try:
+        os.unlink(e.name, dir_fd=e.dir_fd)
+    except OSError:
+        pass
 
 
 def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit) -> int:

@@ -43,6 +43,8 @@ class StageDirs:
     root: Path
     home: Path
     tmp: Path
+    shm: Path | None = None
+    """The trial's ``/dev/shm`` directory (counted with its workspace); None: a size-capped tmpfs."""
 
     @property
     def inp(self) -> Path:
@@ -65,7 +67,7 @@ class StageDirs:
         return self.out / "verdict.json"
 
     def create(self, prompt: str) -> None:
-        for d in (self.inp, self.out, self.home, self.tmp):
+        for d in (self.inp, self.out, self.home, self.tmp, *([self.shm] if self.shm else [])):
             d.mkdir(parents=True, exist_ok=True)
         self.prompt_file.write_text(prompt, encoding="utf-8")
         self.events_file.touch()
@@ -150,7 +152,7 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         req, files = stage_request(
             harness, prompt=dirs.prompt_file.read_text(encoding="utf-8"), workspace=ws, home=dirs.home,
             tmp_inside=dirs.tmp, out=dirs.out, env_extra=env_extra, pass_env=agent.pass_env, base_url=base_url,
-            read_only=[dirs.inp, *read_only], read_write=rw, tmp=dirs.tmp, network=network)
+            read_only=[dirs.inp, *read_only], read_write=rw, tmp=dirs.tmp, shm=dirs.shm, network=network)
         return Invocation(req, files)
     if agent.kind in BUILTIN_KINDS:
         for key, value in _builtin_inputs(variant, case, snapshot, dirs.inp).items():
@@ -165,7 +167,7 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         shutil.copyfile(BUILTIN_SCRIPT, script)
         argv = [sandbox.interpreter(), "-I", "-B", str(script), "--context", str(ctx_path)]
         return Invocation(sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra), read_only=[dirs.inp],
-                                          read_write=rw, tmp=dirs.tmp, network=network))
+                                          read_write=rw, tmp=dirs.tmp, shm=dirs.shm, network=network))
     assert agent.argv
     values = {
         "workspace": ctx.workspace,
@@ -185,4 +187,4 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
     env = ordinary_env(env_extra, pass_env=agent.pass_env)
     return Invocation(sandbox.Request(argv=argv, cwd=ws, env=env,
                                       read_only=[dirs.inp, *read_only, *argv_paths(argv)],
-                                      read_write=rw, tmp=dirs.tmp, network=network))
+                                      read_write=rw, tmp=dirs.tmp, shm=dirs.shm, network=network))

@@ -66,6 +66,35 @@ class GatewaySettings(Strict):
         return self
 
 
+class SandboxLimits(Strict):
+    """What every sandbox (agent, prepare command, grader, judge) may use at once
+    (docs/runner.md, "Limits"): enforced by a cgroup of its own where the runner may use
+    cgroups (root), else by rlimits; the run header says which."""
+
+    processes: int = Field(default=1024, ge=16, le=4_194_304)
+    """Processes and threads."""
+    memory_mb: int = Field(default=4096, ge=64, le=16 * 2**20)
+    """Memory, page cache and tmpfs pages (rlimits: each process's data segment)."""
+    cpus: float = Field(default=1.0, gt=0, le=1024)
+    """CPU time per second of wall-clock time, in cores (rlimits: a lower priority instead)."""
+    tmpfs_mb: int = Field(default=256, ge=1, le=1 << 20)
+    """Size of each tmpfs a sandbox gets: ``/dev/shm``, and ``/tmp`` where it has no
+    directory of its own (graders, judges)."""
+
+
+class SandboxIds(Strict):
+    """The ids a root runner's sandboxes run as: one of its own per running sandbox (docs/security.md)."""
+
+    first: int = Field(default=2_000_000_000, ge=1000)
+    count: int = Field(default=10_000, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _in_range(self) -> SandboxIds:
+        if self.first + self.count > 4_294_967_294:
+            raise ValueError("first + count must stay below 4294967294 (the largest uid)")
+        return self
+
+
 class Isolation(Strict):
     """How agents, prepare commands and graders are contained (docs/security.md)."""
 
@@ -75,6 +104,8 @@ class Isolation(Strict):
     """Agents call model APIs, so the network is on unless switched off here."""
     read_only_paths: list[NonEmptyStr] = Field(default_factory=list)
     """Absolute host paths (tool installs, e.g. an agent CLI) visible read-only inside."""
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    sandbox_ids: SandboxIds = Field(default_factory=SandboxIds)
 
 
 class Resources(Strict):
@@ -108,8 +139,12 @@ class Manifest(Strict):
     isolation: Isolation = Field(default_factory=Isolation)
     resources: Resources = Field(default_factory=Resources)
     max_workspace_mb: float = Field(default=4096, gt=0)
-    """Cap on the workspace plus the trial's HOME and TMP; above it the trial ends
-    ``budget_exhausted`` (the runner's own capture would otherwise be unbounded)."""
+    """Cap on the workspace plus the trial's HOME, TMP and ``/dev/shm``, measured while each
+    stage runs and after it; above it the trial ends ``budget_exhausted`` (the runner's own
+    capture would otherwise be unbounded)."""
+    max_workspace_files: int = Field(default=200_000, ge=1)
+    """Cap on the files, directories and other entries those directories hold, measured the
+    same way (every entry counts, whatever its path length)."""
     control_repeats: int = Field(default=5, ge=1, le=20)
     """Repeats of each control; 5 catches a 50% coin-flip criterion with probability
     1 - 4·2⁻¹⁰ ≈ 0.996 (docs/runner.md). ``run --repeats`` overrides it."""

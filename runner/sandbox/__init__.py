@@ -29,10 +29,13 @@ from runner.sandbox.bubblewrap import (
     SYSTEM_LINK_DIRS,
     SYSTEM_READ_ONLY,
     Bubblewrap,
+    Session,
     visible,
 )
 from runner.sandbox.discovery import BACKENDS, backend
-from runner.sandbox.launch import BASH_LAUNCHER, LAUNCHER, launcher, run
+from runner.sandbox.init import BASH_INIT, PYTHON_INIT, init_argv
+from runner.sandbox.launch import run, writable_dirs
+from runner.sandbox.limits import Limits
 from runner.sandbox.programs import (
     ProgramMounts,
     canonical_dir,
@@ -53,8 +56,8 @@ from runner.sandbox.request import (
 )
 
 __all__ = [
-    "BACKENDS", "BASH_LAUNCHER", "LAUNCHER", "MASKED", "SANDBOX_PATH", "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY",
-    "Backend", "Bubblewrap", "NoIsolation", "ProgramMounts", "Request", "SandboxUnavailable", "backend",
-    "canonical_dir", "install_root", "interpreter", "interpreter_paths", "launcher", "program_mounts",
-    "resolve_program", "run", "sandbox_path", "shebang", "visible",
+    "BACKENDS", "BASH_INIT", "MASKED", "PYTHON_INIT", "SANDBOX_PATH", "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY",
+    "Backend", "Bubblewrap", "Limits", "NoIsolation", "ProgramMounts", "Request", "SandboxUnavailable", "Session",
+    "backend", "canonical_dir", "init_argv", "install_root", "interpreter", "interpreter_paths", "program_mounts",
+    "resolve_program", "run", "sandbox_path", "shebang", "visible", "writable_dirs",
 ]

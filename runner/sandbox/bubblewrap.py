@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from runner.sandbox import limits
 from runner.sandbox.request import SANDBOX_PATH, Backend, Request, interpreter_paths, sandbox_path
 
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/opt/bin")
@@ -29,6 +32,22 @@ MASKED = (
 """Files under /etc that hold host credentials: replaced by empty ones in the sandbox."""
 
 
+@dataclass(frozen=True)
+class Session:
+    """What one invocation adds to its request (``runner.sandbox.launch``)."""
+
+    ids: tuple[int, int] | None = None
+    """The sandbox's own uid and gid when the runner is root (``runner.sandbox.ids``)."""
+    seccomp_fd: int | None = None
+    info_fd: int | None = None
+    """Where bubblewrap writes the host pid of the sandbox's PID 1 (to wait for its end)."""
+    tmpfs_bytes: int = 256 * 2**20
+    init: tuple[str, ...] = ()
+    """PID 1's argv up to the program (``runner.sandbox.init``); none: the program is PID 1."""
+    wrap: tuple[str, ...] = ()
+    """What the program runs under (``nice``), after it became the sandbox's id."""
+
+
 class Bubblewrap(Backend):
     """bubblewrap (``bwrap``) namespaces; see the module docstring for what it hides."""
 
@@ -39,34 +58,87 @@ class Bubblewrap(Backend):
         self.executable = executable
         self.version = bwrap_version(executable)
 
-    def command(self, req: Request) -> tuple[list[str], dict[str, str]]:
-        args = [
-            self.executable,
-            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--cap-drop", "ALL",
-            "--die-with-parent", "--new-session",
-        ]
-        if not req.network:
-            args.append("--unshare-net")
+    def describe(self) -> dict[str, Any]:
+        lim, mech = self.limits, limits.mechanism()
+        root = os.geteuid() == 0
+        return {
+            "version": self.version, "sandbox_user": "own-id" if root else "runner",
+            "sandbox_ids": list(self.id_range) if root else None, "seccomp": True,
+            "limits": {"mechanism": mech, "processes": lim.processes, "memory_mb": lim.memory_bytes // 2**20,
+                       "cpus": lim.cpus, "tmpfs_mb": lim.tmpfs_bytes // 2**20,
+                       "workspace_mb": (lim.write_bytes or 0) / 2**20, "workspace_files": lim.write_entries or 0},
+        }
+
+    def command(self, req: Request, session: Session | None = None) -> tuple[list[str], dict[str, str]]:
+        s = session or Session()
+        args = [self.executable, *_namespaces(req, s), "--die-with-parent", "--as-pid-1", "--new-session"]
         args += _system_mounts()
-        args += ["--proc", "/proc", "--dev", "/dev"]
-        if req.tmp is None:
-            args += ["--tmpfs", "/tmp"]
-        else:
-            args += ["--bind", str(req.tmp), "/tmp"]
+        args += _kernel_mounts(req, s.tmpfs_bytes)
         for p in outermost(_existing([*interpreter_paths(), *req.read_only])):
-            args += ["--ro-bind", str(p), str(p)]
+            args += [*_parent(p), "--ro-bind", str(p), str(p)]
         for p in _existing(req.read_write):
-            args += ["--bind", str(p), str(p)]
+            args += [*_parent(p), "--bind", str(p), str(p)]
         args += ["--remount-ro", "/", "--chdir", str(req.cwd), "--clearenv"]
         env = dict(req.env)
         env["TMPDIR"] = "/tmp"
         env["PATH"] = sandbox_path(env.get("PATH", ""))
         for key, value in sorted(env.items()):
             args += ["--setenv", key, value]
+        if s.seccomp_fd is not None:
+            args += ["--seccomp", str(s.seccomp_fd)]
+        if s.info_fd is not None:
+            args += ["--info-fd", str(s.info_fd)]
+        program = [*s.wrap, *req.argv]
+        if s.ids is not None:  # root: the program becomes the sandbox's own id before it starts
+            uid, gid = s.ids
+            program = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
+                       "--bounding-set=-all", "--no-new-privs", "--", *program]
+        program = [*s.init, *program]
         # bwrap's own environment is what PID 1 of the sandbox shows in /proc/1/environ:
         # give it nothing but a PATH, so the runner's variables are nowhere inside.
-        return [*args, "--", *req.argv], {"PATH": SANDBOX_PATH}
+        return [*args, "--", *program], {"PATH": SANDBOX_PATH}
+
+
+def _namespaces(req: Request, s: Session) -> list[str]:
+    """New PID, IPC, UTS, cgroup (and network) namespaces; every capability dropped. A
+    runner that is not root also needs a user namespace (which maps its own unprivileged
+    id), and then nested ones are disabled. A root runner's PID 1 keeps the three
+    capabilities that let its child become the sandbox's own id (``setpriv`` drops them
+    all in that child): PID 1 stays the runner's id so that bubblewrap, dying with the
+    runner, may still kill it (a parent-death signal is refused across ids)."""
+    args = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+    if s.ids is None:
+        args[:0] = ["--unshare-user", "--disable-userns"]
+    else:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    if not req.network:
+        args.append("--unshare-net")
+    return args
+
+
+def _kernel_mounts(req: Request, tmpfs_bytes: int) -> list[str]:
+    """``/proc`` with ``/proc/sys`` read-only (no ``/sys`` at all), a ``/dev`` that is
+    read-only but for its size-capped ``/dev/shm``, and ``/tmp``: the request's directory
+    or a size-capped tmpfs."""
+    size = str(tmpfs_bytes)
+    args = ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+    if req.shm is None:
+        args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
+    else:
+        args += ["--bind", str(req.shm), "/dev/shm"]
+    args += ["--remount-ro", "/dev"]
+    if req.tmp is None:
+        args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+    else:
+        args += ["--bind", str(req.tmp), "/tmp"]
+    return args
+
+
+def _parent(p: Path) -> list[str]:
+    """Create the directories above a mount point readable by all (bubblewrap 0.8 makes
+    them 0700, which only the sandbox's own id could pass, not an id of its own)."""
+    parent = str(p.parent)
+    return [] if parent == "/" else ["--dir", parent]
 
 
 def _system_mounts() -> list[str]:

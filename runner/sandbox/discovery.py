@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from runner.sandbox.bubblewrap import Bubblewrap
+from runner.sandbox.launch import run
 from runner.sandbox.request import SANDBOX_PATH, Backend, NoIsolation, Request, SandboxUnavailable
 
 BACKENDS = ("bubblewrap", "none")
@@ -46,16 +48,17 @@ def _bubblewrap() -> Bubblewrap:
         )
     chosen = Bubblewrap(exe)
     probe = Request(argv=["true"], cwd=Path("/"), env={"PATH": SANDBOX_PATH})
-    argv, env = chosen.command(probe)
-    try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30,
-                              check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise SandboxUnavailable(f"isolation backend 'bubblewrap' failed to start: {exc}") from exc
-    if done.returncode != 0:
+    with tempfile.TemporaryDirectory(prefix="trialhouse-probe-") as tmp:
+        err = Path(tmp) / "stderr"
+        try:
+            done = run(chosen, probe, timeout=30, stderr_path=err)
+        except (OSError, subprocess.SubprocessError, SandboxUnavailable) as exc:
+            raise SandboxUnavailable(f"isolation backend 'bubblewrap' failed to start: {exc}") from exc
+        detail = " ".join(err.read_text(errors="replace").split())[-300:] if err.exists() else ""
+    if done.could_not_start or done.exit_code != 0:
         raise SandboxUnavailable(
-            "isolation backend 'bubblewrap' cannot create namespaces here "
-            f"({done.stderr.strip() or f'exit {done.returncode}'}); allow user namespaces, "
-            "or set \"isolation\": {\"backend\": \"none\"} in the manifest"
+            "isolation backend 'bubblewrap' cannot create its sandbox here "
+            f"({detail or done.error or f'exit {done.exit_code}'}); allow user namespaces (or run as "
+            "root), or set \"isolation\": {\"backend\": \"none\"} in the manifest"
         )
     return chosen

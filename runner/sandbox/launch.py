@@ -1,74 +1,229 @@
-"""Running a request: the backend's argv through the runner's bounded-process machinery.
+"""Running a request: its sandbox set up around it, watched while it runs, its directories taken back.
 
-Inside bubblewrap a launcher reports "ready" on a pipe just before it execs the program:
-an exit without that report is a sandbox failure (infrastructure), never the program's own
-exit code, and nothing the program prints can fake either (docs/security.md).
+For bubblewrap, one invocation is: an id of its own when the runner is root
+(``runner.sandbox.ids``) with its writable directories handed to that id
+(``runner.sandbox.ownership``); a cgroup of its own where the runner may use cgroups
+(``runner.sandbox.limits``), joined by its first process before it starts anything; the
+seccomp filter (``runner.sandbox.seccomp``); the runner's PID 1 (``runner.sandbox.init``)
+holding the lifeline and the "ready" pipe. While it runs, its writable directories are
+measured now and then against the bytes and entries it may leave; over either, it is
+stopped. When it has ended and its PID 1 is gone (with it every process it started),
+every directory is reclaimed (special files removed, ownership back to the runner, sizes
+counted once more) and the result names the limit it reached, if any (docs/security.md;
+docs/runner.md, "Limits").
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
-from dataclasses import replace
+import select
+import threading
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from runner.procs import OUTPUT_LIMIT, ProcResult, run_bounded
+from runner.procs import OUTPUT_LIMIT, ProcResult, Watch, run_bounded
+from runner.sandbox import ids, limits, seccomp
+from runner.sandbox.bubblewrap import Session
+from runner.sandbox.init import init_argv
+from runner.sandbox.ownership import hand_over, reclaim
 from runner.sandbox.programs import resolve_program
-from runner.sandbox.request import SANDBOX_PATH, Backend, Request, interpreter
+from runner.sandbox.request import Backend, Request
+from runner.walk import Tally, measure
+
+JOIN = 'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"'
+"""``sh -c`` that puts itself in the files' cgroups, then becomes bubblewrap."""
+GONE_WAIT_S = 10.0
+"""How long the runner waits for a sandbox's PID 1 to be gone after bubblewrap ended
+(killing the namespace is the kernel's, and immediate; this bounds a wedged exit)."""
+
+_lifeline_lock = threading.Lock()
+_lifeline: tuple[int, int] | None = None
+
+
+def lifeline() -> int:
+    """The reading end of this process's lifeline (``runner.sandbox.init``); the writing end
+    stays open, unwritten, until the process ends."""
+    global _lifeline
+    with _lifeline_lock:
+        if _lifeline is None:
+            _lifeline = os.pipe()  # neither end is inherited unless passed
+        return _lifeline[0]
 
 
 def run(backend: Backend, req: Request, *, timeout: float, stdout_path: Path | None = None,
         stderr_path: Path | None = None, limit: int | None = None,
-        stdin_bytes: bytes | None = None) -> ProcResult:
-    """Run ``req`` through ``backend`` with the runner's bounded-process machinery."""
+        stdin_bytes: bytes | None = None, reclaim_by: float | None = None) -> ProcResult:
+    """Run ``req`` through ``backend`` (see the module docstring). ``reclaim_by`` (monotonic)
+    bounds taking its directories back; a reclaim cut short is a limit reached."""
     why = resolve_program(req.argv[0], req, backend) if req.argv else "empty argv"
     if why is not None:
         return ProcResult(None, None, False, True, 0.0, error=why)
     bound = OUTPUT_LIMIT if limit is None else limit
+    lim = backend.limits
+    writable = writable_dirs(req)
+    watch = _watch(writable, lim)
     if not backend.isolated:
         argv, env = backend.command(req)
-        return run_bounded(argv, cwd=req.cwd, env=env, timeout=timeout, stdout_path=stdout_path,
-                           stderr_path=stderr_path, stdin_bytes=stdin_bytes, limit=bound)
-    ready_r, ready_w = os.pipe()
-    try:
-        launch = replace(req, argv=[*launcher(), str(ready_w), *req.argv])
-        argv, env = backend.command(launch)
         res = run_bounded(argv, cwd=req.cwd, env=env, timeout=timeout, stdout_path=stdout_path,
-                          stderr_path=stderr_path, stdin_bytes=stdin_bytes, pass_fds=(ready_w,), limit=bound)
-        os.set_blocking(ready_r, False)
-        try:
-            ready = os.read(ready_r, 64).startswith(b"ready")
-        except BlockingIOError:
-            ready = False
-    finally:
-        os.close(ready_r)
-    if ready or res.timed_out:
+                          stderr_path=stderr_path, stdin_bytes=stdin_bytes, limit=bound, watch=watch)
+        return _reclaimed(res, writable, None, lim, reclaim_by)
+    with _Invocation(backend, req) as inv:
+        argv, env = inv.command()
+        res = run_bounded(argv, cwd=req.cwd, env=env, timeout=timeout, stdout_path=stdout_path,
+                          stderr_path=stderr_path, stdin_bytes=stdin_bytes, pass_fds=inv.pass_fds(),
+                          limit=bound, watch=watch)
+        inv.wait_gone()
+        ready = inv.ready()
+        reached = inv.cgroup.reached() if inv.cgroup is not None else None
+        res = _reclaimed(res, writable, inv.owner, lim, reclaim_by)
+    if reached is not None and res.limit is None:
+        res = replace(res, limit_kind=reached[0], limit=reached[1])
+    if ready or res.timed_out or res.limit is not None:
         return res
     detail = _tail(stderr_path)
     return ProcResult(None, None, False, True, res.duration_s,
                       error=f"the sandbox could not start the program: {detail or f'exit {res.exit_code}'}")
 
 
-BASH_LAUNCHER = 'fd=$1; shift; printf ready >&"$fd"; eval "exec $fd>&-"; exec "$@"'
-"""The same in bash (2 ms instead of 13 ms of interpreter start-up per invocation)."""
+def writable_dirs(req: Request) -> list[Path]:
+    """Every directory the sandbox may write (its workspace, HOME, output, /tmp, /dev/shm)."""
+    extra = [p for p in (req.tmp, req.shm) if p is not None]
+    return list(dict.fromkeys(Path(os.path.abspath(p)) for p in [*req.read_write, *extra]))
 
 
-def launcher() -> list[str]:
-    """argv prefix of the launcher: bash where there is one, else the base interpreter."""
-    bash = shutil.which("bash", path=SANDBOX_PATH)
-    if bash:
-        return [bash, "--norc", "--noprofile", "-c", BASH_LAUNCHER, "trialhouse-launch"]
-    return [interpreter(), "-I", "-S", "-c", LAUNCHER]
+@dataclass
+class _Invocation:
+    """The sandbox set up around one bubblewrap invocation (and torn down after it)."""
+
+    backend: Backend
+    req: Request
+    owner: tuple[int, int] | None = None
+    """The runner's (uid, gid) when the sandbox runs as an id of its own."""
+    sandbox_ids: tuple[int, int] | None = None
+    cgroup: limits.Cgroup | None = None
+    ulimits: list[str] = field(default_factory=list)
+    nice: list[str] = field(default_factory=list)
+    _child: list[int] = field(default_factory=list)
+    """Descriptors the sandbox inherits: ready (write), lifeline, seccomp, info (write)."""
+    _mine: list[int] = field(default_factory=list)
+    """The runner's ends: ready (read), info (read)."""
+    _stack: ExitStack = field(default_factory=ExitStack)
+
+    def __enter__(self) -> _Invocation:
+        try:
+            self._set_up()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _set_up(self) -> None:
+        lim, mech = self.backend.limits, limits.mechanism()
+        if os.geteuid() == 0:
+            uid = self._stack.enter_context(ids.lease(ids.IdRange(*self.backend.id_range)))
+            self.owner, self.sandbox_ids = (0, os.getegid()), (uid, uid)
+            hand_over(writable_dirs(self.req), uid, uid)
+        if mech == "cgroup-v1":
+            name = str(self.sandbox_ids[0]) if self.sandbox_ids else f"p{os.getpid()}-{threading.get_ident()}"
+            self.cgroup = limits.Cgroup(name, lim)
+            self._stack.callback(self.cgroup.close)
+            self.cgroup.create()
+        ready_r, ready_w = os.pipe()
+        info_r, info_w = os.pipe()
+        self._mine = [ready_r, info_r]
+        self._child = [ready_w, os.dup(lifeline()), seccomp.program_fd(), info_w]
+        self.ulimits = limits.rlimit_args(lim, mech)
+        self.nice = limits.nice_prefix(mech)
+
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        ready_w, life, sc, info = self._child
+        session = Session(ids=self.sandbox_ids, seccomp_fd=sc, info_fd=info,
+                          tmpfs_bytes=self.backend.limits.tmpfs_bytes,
+                          init=tuple(init_argv(ready_w, life, self.ulimits)), wrap=tuple(self.nice))
+        argv, env = self.backend.command(self.req, session)
+        if self.cgroup is not None:
+            argv = ["/bin/sh", "-c", JOIN, "trialhouse-join", *self.cgroup.procs_files(), "--", *argv]
+        return argv, env
+
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors the sandbox inherits (``run_bounded`` closes them once it started)."""
+        fds, self._child = tuple(self._child), []
+        return fds
+
+    def wait_gone(self) -> None:
+        """Wait until the sandbox's PID 1 (and so every process in it) is gone."""
+        try:
+            info = json.loads(_read_all(self._mine[1]) or b"{}")
+            pid = int(info.get("child-pid", 0))
+        except (ValueError, TypeError, AttributeError):
+            pid = 0
+        if pid <= 1:
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return  # gone already
+        try:
+            select.select([fd], [], [], GONE_WAIT_S)
+        finally:
+            os.close(fd)
+
+    def ready(self) -> bool:
+        return _read_all(self._mine[0]).startswith(b"ready")
+
+    def __exit__(self, *_exc: object) -> None:
+        for fd in [*self._child, *self._mine]:
+            os.close(fd)
+        self._child, self._mine = [], []
+        self._stack.close()
 
 
-LAUNCHER = (
-    "import os,sys\n"
-    "fd=int(sys.argv[1]); os.write(fd,b'ready\\n'); os.close(fd)\n"
-    "try: os.execvp(sys.argv[2], sys.argv[2:])\n"
-    "except OSError as e:\n"
-    "    sys.stderr.write(f'trialhouse: cannot start {sys.argv[2]}: {e}\\n'); os._exit(127)\n"
-)
-"""Runs as the sandbox's first program (base interpreter, ``-I -S``)."""
+def _read_all(fd: int, limit: int = 4096) -> bytes:
+    """What a pipe holds now (its writers are gone or never wrote more), at most ``limit``."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, limit)
+    except BlockingIOError:
+        return b""
+
+
+def _watch(writable: list[Path], lim: limits.Limits) -> Watch | None:
+    """The check ``run_bounded`` makes while the sandbox runs: its directories against
+    ``lim``'s bytes and entries (None when neither is limited)."""
+    if lim.write_bytes is None and lim.write_entries is None:
+        return None
+
+    def check() -> tuple[str, str] | None:
+        return over(measure(writable), lim)
+
+    return check
+
+
+def over(tally: Tally, lim: limits.Limits) -> tuple[str, str] | None:
+    """(kind, reason) when ``tally`` is over ``lim``'s bytes or entries, else None."""
+    if lim.write_bytes is not None and tally.bytes > lim.write_bytes:
+        return "workspace", (f"workspace grew to {tally.bytes / 2**20:.0f} MB, over "
+                             f"max_workspace_mb={lim.write_bytes / 2**20:g}")
+    if lim.write_entries is not None and tally.entries > lim.write_entries:
+        return "workspace_files", (f"workspace holds {tally.entries} files and directories, over "
+                                   f"max_workspace_files={lim.write_entries}")
+    return None
+
+
+def _reclaimed(res: ProcResult, writable: list[Path], owner: tuple[int, int] | None,
+               lim: limits.Limits, reclaim_by: float | None) -> ProcResult:
+    """``res`` with what reclaiming the sandbox's directories found."""
+    tally = reclaim(writable, owner, deadline=reclaim_by)
+    res = replace(res, written=(tally.bytes, tally.entries), special=tuple(tally.special))
+    if res.limit is not None:
+        return res
+    found = over(tally, lim)
+    if found is None and not tally.complete:
+        found = ("time", "time budget exhausted while checking what the sandbox left "
+                         f"({tally.entries} entries so far)")
+    return res if found is None else replace(res, limit_kind=found[0], limit=found[1])
 
 
 def _tail(path: Path | None) -> str:

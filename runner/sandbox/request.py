@@ -8,12 +8,15 @@ backend (docs/security.md).
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from runner.errors import RunnerError
+from runner.sandbox.limits import Limits
 
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -34,22 +37,43 @@ class Request:
     read_write: list[Path] = field(default_factory=list)
     """Host paths visible read-write, at the same path (workspace, HOME, TMP, output)."""
     tmp: Path | None = None
-    """Host directory mounted at /tmp (private to this trial); a fresh tmpfs when None."""
+    """Host directory mounted at /tmp (private to this trial); a size-capped tmpfs when None."""
+    shm: Path | None = None
+    """Host directory mounted at /dev/shm (counted with the trial's workspace); a size-capped
+    tmpfs when None."""
     network: bool = True
 
 
 class Backend:
-    """Base class: ``command`` wraps a request; ``isolated`` says whether it hides anything."""
+    """Base class: ``command`` wraps a request; ``isolated`` says whether it hides anything.
+
+    ``limits`` and ``id_range`` are the run's (``configured``): the limits every sandbox
+    gets (``runner.sandbox.limits``) and the ids a root runner's sandboxes run as
+    (``runner.sandbox.ids``)."""
 
     name = "none"
     isolated = False
     version: str | None = None
+    limits: Limits = Limits()
+    id_range: tuple[int, int] = (2_000_000_000, 10_000)
+    """(first, count): each running sandbox of a root runner gets one of these ids."""
 
-    def command(self, req: Request) -> tuple[list[str], dict[str, str]]:
+    def command(self, req: Request, session: Any = None) -> tuple[list[str], dict[str, str]]:
         raise NotImplementedError
 
-    def describe(self) -> dict[str, object]:
-        return {"backend": self.name, "isolated": self.isolated, "version": self.version}
+    def configured(self, limits: Limits, id_range: tuple[int, int] | None = None) -> Backend:
+        """This backend with the run's limits (and sandbox ids)."""
+        other = copy.copy(self)
+        other.limits = limits
+        if id_range is not None:
+            other.id_range = id_range
+        return other
+
+    def describe(self) -> dict[str, Any]:
+        """How this backend contains a sandbox, as the run header records it
+        (``contract.run_events.IsolationInfo``'s fields beyond backend and network)."""
+        return {"version": self.version, "sandbox_user": None, "sandbox_ids": None, "seccomp": False,
+                "limits": None}
 
 
 class NoIsolation(Backend):
@@ -58,7 +82,7 @@ class NoIsolation(Backend):
     name = "none"
     isolated = False
 
-    def command(self, req: Request) -> tuple[list[str], dict[str, str]]:
+    def command(self, req: Request, session: Any = None) -> tuple[list[str], dict[str, str]]:
         env = dict(req.env)
         if req.tmp is not None:
             env["TMPDIR"] = str(req.tmp)

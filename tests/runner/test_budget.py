@@ -5,12 +5,20 @@ test drives; known and unknown spend against max_cost_usd; each budget stop writ
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from contract.stage_events import GatewayUsage, Usage
-from runner.budget import COMMAND_FLOOR, EVIDENCE_FLOOR, GIT_FLOOR, StageSpend, TrialBudget
+from runner.budget import (
+    COMMAND_FLOOR,
+    EVIDENCE_FLOOR,
+    FINISH_SHARE,
+    GIT_FLOOR,
+    StageSpend,
+    TrialBudget,
+)
 from runner.eventlog import EventLog
 from runner.git import GitError
 
@@ -53,14 +61,26 @@ def test_every_time_left_and_floor_reads_the_one_clock(log):
     assert not b.exhausted() and b.elapsed() == 0
     clock.now += 7
     assert (b.left(), b.for_agent(), b.for_command(), b.for_git()) == (3, 3, 3, 3)
-    assert b.for_evidence() == EVIDENCE_FLOOR  # a patch of evidence gets its 5 s
+    # a patch of evidence gets its 5 s, but only within the finishing share (15% of 10 s past the end)
+    assert b.finish_left() == 3 + FINISH_SHARE * 10 == 4.5 and b.for_evidence() == 4.5
     clock.now += 3  # exactly at the deadline: spent
     assert b.left() == 0 and b.exhausted() and b.for_agent() == 0
     clock.now += 1.5
-    assert b.left() == -1.5 and b.elapsed() == 11.5
+    assert b.left() == -1.5 and b.elapsed() == 11.5 and b.finish_left() == 0
     assert (b.for_agent(), b.for_command(), b.for_git(), b.for_evidence()) == (
-        0.0, COMMAND_FLOOR, GIT_FLOOR, EVIDENCE_FLOOR) == (0.0, 0.001, 0.01, 5.0)
+        0.0, COMMAND_FLOOR, GIT_FLOOR, GIT_FLOOR) == (0.0, 0.001, 0.01, 0.01)
     assert budget_events(log.path) == []  # reading the clock records nothing
+
+
+def test_the_evidence_floor_holds_where_the_finishing_share_allows_it(log):
+    clock = Clock()
+    b = budget(log, clock, timeout=100.0)
+    clock.now += 99  # 1 s left, 16 s of finishing share
+    assert b.for_evidence() == EVIDENCE_FLOOR == 5.0
+    clock.now += 1 + 14  # 1 s of the share left
+    assert b.for_evidence() == pytest.approx(1.0)
+    before = time.monotonic()
+    assert before + 0.9 <= b.finish_by() <= time.monotonic() + 1.0  # the same moment on the real clock
 
 
 def test_a_spent_time_budget_is_a_budget_event_with_what_was_used(log):

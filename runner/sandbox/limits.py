@@ -1,0 +1,176 @@
+"""Resource limits of every sandbox: processes, memory, CPU, size-capped tmpfs, bytes and files written.
+
+A runner that may use cgroups (root, with the v1 ``pids``, ``memory`` and ``cpu``
+hierarchies mounted writable) puts each sandbox in a cgroup of its own, below the
+runner's own cgroup in each hierarchy (so whatever limits the runner already has still
+apply): ``pids.max`` bounds its processes and threads, ``memory.limit_in_bytes`` (with
+swap) its memory, page cache and tmpfs pages, ``cpu.cfs_quota_us`` its CPU time per
+period. The cgroup's own counters say afterwards which limit was reached. Any other
+runner (an ordinary user has no cgroup delegation) falls back to rlimits set by the
+sandbox's first process: ``RLIMIT_NPROC`` (counted per user namespace, or per sandbox id
+when the runner is root: per sandbox either way), ``RLIMIT_DATA`` for memory and a lower
+priority (``nice``) instead of a CPU share; those refuse what is over the limit but
+cannot tell the runner afterwards. Both cap the size of every tmpfs the sandbox gets. The
+bytes and entries a sandbox may leave in its writable directories are measured while it
+runs and after (``runner.sandbox.launch``): over either, it is stopped and the limit named.
+The run header records which mechanism applied (docs/runner.md, "Limits").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Mechanism = Literal["cgroup-v1", "rlimit"]
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("pids", "memory", "cpu")
+CPU_PERIOD_US = 100_000
+NICE = 10
+"""The priority sandboxes run at when no cgroup gives them a CPU share (``nice``)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What every sandbox of a run may use (``isolation.limits`` and the workspace caps)."""
+
+    processes: int = 1024
+    """Processes and threads at once."""
+    memory_bytes: int = 4096 * 2**20
+    cpus: float = 1.0
+    """CPU time per wall-clock second, in cores."""
+    tmpfs_bytes: int = 256 * 2**20
+    """Size of each tmpfs a sandbox gets (``/tmp`` where it has no directory of its own, ``/dev/shm``)."""
+    write_bytes: int | None = None
+    """Bytes the sandbox's writable directories may hold (the trial's ``max_workspace_mb``)."""
+    write_entries: int | None = None
+    """Files, directories and other entries they may hold (``max_workspace_files``)."""
+
+
+def mechanism() -> Mechanism:
+    """``cgroup-v1`` when this process may create cgroups in the three hierarchies, else ``rlimit``."""
+    if os.geteuid() != 0:
+        return "rlimit"
+    for ctrl in CONTROLLERS:
+        base = _own(ctrl)
+        if base is None or not os.access(base, os.W_OK):
+            return "rlimit"
+    return "cgroup-v1"
+
+
+def _own(ctrl: str) -> Path | None:
+    """This process's cgroup directory in the v1 hierarchy ``ctrl`` (None when not mounted)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _num, names, path = line.split(":", 2)
+        if ctrl in names.split(","):
+            base = CGROUP_ROOT / ctrl / path.lstrip("/")
+            return base if (base / "cgroup.procs").exists() else None
+    return None
+
+
+def rlimit_args(limits: Limits, mech: Mechanism) -> list[str]:
+    """``ulimit`` options for the sandbox's first process (``runner.sandbox.init``)."""
+    if mech == "rlimit":
+        return ["-u", str(limits.processes), "-d", str(max(limits.memory_bytes // 1024, 1))]
+    return []
+
+
+def nice_prefix(mech: Mechanism) -> list[str]:
+    """What runs the program at a lower priority when no cgroup gives it a CPU share."""
+    return ["nice", "-n", str(NICE)] if mech == "rlimit" else []
+
+
+@dataclass
+class Cgroup:
+    """One sandbox's cgroup in each v1 hierarchy: made, joined by its first process, read, removed."""
+
+    name: str
+    limits: Limits
+    dirs: dict[str, Path] = field(default_factory=dict)
+    _before: dict[str, int] = field(default_factory=dict)
+
+    def create(self) -> None:
+        for ctrl in CONTROLLERS:
+            base = _own(ctrl)
+            assert base is not None, f"the {ctrl} cgroup hierarchy vanished"
+            d = base / "trialhouse" / self.name
+            d.mkdir(parents=True, exist_ok=True)
+            self.dirs[ctrl] = d
+        self._kill_all()  # a cgroup left by a runner that died: nothing of it may run on
+        mem = self.limits.memory_bytes
+        _write(self.dirs["pids"] / "pids.max", str(self.limits.processes))
+        if (self.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
+            _write(self.dirs["memory"] / "memory.memsw.limit_in_bytes", "-1")  # may not go below the next
+        _write(self.dirs["memory"] / "memory.limit_in_bytes", str(mem))
+        if (self.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
+            _write(self.dirs["memory"] / "memory.memsw.limit_in_bytes", str(mem))  # no escape into swap
+        _write(self.dirs["cpu"] / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+        _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(max(int(self.limits.cpus * CPU_PERIOD_US), 1000)))
+        self._before = self._counters()
+
+    def procs_files(self) -> list[str]:
+        """The files the sandbox's first process writes its pid into (before it starts anything)."""
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def reached(self) -> tuple[str, str] | None:
+        """(kind, reason) of the limit the sandbox ran into, as a trial records it (None: none)."""
+        now = self._counters()
+        if now.get("oom_kill", 0) > self._before.get("oom_kill", 0):
+            return "memory", (f"memory limit reached: isolation.limits.memory_mb="
+                              f"{self.limits.memory_bytes / 2**20:g} (a process was killed)")
+        if now.get("pids_max", 0) > self._before.get("pids_max", 0):
+            return "processes", (f"process limit reached: isolation.limits.processes={self.limits.processes} "
+                                 "(a fork was refused)")
+        return None
+
+    def close(self) -> None:
+        """Kill whatever is left in the cgroup and remove it."""
+        self._kill_all()
+        for d in self.dirs.values():
+            try:
+                d.rmdir()
+            except OSError:
+                pass  # still busy: removed (after a kill) when the name is used again
+
+    def _kill_all(self) -> None:
+        for _ in range(50):
+            pids = [int(p) for d in self.dirs.values() for p in _read(d / "cgroup.procs").split()]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
+
+    def _counters(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for line in _read(self.dirs["memory"] / "memory.oom_control").splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                out["oom_kill"] = int(value)
+        events = _read(self.dirs["pids"] / "pids.events").split()
+        if len(events) == 2 and events[0] == "max" and events[1].isdigit():
+            out["pids_max"] = int(events[1])
+        return out
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
