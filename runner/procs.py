@@ -25,8 +25,10 @@ OUTPUT_LIMIT = 1024 * 1024
 
 Watch = Callable[[], tuple[str, str] | None]
 """Asked while a program runs: (kind, reason) to stop it now (a limit it went over), or None."""
-WATCH_MIN_S = 0.5
+WATCH_MIN_S = 0.25
 """Shortest pause between two ``watch`` calls; a watch that takes longer waits 4× its time."""
+STOP_GRACE_S = 10.0
+"""How long a program asked to end (``stop``) has before its process group is killed."""
 
 
 _live_lock = threading.Lock()
@@ -85,13 +87,16 @@ def run_bounded(
     stdin_bytes: bytes | None = None,
     pass_fds: tuple[int, ...] = (),
     watch: Watch | None = None,
+    stop: Callable[[], None] | None = None,
 ) -> ProcResult:
     """Run ``argv`` (no shell) in its own session; kill the group on timeout or exit.
 
     After the main process exits the group is killed too, so forked children cannot
     keep running (or keep writing into the workspace) after their stage ended. ``watch``
     is asked now and then while it runs; a reason from it kills the group at once and is
-    the result's ``limit``.
+    the result's ``limit``. ``stop`` is how a timed-out or stopped program is asked to end
+    (a sandbox's lifeline closed): the group is killed only if it has not ended
+    ``STOP_GRACE_S`` later.
     """
     start = time.monotonic()
     # The output files are opened here, before the program starts: opened later (in the pumps)
@@ -131,6 +136,9 @@ def run_bounded(
     timed_out, stopped = False, None
     try:
         timed_out, stopped = _wait_watched(proc, max(timeout, 0.001), watch)
+        if stop is not None and proc.poll() is None:
+            stop()
+            wait_exit(proc, STOP_GRACE_S)
     finally:
         kill_group(pgid)
         proc.wait()

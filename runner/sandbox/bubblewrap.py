@@ -39,8 +39,6 @@ class Session:
     ids: tuple[int, int] | None = None
     """The sandbox's own uid and gid when the runner is root (``runner.sandbox.ids``)."""
     seccomp_fd: int | None = None
-    info_fd: int | None = None
-    """Where bubblewrap writes the host pid of the sandbox's PID 1 (to wait for its end)."""
     tmpfs_bytes: int = 256 * 2**20
     init: tuple[str, ...] = ()
     """PID 1's argv up to the program (``runner.sandbox.init``); none: the program is PID 1."""
@@ -71,7 +69,7 @@ class Bubblewrap(Backend):
 
     def command(self, req: Request, session: Session | None = None) -> tuple[list[str], dict[str, str]]:
         s = session or Session()
-        args = [self.executable, *_namespaces(req, s), "--die-with-parent", "--as-pid-1", "--new-session"]
+        args = [self.executable, *_namespaces(req, s), "--as-pid-1", "--new-session"]
         args += _system_mounts()
         args += _kernel_mounts(req, s.tmpfs_bytes)
         for p in outermost(_existing([*interpreter_paths(), *req.read_only])):
@@ -86,8 +84,6 @@ class Bubblewrap(Backend):
             args += ["--setenv", key, value]
         if s.seccomp_fd is not None:
             args += ["--seccomp", str(s.seccomp_fd)]
-        if s.info_fd is not None:
-            args += ["--info-fd", str(s.info_fd)]
         program = [*s.wrap, *req.argv]
         if s.ids is not None:  # root: the program becomes the sandbox's own id before it starts
             uid, gid = s.ids
@@ -104,8 +100,7 @@ def _namespaces(req: Request, s: Session) -> list[str]:
     runner that is not root also needs a user namespace (which maps its own unprivileged
     id), and then nested ones are disabled. A root runner's PID 1 keeps the three
     capabilities that let its child become the sandbox's own id (``setpriv`` drops them
-    all in that child): PID 1 stays the runner's id so that bubblewrap, dying with the
-    runner, may still kill it (a parent-death signal is refused across ids)."""
+    all in that child), and stays the runner's id: out of the program's reach."""
     args = ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
     if s.ids is None:
         args[:0] = ["--unshare-user", "--disable-userns"]

@@ -5,19 +5,18 @@ For bubblewrap, one invocation is: an id of its own when the runner is root
 (``runner.sandbox.ownership``); a cgroup of its own where the runner may use cgroups
 (``runner.sandbox.limits``), joined by its first process before it starts anything; the
 seccomp filter (``runner.sandbox.seccomp``); the runner's PID 1 (``runner.sandbox.init``)
-holding the lifeline and the "ready" pipe. While it runs, its writable directories are
-measured now and then against the bytes and entries it may leave; over either, it is
-stopped. When it has ended and its PID 1 is gone (with it every process it started),
-every directory is reclaimed (special files removed, ownership back to the runner, sizes
+holding the sandbox's lifeline and the "ready" pipe. While it runs, its writable
+directories are measured now and then against the bytes and entries it may leave; over
+either, or out of time, its lifeline is closed and PID 1 ends it. Bubblewrap's monitor
+exits only once PID 1 has (and with it every process of the sandbox), so when it has
+ended every directory is reclaimed (special files removed, ownership back to the runner, sizes
 counted once more) and the result names the limit it reached, if any (docs/security.md;
 docs/runner.md, "Limits").
 """
 
 from __future__ import annotations
 
-import json
 import os
-import select
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -34,23 +33,6 @@ from runner.walk import Tally, measure
 
 JOIN = 'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"'
 """``sh -c`` that puts itself in the files' cgroups, then becomes bubblewrap."""
-GONE_WAIT_S = 10.0
-"""How long the runner waits for a sandbox's PID 1 to be gone after bubblewrap ended
-(killing the namespace is the kernel's, and immediate; this bounds a wedged exit)."""
-
-_lifeline_lock = threading.Lock()
-_lifeline: tuple[int, int] | None = None
-
-
-def lifeline() -> int:
-    """The reading end of this process's lifeline (``runner.sandbox.init``); the writing end
-    stays open, unwritten, until the process ends."""
-    global _lifeline
-    with _lifeline_lock:
-        if _lifeline is None:
-            _lifeline = os.pipe()  # neither end is inherited unless passed
-        return _lifeline[0]
-
 
 def run(backend: Backend, req: Request, *, timeout: float, stdout_path: Path | None = None,
         stderr_path: Path | None = None, limit: int | None = None,
@@ -73,8 +55,7 @@ def run(backend: Backend, req: Request, *, timeout: float, stdout_path: Path | N
         argv, env = inv.command()
         res = run_bounded(argv, cwd=req.cwd, env=env, timeout=timeout, stdout_path=stdout_path,
                           stderr_path=stderr_path, stdin_bytes=stdin_bytes, pass_fds=inv.pass_fds(),
-                          limit=bound, watch=watch)
-        inv.wait_gone()
+                          limit=bound, watch=watch, stop=inv.end)
         ready = inv.ready()
         reached = inv.cgroup.reached() if inv.cgroup is not None else None
         res = _reclaimed(res, writable, inv.owner, lim, reclaim_by)
@@ -106,9 +87,11 @@ class _Invocation:
     ulimits: list[str] = field(default_factory=list)
     nice: list[str] = field(default_factory=list)
     _child: list[int] = field(default_factory=list)
-    """Descriptors the sandbox inherits: ready (write), lifeline, seccomp, info (write)."""
+    """Descriptors the sandbox inherits: ready (write), lifeline (read), seccomp."""
     _mine: list[int] = field(default_factory=list)
-    """The runner's ends: ready (read), info (read)."""
+    """The runner's end of the ready pipe."""
+    _lifeline: int = -1
+    """The writing end of the sandbox's lifeline: only this process holds it (``runner.sandbox.init``)."""
     _stack: ExitStack = field(default_factory=ExitStack)
 
     def __enter__(self) -> _Invocation:
@@ -131,15 +114,15 @@ class _Invocation:
             self._stack.callback(self.cgroup.close)
             self.cgroup.create()
         ready_r, ready_w = os.pipe()
-        info_r, info_w = os.pipe()
-        self._mine = [ready_r, info_r]
-        self._child = [ready_w, os.dup(lifeline()), seccomp.program_fd(), info_w]
+        life_r, self._lifeline = os.pipe()  # not inherited: closed in every other child at exec
+        self._mine = [ready_r]
+        self._child = [ready_w, life_r, seccomp.program_fd()]
         self.ulimits = limits.rlimit_args(lim, mech)
         self.nice = limits.nice_prefix(mech)
 
     def command(self) -> tuple[list[str], dict[str, str]]:
-        ready_w, life, sc, info = self._child
-        session = Session(ids=self.sandbox_ids, seccomp_fd=sc, info_fd=info,
+        ready_w, life, sc = self._child
+        session = Session(ids=self.sandbox_ids, seccomp_fd=sc,
                           tmpfs_bytes=self.backend.limits.tmpfs_bytes,
                           init=tuple(init_argv(ready_w, life, self.ulimits)), wrap=tuple(self.nice))
         argv, env = self.backend.command(self.req, session)
@@ -152,28 +135,17 @@ class _Invocation:
         fds, self._child = tuple(self._child), []
         return fds
 
-    def wait_gone(self) -> None:
-        """Wait until the sandbox's PID 1 (and so every process in it) is gone."""
-        try:
-            info = json.loads(_read_all(self._mine[1]) or b"{}")
-            pid = int(info.get("child-pid", 0))
-        except (ValueError, TypeError, AttributeError):
-            pid = 0
-        if pid <= 1:
-            return
-        try:
-            fd = os.pidfd_open(pid)
-        except OSError:
-            return  # gone already
-        try:
-            select.select([fd], [], [], GONE_WAIT_S)
-        finally:
-            os.close(fd)
+    def end(self) -> None:
+        """Close the lifeline: PID 1 ends the sandbox (its program, every process in it)."""
+        if self._lifeline >= 0:
+            os.close(self._lifeline)
+            self._lifeline = -1
 
     def ready(self) -> bool:
         return _read_all(self._mine[0]).startswith(b"ready")
 
     def __exit__(self, *_exc: object) -> None:
+        self.end()
         for fd in [*self._child, *self._mine]:
             os.close(fd)
         self._child, self._mine = [], []

@@ -344,33 +344,6 @@ def _wait_for(path: Path, predicate, timeout: float = 60) -> None:
     raise AssertionError(f"timed out waiting on {path}")
 
 
-def test_no_agent_process_survives_a_runner_sigkill(kit, corpus_root, tmp_path):
-    marker = f"orphan-{tmp_path.name}-{secrets.token_hex(4)}"  # unique across concurrent test sessions
-    m = kit.make_corpus(corpus_root, variants=[{"id": "v", "agent": attacker("hang", marker)}],
-                        timeout_seconds=300)
-    out = tmp_path / "o"
-    proc = subprocess.Popen([PY, "-m", "trialhouse", "run", "--manifest", str(m), "--output", str(out),
-                             "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _wait_for(out / "events.jsonl", lambda t: '"stage_started"' in t)
-    deadline = time.monotonic() + 10
-    while not alive_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert alive_with(marker), "the agent never started"
-    proc.kill()
-    proc.wait()
-    deadline = time.monotonic() + 5
-    while alive_with(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    survivors = []  # which process survived, and whose child it is now (for the diagnosis)
-    for pid in alive_with(marker):
-        try:
-            status = Path(f"/proc/{pid}/status").read_text().splitlines()
-        except OSError:
-            continue
-        survivors.append((pid, [ln for ln in status if ln.startswith(("PPid", "NSpid"))]))
-    assert kill_all_with(marker) == [], f"an agent process outlived the runner: {survivors}"
-
-
 def test_a_directory_left_by_a_killed_setup_is_accepted_by_run_and_resume(kit, corpus_root, tmp_path):
     m = kit.make_corpus(corpus_root)
     for how in (["--resume"], []):

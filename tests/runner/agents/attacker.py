@@ -244,6 +244,140 @@ def hang(marker: str) -> None:
     time.sleep(600)
 
 
+def whoami() -> None:
+    """Who the agent runs as, and what maps it."""
+    say("ID", os.getuid(), os.getgid(), os.getgroups())
+    say("UIDMAP", " ".join(Path("/proc/self/uid_map").read_text().split()))
+    say("CAPEFF", next(ln.split()[1] for ln in Path("/proc/self/status").read_text().splitlines()
+                       if ln.startswith("CapEff")))
+
+
+def sysctl(name: str, value: str) -> None:
+    """Write a host kernel setting through /proc/sys (and /sys, were it there)."""
+    path = Path("/proc/sys") / name.replace(".", "/")
+    if try_write(path, value):
+        say("FOUND sysctl written", path)
+    for other in ("/proc/sys/kernel/core_pattern", "/sys/kernel/mm/transparent_hugepage/enabled"):
+        if try_write(Path(other), "|/tmp/x"):
+            say("FOUND sysctl written", other)
+
+
+def kernel() -> None:
+    """Every kernel interface an agent never needs: each ALLOWED line is a failure."""
+    import ctypes
+    import errno as e
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def call(what: str, rc: int) -> None:
+        err = ctypes.get_errno()
+        say(f"ALLOWED {what}" if rc >= 0 else f"refused {what} {e.errorcode.get(err, err)}")
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        call("ptrace", libc.ptrace(16, child.pid, 0, 0))  # PTRACE_ATTACH
+        buf = ctypes.create_string_buffer(8)
+        iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+        call("process_vm_readv", libc.process_vm_readv(child.pid, iov, 1, iov, 1, 0))
+    finally:
+        child.kill()
+    call("unshare(CLONE_NEWUSER)", libc.unshare(0x10000000))
+    call("unshare(CLONE_NEWNS)", libc.unshare(0x00020000))
+    call("clone3", libc.syscall(435, 0, 0))
+    call("mount", libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+    call("keyctl", libc.syscall(250, 0, -1, 0))  # KEYCTL_GET_KEYRING_ID of the thread keyring
+    call("add_key", libc.syscall(248, b"user", b"x", b"y", 1, -4))
+    call("bpf", libc.syscall(321, 0, None, 0))
+    call("perf_event_open", libc.syscall(298, None, 0, -1, -1, 0))
+    call("userfaultfd", libc.syscall(323, 0))
+    call("init_module", libc.syscall(175, None, 0, b""))
+    for argv in (["unshare", "-U", "true"], ["unshare", "-r", "true"], ["unshare", "-m", "true"]):
+        done = subprocess.run(argv, capture_output=True)
+        say(f"ALLOWED {' '.join(argv)}" if done.returncode == 0 else f"refused {' '.join(argv)}")
+
+
+def fork_bomb(count: str, marker: str) -> None:
+    """Start ``count`` sleeping processes; stop at the first refusal."""
+    started = 0
+    for _ in range(int(count)):
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            say("refused after", started, type(exc).__name__)
+            break
+        if pid == 0:
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)", marker])
+        started += 1
+    say("forked", started)
+
+
+def allocate(mib: str) -> None:
+    try:
+        block = bytearray(int(mib) * 2**20)  # zero-filled: every page touched
+        say("ALLOCATED", len(block) >> 20, "MiB")
+    except MemoryError:
+        say("refused MemoryError")
+
+
+def fill(directory: str, mib: str) -> None:
+    """Write ``mib`` MiB into ``directory`` as fast as it goes, until refused."""
+    written = 0
+    chunk = b"\xab" * 2**20
+    try:
+        with open(Path(directory) / "flood.bin", "wb") as fh:
+            for _ in range(int(mib)):
+                fh.write(chunk)
+                written += 1
+    except OSError as exc:
+        say("refused after", written, "MiB", type(exc).__name__)
+    say("wrote", written, "MiB to", directory)
+
+
+def long_path(mib: str) -> None:
+    """A ``mib`` MiB file below a path longer than PATH_MAX (built one directory at a time)."""
+    fd = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    name = "d" * 250
+    for _ in range(20):  # 20 × 251 bytes: past PATH_MAX (4096)
+        os.mkdir(name, dir_fd=fd)
+        nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    out = os.open("deep.bin", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    chunk = b"\xcd" * 2**20
+    for _ in range(int(mib)):
+        os.write(out, chunk)
+    os.close(out)
+    os.close(fd)
+    say("wrote", mib, "MiB below a path of", 20 * 251, "bytes")
+
+
+def many_files(count: str, then: str = "exit") -> None:
+    """``count`` tiny files (1,000 a directory), then ``exit`` or ``hang``."""
+    n = int(count)
+    root = ws / "many"
+    root.mkdir()
+    for d in range(0, n, 1000):
+        sub = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        os.mkdir(f"d{d // 1000}", dir_fd=sub)
+        dfd = os.open(f"d{d // 1000}", os.O_RDONLY | os.O_DIRECTORY, dir_fd=sub)
+        os.close(sub)
+        for i in range(min(1000, n - d)):
+            os.close(os.open(f"f{i}", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd))
+        os.close(dfd)
+    say("created", n, "files")
+    if then == "hang":
+        time.sleep(3600)
+
+
+def fifo_gitignore() -> None:
+    """Replace ``.gitignore`` with a FIFO (a reader blocks on it) and leave an untracked file."""
+    (ws / ".gitignore").unlink()
+    os.mkfifo(ws / ".gitignore")
+    os.mkfifo(ws / "events.pipe")
+    (ws / "new_file.txt").write_text("untracked\n")
+    say("planted FIFOs")
+
+
 PLANTED = {
     "anthropic": "sk-ant-api03-" + "Zq8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0Hg9Fe8Dc7Ba6ZyXwVuTsRq",
     "aws-key-id": "AKIA" + "ZXCVBNMASDFGHJKL",
@@ -281,7 +415,9 @@ MODES = {
     "recreate-git": recreate_git, "replace-initial": replace_initial,
     "outside-symlink": outside_symlink, "git-config": git_config, "contaminate": contaminate,
     "env-secret": env_secret, "sleepers": sleepers, "big-file": big_file, "hang": hang,
-    "leak": leak,
+    "leak": leak, "whoami": whoami, "sysctl": sysctl, "kernel": kernel, "fork-bomb": fork_bomb,
+    "allocate": allocate, "fill": fill, "long-path": long_path, "many-files": many_files,
+    "fifo-gitignore": fifo_gitignore,
 }
 EVERY_STAGE = {"leak"}
 
