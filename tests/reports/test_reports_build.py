@@ -15,13 +15,14 @@ from scipy.stats import binomtest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse", "filters", "window",
-            "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "summary",
+            "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "regressions",
+            "summary",
             "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
             "matrix_absent", "failures", "flags", "familiarity", "latency", "trajectory", "previous_period",
             "judgments_and_review", "charts",
             "charts_skipped"]
-SECTIONS = ["headline", "controls", "blockers", "summary", "comparison", "consistency", "pareto", "matrix",
-            "failures", "flags", "judgments", "familiarity", "distributions", "period"]
+SECTIONS = ["headline", "controls", "eligibility", "summary", "comparison", "consistency", "pareto", "matrix",
+            "failures", "flags", "judgments", "familiarity", "distributions", "period", "glossary"]
 
 
 def _sql(db: Path, sql: str, params: list | None = None) -> list[tuple]:
