@@ -127,8 +127,10 @@ LAYOUT_JS = """() => {
   const rect = (e) => { const r = e.getBoundingClientRect();
                         return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width}; };
   const boxes = [...document.querySelectorAll('.table-box, div.chart')].map((box) => {
-    const col = box.closest('section'), out = {kind: box.className, section: col.id,
-                                               box: rect(box), column: rect(col)};
+    const col = box.closest('section'), out = {kind: box.classList[0], section: col.id,
+                                               box: rect(box), column: rect(col),
+                                               overflows: box.scrollWidth > box.clientWidth + 1,
+                                               hinted: box.classList.contains('scrolls')};
     const th = box.querySelector('thead th:last-child');
     if (th) {  // the last column is reachable: scrolled to the right end, it is inside the box
       box.scrollLeft = box.scrollWidth;
@@ -193,6 +195,8 @@ def wide(built_report, offline) -> dict:
 def test_no_table_or_chart_box_exceeds_its_column_at_1400_px(wide) -> None:
     assert any(b["kind"] == "table-box" for b in wide["boxes"])
     assert too_wide(wide) == []
+    tables = [b for b in wide["boxes"] if b["kind"] == "table-box"]
+    assert all(b["hinted"] == b["overflows"] for b in tables), "a box that scrolls says so"
 
 
 def test_a_table_wider_than_its_column_is_caught(built_report, offline, tmp_path: Path) -> None:
