@@ -219,3 +219,24 @@ def test_a_source_without_cost_draws_no_cost_chart_and_says_why(tmp_path: Path) 
     assert all(r["flags"] is None for r in doc["summary"]["rows"])
     md = paths.markdown.read_text(encoding="utf-8")
     assert "Not drawn: cost (no trial has a known cost_usd)" in md
+
+
+def test_glossary_terms_link_once_from_their_first_use(fixture_report) -> None:
+    """Jargon is explained in the Glossary; the first use of each term in the prose links to
+    its entry, later uses stay plain, and every link has its target."""
+    from analysis.report.render import Glossary
+    from analysis.report.sections.glossary import TERMS
+
+    html = fixture_report.html.read_text(encoding="utf-8")
+    links = re.findall(r'<a class="term" href="#term-([a-z-]+)">', html)
+    assert links and len(links) == len(set(links)), "one link per term"
+    for term in links:
+        assert f'<dt id="term-{term}">' in html, term
+    head = html[html.index('<section id="headline">'):html.index('<section id="controls">')]
+    assert '<a class="term" href="#term-baseline">baseline</a>' in head
+    linker = Glossary(list(TERMS))
+    first = str(linker("Holm <b> and holm, then sign test; SIMULATED"))
+    assert first == ('<a class="term" href="#term-holm">Holm</a> &lt;b&gt; and holm, then '
+                     '<a class="term" href="#term-sign-test">sign test</a>; '
+                     '<span class="sim">SIMULATED</span>')
+    assert str(linker("Holm again")) == "Holm again"
