@@ -355,7 +355,7 @@ def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
                   for cid, e in sorted(roles.items()) if e.reasons]
-    baseline_notes = [f"baseline {cid[:12]} (never a blocker): " + "; ".join(e.notes)
+    baseline_notes = [f"baseline {cid[:12]} (never ineligible): " + "; ".join(e.notes)
                       for cid, e in sorted(roles.items()) if e.notes]
     out.warnings = [*gone.notes(), *ineligible, *baseline_notes,
                     *(w.message for w in found), *out.warnings]

@@ -52,7 +52,7 @@ class ReportData:
     configs: list[dict[str, Any]]
     simulated: frozenset[str]
     roles: dict[str, Eligibility]
-    trials: pl.DataFrame  # per trial: config keys, outcome, complete, cost, duration
+    trials: pl.DataFrame  # per trial: run, trial id, config keys, outcome, complete, cost, duration
     summary: Summary
     comparisons: ComparisonSet | None
     compare_absent: str | None
@@ -115,7 +115,7 @@ GROUP BY config_id
 ORDER BY min(variant_order) NULLS LAST, config_id
 """
 
-_TRIAL_COLUMNS = ["run_id", "config_id", "variant", "model", "harness", "harness_version",
+_TRIAL_COLUMNS = ["run_id", "trial_id", "config_id", "variant", "model", "harness", "harness_version",
                   "outcome", "complete", "cost_usd", "duration_s", "simulated"]
 
 

@@ -43,7 +43,7 @@ def tampered(r: dict[str, Any]) -> bool:
 
 
 def _run_row(r: dict[str, Any]) -> list[Any]:
-    started = r["started_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("started_at") else fmt.DASH
+    started = fmt.when(r.get("started_at"))
     return [r["run_id"] + (" SIMULATED" if r.get("simulated") else ""),
             r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
             (r.get("manifest_sha256") or fmt.DASH)[:16],
@@ -83,8 +83,7 @@ def _left_out(d: ReportData, s: Section) -> None:
             "Invalidated runs (excluded)",
             columns(["run", "source", "manifest", "reason", "invalidated"]),
             [[r["run_id"], r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
-              r["reason"], r["set_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("set_at")
-              else fmt.DASH] for r in d.invalidated]))
+              r["reason"], fmt.when(r.get("set_at"))] for r in d.invalidated]))
     u = d.unscored
     if u is None:
         return
