@@ -37,6 +37,7 @@ from runner.grading import (
     GradeResult,
     GradingContext,
     argv_paths,
+    case_inputs,
     emit_gradings,
     grade_tree,
     retry_findings,
@@ -308,8 +309,8 @@ class _Trial:
     def grade(self, attempt: int) -> tuple[list[GradeResult], list[str]]:
         assert self.current is not None
         if self.grading is None:  # one per trial: its copies serve every attempt while intact
-            self.grading = GradingContext(self.box.backend, self.spec.snapshot, self.git,
-                                          self.files.dir / ".runner" / "grade", network=self.box.network,
+            self.grading = GradingContext(self.box.backend, case_inputs(self.spec.snapshot, self.spec.case),
+                                          self.git, self.files.dir / ".runner" / "grade",
                                           read_only=self.box.read_only, redactor=self.box.redactor)
         run = grade_tree(self.grading, list(self.spec.case.criteria), self.current.tree,
                          overlay=self.ignored_tree, log_dir=self.files.dir / "grading" / f"a{attempt}",
