@@ -35,7 +35,7 @@ from contract.trial_events import Checkpoint, Flag, IntegrityCheck
 from runner.budget import TrialEmit
 from runner.capture import TrialGit
 from runner.evidence import read_capped, write_atomic
-from runner.flags import inspect_patch
+from runner.flags import GraderNames, inspect_patch
 from runner.git import GitError, git
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
@@ -152,7 +152,7 @@ class TrialFiles:
 
     def keep(self, tgit: TrialGit, store: RunStore, redactor: Redactor, trees: tuple[str | None, str | None],
              final_tree: str | None, allowed_paths: list[str] | None, emit: TrialEmit,
-             timeout: Callable[[], float]) -> Kept:
+             timeout: Callable[[], float], graders: GraderNames | None = None) -> Kept:
         """The end of a trial: ``changes.patch`` against the prepared tree and its flags, the
         changed paths, then the workspace's files (redacted). Nothing is written when the
         evidence directories were replaced. ``trees`` = (prepared, ignored by git)."""
@@ -165,7 +165,7 @@ class TrialFiles:
                                                 redactor, timeout())
             if patch is not None:
                 data, _cut = read_capped(self.dir / "changes.patch", 2 * patch.bytes + 4096)
-                flags = flag(data, allowed_paths, emit)
+                flags = flag(data, allowed_paths, emit, graders)
         paths = None  # read before the runner's git directory goes
         if final_tree is not None and prepared is not None:
             try:
@@ -209,9 +209,10 @@ class TrialFiles:
         return redactions
 
 
-def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit) -> int:
+def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,
+         graders: GraderNames | None = None) -> int:
     """Patch-inspection findings (``runner.flags``) as ``flag`` events; returns how many."""
-    findings = inspect_patch((patch or b"").decode("utf-8", errors="replace"), allowed_paths)
+    findings = inspect_patch((patch or b"").decode("utf-8", errors="replace"), allowed_paths, graders)
     for f in findings:
         emit(Flag, kind=f.kind, path=f.path, detail=f.detail)
     return len(findings)
