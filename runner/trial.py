@@ -32,7 +32,6 @@ from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
 from runner.eventlog import Emit
-from runner.flags import grader_names
 from runner.git import GitError
 from runner.grading import (
     GradeResult,
@@ -336,7 +335,7 @@ class _Trial:
     # -- the end ----------------------------------------------------------------
     def finish(self, outcome: Outcome, reason: str, attempts: int) -> TrialOutcome:
         spec, budget = self.spec, self.budget
-        graders = grader_names(case_inputs(spec.snapshot, spec.case).contents)
+        graders = case_inputs(spec.snapshot, spec.case).contents  # their names are flagged in the patch
         kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
                                self.current.tree if self.current else None, spec.case.allowed_paths,
                                self.emit, budget.for_evidence, graders)

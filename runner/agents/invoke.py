@@ -31,7 +31,6 @@ from runner.grading import argv_paths, substitute
 from runner.manifest import Case, Variant
 from runner.paths import Snapshot
 from runner.procs import ordinary_env
-from runner.sandbox.forwarder import PROXY_PORT
 
 BUILTIN_KINDS = ("null", "reference", "replay", "simulated")
 BUILTIN_SCRIPT = Path(__file__).with_name("builtin.py")
@@ -129,7 +128,7 @@ class Invocation:
 def proxy_env() -> dict[str, str]:
     """The gateway proxy on the sandbox's loopback (``isolation.network: gateway``), for every
     client that reads the usual variables; the gateway itself (loopback) goes direct."""
-    url = f"http://127.0.0.1:{PROXY_PORT}"
+    url = f"http://127.0.0.1:{sandbox.PROXY_PORT}"
     out = {}
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
         out[name] = url
