@@ -132,7 +132,7 @@ def proxy_env() -> dict[str, str]:
     out = {}
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
         out[name] = url
-    out["NO_PROXY"] = out["no_proxy"] = "127.0.0.1,localhost,::1"
+    out["NO_PROXY"] = out["no_proxy"] = "127.0.0.1,::1"
     return out
 
 
