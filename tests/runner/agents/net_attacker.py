@@ -218,7 +218,7 @@ if __name__ == "__main__":
         for url in urls.split():
             fetch(url)
         words = pairs.split()
-        for host, port in zip(words[::2], words[1::2]):
+        for host, port in zip(words[::2], words[1::2], strict=True):
             tunnel(host, port)
     if mode == "probe":
         call_model()
