@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from analysis import scope, stats, tasks
 from analysis.checks import staged_counts
+from analysis.containment import containment_notes
 from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
@@ -334,7 +335,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
     out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,
-                  warnings=[*coverage_notes(con, filters), *tasks.version_warning(changed),
+                  warnings=[*coverage_notes(con, filters), *containment_notes(con, filters),
+                            *tasks.version_warning(changed),
                             *_warnings(rows, excluded)],
                   universes=st.universes, task_versions=[c.as_dict() for c in changed])
     return _checked(con, filters, out, found, counted or {}) if checks else out

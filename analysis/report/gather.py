@@ -84,7 +84,7 @@ SELECT run_id, source_format, source_path, manifest_id, manifest_sha256, started
        finished_at, status, engine_version, os, python, git_version, repository,
        initial_commit, repetitions, max_attempts, timeout_seconds, max_cost_usd,
        simulated, prices_as_of, run_cost_usd, integrity, isolation_backend, isolated,
-       network, executor, executor_address, ray_version, control_repeats, controls_from,
+       network, network_policy, executor, executor_address, ray_version, control_repeats, controls_from,
        grading_semantics, trials_skipped
 FROM runs
 WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
