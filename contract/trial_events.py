@@ -110,11 +110,13 @@ class Grading(BaseEvent):
 
 class Budget(BaseEvent):
     event: Literal["budget"] = "budget"
-    type: Literal["time", "cost", "workspace", "workspace_files", "processes", "memory"]
+    type: Literal["time", "cost", "workspace", "workspace_files", "processes", "memory", "gateway"]
     """``workspace``: the workspace (with the trial's HOME, TMP and ``/dev/shm``) outgrew
     ``max_workspace_mb``; ``workspace_files``: it held more entries than
     ``max_workspace_files``; ``processes``, ``memory``: a sandbox reached
-    ``isolation.limits`` (``limit`` is the limit's value, in MB for memory)."""
+    ``isolation.limits`` (``limit`` is the limit's value, in MB for memory); ``gateway``: the
+    trial went over a gateway cap (``limit``, ``used``: connections at once or requests; the
+    reason names which)."""
     status: Literal["exceeded", "unknown"]
     limit: float | None = None
     used: float | None = None
@@ -135,7 +137,12 @@ class Flag(BaseEvent):
         "dependency_manifest",
         "generated_file",
         "special_file",
+        "grader_introspection",
+        "grader_helper",
     ]
+    """``grader_introspection``: code that reaches for frames, ``gc``, process memory or
+    ``sys.modules``; ``grader_helper``: code naming a grader's own module or helpers (both
+    ways to read or rewrite an in-process grader; docs/security.md)."""
     path: str
     detail: str = ""
 

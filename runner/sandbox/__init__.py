@@ -33,6 +33,7 @@ from runner.sandbox.bubblewrap import (
     visible,
 )
 from runner.sandbox.discovery import BACKENDS, backend
+from runner.sandbox.forwarder import LINK_MOUNT, MODEL_PORT, PROXY_PORT
 from runner.sandbox.init import BASH_INIT, PYTHON_INIT, init_argv
 from runner.sandbox.launch import run, writable_dirs
 from runner.sandbox.limits import Limits
@@ -56,8 +57,9 @@ from runner.sandbox.request import (
 )
 
 __all__ = [
-    "BACKENDS", "BASH_INIT", "MASKED", "PYTHON_INIT", "SANDBOX_PATH", "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY",
-    "Backend", "Bubblewrap", "Limits", "NoIsolation", "ProgramMounts", "Request", "SandboxUnavailable", "Session",
-    "backend", "canonical_dir", "init_argv", "install_root", "interpreter", "interpreter_paths", "program_mounts",
-    "resolve_program", "run", "sandbox_path", "shebang", "visible", "writable_dirs",
+    "BACKENDS", "BASH_INIT", "LINK_MOUNT", "MASKED", "MODEL_PORT", "PROXY_PORT", "PYTHON_INIT", "SANDBOX_PATH",
+    "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY", "Backend", "Bubblewrap", "Limits", "NoIsolation", "ProgramMounts",
+    "Request", "SandboxUnavailable", "Session", "backend", "canonical_dir", "init_argv", "install_root",
+    "interpreter", "interpreter_paths", "program_mounts", "resolve_program", "run", "sandbox_path", "shebang",
+    "visible", "writable_dirs",
 ]

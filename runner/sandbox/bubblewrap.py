@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.sandbox import limits
+from runner.sandbox.forwarder import LINK_MOUNT
 from runner.sandbox.request import SANDBOX_PATH, Backend, Request, interpreter_paths, sandbox_path
 
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/opt/bin")
@@ -72,6 +73,7 @@ class Bubblewrap(Backend):
         args = [self.executable, *_namespaces(req, s), "--as-pid-1", "--new-session"]
         args += _system_mounts()
         args += _kernel_mounts(req, s.tmpfs_bytes)
+        args += network_mounts(req)
         for p in outermost(_existing([*interpreter_paths(), *req.read_only])):
             args += [*_parent(p), "--ro-bind", str(p), str(p)]
         for p in _existing(req.read_write):
@@ -122,8 +124,8 @@ def _kernel_mounts(req: Request, tmpfs_bytes: int) -> list[str]:
     else:
         args += ["--bind", str(req.shm), "/dev/shm"]
     args += ["--remount-ro", "/dev"]
-    if req.tmp is None:
-        args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+    if req.tmp is None:  # a grader's own cap (``tmp_bytes``) where it has one
+        args += ["--perms", "1777", "--size", str(req.tmp_bytes or tmpfs_bytes), "--tmpfs", "/tmp"]
     else:
         args += ["--bind", str(req.tmp), "/tmp"]
     return args
@@ -134,6 +136,14 @@ def _parent(p: Path) -> list[str]:
     them 0700, which only the sandbox's own id could pass, not an id of its own)."""
     parent = str(p.parent)
     return [] if parent == "/" else ["--dir", parent]
+
+
+def network_mounts(req: Request) -> list[str]:
+    """A gateway route's socket directory, read-only at ``LINK_MOUNT`` (own network only):
+    connecting to a socket needs no write access, and nothing else of the host's is there."""
+    if req.network or req.link is None:
+        return []
+    return ["--ro-bind", str(req.link), LINK_MOUNT]
 
 
 def _system_mounts() -> list[str]:

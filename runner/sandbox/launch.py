@@ -5,7 +5,9 @@ For bubblewrap, one invocation is: an id of its own when the runner is root
 (``runner.sandbox.ownership``); a cgroup of its own where the runner may use cgroups
 (``runner.sandbox.limits``), joined by its first process before it starts anything; the
 seccomp filter (``runner.sandbox.seccomp``); the runner's PID 1 (``runner.sandbox.init``)
-holding the sandbox's lifeline and the "ready" pipe. While it runs, its writable
+holding the sandbox's lifeline and the "ready" pipe; for a sandbox that reaches the model
+gateway through a route's sockets, the forwarder (``runner.sandbox.forwarder``) in front of
+the program, with a "ready" pipe of its own. While it runs, its writable
 directories are measured now and then against the bytes and entries it may leave; over
 either, or out of time, its lifeline is closed and PID 1 ends it. Bubblewrap's monitor
 exits only once PID 1 has (and with it every process of the sandbox), so when it has
@@ -28,7 +30,7 @@ from runner.sandbox.bubblewrap import Session
 from runner.sandbox.init import init_argv
 from runner.sandbox.ownership import hand_over, reclaim
 from runner.sandbox.programs import resolve_program
-from runner.sandbox.request import Backend, Request
+from runner.sandbox.request import Backend, Request, interpreter
 from runner.walk import Tally, measure
 
 JOIN = 'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"'
@@ -87,9 +89,10 @@ class _Invocation:
     ulimits: list[str] = field(default_factory=list)
     nice: list[str] = field(default_factory=list)
     _child: list[int] = field(default_factory=list)
-    """Descriptors the sandbox inherits: ready (write), lifeline (read), seccomp."""
+    """Descriptors the sandbox inherits: ready (write), lifeline (read), seccomp, and the
+    forwarder's ready (write) where the sandbox reaches the gateway through a forwarder."""
     _mine: list[int] = field(default_factory=list)
-    """The runner's end of the ready pipe."""
+    """The runner's ends of the ready pipes."""
     _lifeline: int = -1
     """The writing end of the sandbox's lifeline: only this process holds it (``runner.sandbox.init``)."""
     _stack: ExitStack = field(default_factory=ExitStack)
@@ -117,15 +120,22 @@ class _Invocation:
         life_r, self._lifeline = os.pipe()  # not inherited: closed in every other child at exec
         self._mine = [ready_r]
         self._child = [ready_w, life_r, seccomp.program_fd()]
+        if self.req.link is not None and not self.req.network:  # the gateway forwarder's own "ready"
+            relay_r, relay_w = os.pipe()
+            self._mine.append(relay_r)
+            self._child.append(relay_w)
         self.ulimits = limits.rlimit_args(lim, mech)
         self.nice = limits.nice_prefix(mech)
 
     def command(self) -> tuple[list[str], dict[str, str]]:
-        ready_w, life, sc = self._child
+        ready_w, life, sc, *relay = self._child
         session = Session(ids=self.sandbox_ids, seccomp_fd=sc,
                           tmpfs_bytes=self.backend.limits.tmpfs_bytes,
                           init=tuple(init_argv(ready_w, life, self.ulimits)), wrap=tuple(self.nice))
-        argv, env = self.backend.command(self.req, session)
+        req = self.req
+        if relay:  # the program starts behind the forwarder, as the sandbox's id
+            req = replace(req, argv=[interpreter(), "-I", "-S", "-c", FORWARDER, str(relay[0]), *req.argv])
+        argv, env = self.backend.command(req, session)
         if self.cgroup is not None:
             argv = ["/bin/sh", "-c", JOIN, "trialhouse-join", *self.cgroup.procs_files(), "--", *argv]
         return argv, env
@@ -142,7 +152,8 @@ class _Invocation:
             self._lifeline = -1
 
     def ready(self) -> bool:
-        return _read_all(self._mine[0]).startswith(b"ready")
+        """PID 1 reported "ready" (and so did the gateway forwarder, where there is one)."""
+        return all(_read_all(fd).startswith(b"ready") for fd in self._mine)
 
     def __exit__(self, *_exc: object) -> None:
         self.end()
@@ -196,6 +207,10 @@ def _reclaimed(res: ProcResult, writable: list[Path], owner: tuple[int, int] | N
         found = ("time", "time budget exhausted while checking what the sandbox left "
                          f"({tally.entries} entries so far)")
     return res if found is None else replace(res, limit_kind=found[0], limit=found[1])
+
+
+FORWARDER = Path(__file__).with_name("forwarder.py").read_text(encoding="utf-8")
+"""The forwarder's source, run with ``-c`` (the runner's package is not visible inside)."""
 
 
 def _tail(path: Path | None) -> str:
