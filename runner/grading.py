@@ -19,6 +19,7 @@ with ``os._exit(0)`` makes it fail, not pass (docs/security.md, "The verdict cha
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from collections.abc import Callable
@@ -78,12 +79,25 @@ def substitute(argv: list[str], values: dict[str, str]) -> list[str]:
 def argv_paths(argv: list[str]) -> list[Path]:
     """Absolute paths an argv names that exist on the host (shown read-only inside),
     and the interpreter a script's ``#!`` line names."""
-    paths = [Path(a) for a in argv if a.startswith("/") and Path(a).exists()]
+    paths = [Path(a) for a in argv if _host_path(a)]
     if argv:
         interp = sandbox.shebang(argv[0])
-        if interp and interp.startswith("/") and Path(interp).exists():
+        if interp and _host_path(interp):
             paths.append(Path(interp))
     return paths
+
+
+KERNEL_DIRS = ("/dev", "/proc", "/sys")
+"""What a sandbox has of its own: a host path below them named in an argv is never mounted
+over the sandbox's, nor the host's ``/tmp`` as a whole over its private one."""
+
+
+def _host_path(arg: str) -> bool:
+    """An absolute path the runner can see (one it may not is not shown: no traceback)."""
+    path = os.path.normpath(arg)
+    if not arg.startswith("/") or path == "/tmp" or any(path == d or path.startswith(d + "/") for d in KERNEL_DIRS):
+        return False
+    return os.path.exists(path)
 
 
 @dataclass

@@ -102,25 +102,12 @@ def run_bounded(
     # The output files are opened here, before the program starts: opened later (in the pumps)
     # a program that is not isolated could first swap a parent directory for a symlink.
     sinks = [_open_sink(stdout_path), _open_sink(stderr_path)]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL if stdin_bytes is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
-    except (OSError, ValueError) as exc:
+    proc = _spawn(argv, cwd, env, stdin_bytes is not None, pass_fds)
+    if isinstance(proc, str):
         for sink in sinks:
             if sink is not None:
                 sink.close()
-        return ProcResult(None, None, False, True, time.monotonic() - start, error=str(exc))
-    finally:
-        for fd in pass_fds:
-            os.close(fd)
+        return ProcResult(None, None, False, True, time.monotonic() - start, error=proc)
     pgid = proc.pid
     with _live_lock:
         _live_groups.add(pgid)
@@ -160,6 +147,21 @@ def run_bounded(
         limit=stopped[1] if stopped else None,
         limit_kind=stopped[0] if stopped else None,
     )
+
+
+def _spawn(argv: list[str], cwd: Path, env: dict[str, str], stdin: bool,
+           pass_fds: tuple[int, ...]) -> subprocess.Popen[bytes] | str:
+    """The program started in a session of its own, or why it could not start; the
+    passed descriptors are closed here either way (the child holds its copies)."""
+    try:
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                pass_fds=pass_fds)
+    except (OSError, ValueError) as exc:
+        return str(exc)
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
 
 
 def _wait_watched(proc: subprocess.Popen[bytes], timeout: float,

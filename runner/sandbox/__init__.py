@@ -34,7 +34,7 @@ from runner.sandbox.bubblewrap import (
 )
 from runner.sandbox.discovery import BACKENDS, backend
 from runner.sandbox.forwarder import LINK_MOUNT, MODEL_PORT, PROXY_PORT
-from runner.sandbox.init import BASH_INIT, PYTHON_INIT, init_argv
+from runner.sandbox.init import INIT, init_argv
 from runner.sandbox.launch import run, writable_dirs
 from runner.sandbox.limits import Limits
 from runner.sandbox.programs import (
@@ -57,7 +57,7 @@ from runner.sandbox.request import (
 )
 
 __all__ = [
-    "BACKENDS", "BASH_INIT", "LINK_MOUNT", "MASKED", "MODEL_PORT", "PROXY_PORT", "PYTHON_INIT", "SANDBOX_PATH",
+    "BACKENDS", "INIT", "LINK_MOUNT", "MASKED", "MODEL_PORT", "PROXY_PORT", "SANDBOX_PATH",
     "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY", "Backend", "Bubblewrap", "Limits", "NoIsolation", "ProgramMounts",
     "Request", "SandboxUnavailable", "Session", "backend", "canonical_dir", "init_argv", "install_root",
     "interpreter", "interpreter_paths", "program_mounts", "resolve_program", "run", "sandbox_path", "shebang",

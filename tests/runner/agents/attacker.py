@@ -329,7 +329,7 @@ def fill(directory: str, mib: str) -> None:
                 fh.write(chunk)
                 written += 1
     except OSError as exc:
-        say("refused after", written, "MiB", type(exc).__name__)
+        say("refused after", written, "MiB", type(exc).__name__, exc)
     say("wrote", written, "MiB to", directory)
 
 
@@ -343,6 +343,7 @@ def long_path(mib: str) -> None:
         os.close(fd)
         fd = nxt
     out = os.open("deep.bin", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    say("writing", mib, "MiB below a path of", 20 * 251, "bytes")
     chunk = b"\xcd" * 2**20
     for _ in range(int(mib)):
         os.write(out, chunk)
