@@ -238,7 +238,7 @@ def _status(pid: int) -> list[str]:
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.03, 0.1, None])
-def test_no_agent_process_survives_a_runner_sigkill_at_any_point(kit, corpus_root, tmp_path, delay):
+def test_no_agent_process_survives_a_runner_sigkill(kit, corpus_root, tmp_path, delay):
     """Killed as the stage starts (bubblewrap still setting up), a moment later, or once the
     agent and its ``setsid`` child run: nothing of the sandbox outlives the runner."""
     marker = f"orphan-{secrets.token_hex(4)}"
@@ -267,6 +267,28 @@ def test_no_agent_process_survives_a_runner_sigkill_at_any_point(kit, corpus_roo
     finally:
         proc.kill()
         kill_all_with(marker)
+
+
+@pytest.mark.skipif(not ROOT, reason="sandbox ids are a root runner's")
+def test_a_process_left_running_as_a_sandbox_id_dies_when_the_id_is_leased_again():
+    """The second line behind the lifeline: whatever still runs as an id when a sandbox
+    leases it outlived its runner, and is killed before the id is used again."""
+    from runner.sandbox import ids
+
+    uid = 2_100_000_000 + os.getpid() % 100_000
+    left = subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+                             "sleep", "300"])
+    try:
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{left.pid}/status").read_text().count(str(uid)) < 3:
+            assert time.monotonic() < deadline, "the leftover never became the sandbox id"
+            time.sleep(0.01)
+        with ids.lease(ids.IdRange(uid, 1)) as leased:
+            assert leased == uid
+            assert left.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        left.kill()
+        left.wait()
 
 
 # -- an ordinary user's runner --------------------------------------------------------------
