@@ -143,7 +143,7 @@ def network_mounts(req: Request) -> list[str]:
     connecting to a socket needs no write access, and nothing else of the host's is there."""
     if req.network or req.link is None:
         return []
-    return ["--ro-bind", str(req.link), LINK_MOUNT]
+    return [*_parent(Path(LINK_MOUNT)), "--ro-bind", str(req.link), LINK_MOUNT]
 
 
 def _system_mounts() -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,11 +34,25 @@ def resolve_program(argv0: str, req: Request, backend: Backend) -> str | None:
     if backend.isolated and not visible(found, req):
         return (f"{found} is not visible inside the sandbox: add its install directory to "
                 "isolation.read_only_paths in the manifest")
+    if backend.isolated and os.geteuid() == 0 and not _others_may_run(found):
+        return (f"{found} may be run by its owner only, and a root runner's sandbox runs as an "
+                f"unprivileged id of its own: make it readable and executable by all (chmod a+rx)")
     interp = shebang(found)
     if backend.isolated and interp and interp.startswith("/") and not visible(interp, req):
         return (f"{found} runs {interp}, which is not visible inside the sandbox: add it to "
                 "isolation.read_only_paths in the manifest")
     return None
+
+
+def _others_may_run(path: str) -> bool:
+    """Whether an id that is neither the file's owner nor in its group may run it (a script
+    must be readable too: its interpreter reads it)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    need = stat.S_IXOTH | (stat.S_IROTH if shebang(path) else 0)
+    return mode & need == need
 
 
 def canonical_dir(path: str) -> str:

@@ -271,8 +271,8 @@ def test_no_agent_process_survives_a_runner_sigkill(kit, corpus_root, tmp_path, 
 
 @pytest.mark.skipif(not ROOT, reason="sandbox ids are a root runner's")
 def test_a_process_left_running_as_a_sandbox_id_dies_when_the_id_is_leased_again():
-    """The second line behind the lifeline: whatever still runs as an id when a sandbox
-    leases it outlived its runner, and is killed before the id is used again."""
+    """The second line behind the lifeline: whatever still runs as an id whose last lease
+    was never released outlived its runner, and is killed before the id is used again."""
     from runner.sandbox import ids
 
     uid = 2_100_000_000 + os.getpid() % 100_000
@@ -283,6 +283,7 @@ def test_a_process_left_running_as_a_sandbox_id_dies_when_the_id_is_leased_again
         while Path(f"/proc/{left.pid}/status").read_text().count(str(uid)) < 3:
             assert time.monotonic() < deadline, "the leftover never became the sandbox id"
             time.sleep(0.01)
+        (ids.lease_dir() / str(uid)).write_text("held\n")  # as a runner killed while holding it leaves it
         with ids.lease(ids.IdRange(uid, 1)) as leased:
             assert leased == uid
             assert left.wait(timeout=10) == -signal.SIGKILL

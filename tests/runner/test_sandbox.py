@@ -89,6 +89,18 @@ def test_a_program_outside_the_sandbox_could_not_start_with_the_fix(tmp_path):
     assert run(sandbox.Request(**{**req.__dict__, "read_only": [prog]})).exit_code == 0
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root runner's sandbox runs as an id of its own")
+def test_a_program_only_its_owner_may_run_could_not_start_with_the_fix(tmp_path):
+    prog = tmp_path / "tool.sh"
+    prog.write_text("#!/bin/sh\necho hi\n")
+    prog.chmod(0o744)
+    req = sandbox.Request(argv=[str(prog)], cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, read_only=[prog])
+    res = run(req)
+    assert res.could_not_start and "chmod a+rx" in res.error, res
+    prog.chmod(0o755)
+    assert run(req).exit_code == 0
+
+
 @pytest.mark.parametrize("network", [True, False])
 def test_the_network_switch(tmp_path, network):
     server = socket.socket()
