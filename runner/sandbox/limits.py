@@ -101,8 +101,10 @@ class Cgroup:
         for ctrl in CONTROLLERS:
             base = _own(ctrl)
             assert base is not None, f"the {ctrl} cgroup hierarchy vanished"
-            d = base / "trialhouse" / self.name
-            d.mkdir(parents=True, exist_ok=True)
+            # Directly below the runner's own: a shared parent would make every sandbox of the
+            # host one scheduling entity, weighted as one process (measured: starved at load 20).
+            d = base / f"trialhouse-{self.name}"
+            d.mkdir(exist_ok=True)
             self.dirs[ctrl] = d
         self._kill_all()  # a cgroup left by a runner that died: nothing of it may run on
         mem = self.limits.memory_bytes
