@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -192,3 +194,23 @@ class RunFinished(BaseEvent):
     unscored_cases: list[Id] = Field(default_factory=list)
     outcomes: dict[str, Count64] = Field(default_factory=dict)
     duration_s: float
+
+
+def current_controls(starts: Iterable[int], validated: Mapping[str, int],
+                     controls: Sequence[tuple[int, str]]) -> list[bool]:
+    """Which ``control_result`` events count: for each (seq, case id) of ``controls``, whether
+    it belongs to the session (the part of the log after one ``run_started``, ``starts``
+    their seqs) that wrote its case's latest ``case_validated`` (``validated``: case id →
+    its seq), else to the latest session holding results of that case. A runner killed
+    during a case's controls left part of them; ``--resume`` runs them again whole, and
+    only that whole set counts (docs/runner.md, "Operations")."""
+    marks = sorted(starts)
+
+    def session(seq: int) -> int:
+        return bisect_right(marks, seq)
+
+    chosen: dict[str, int] = {case: session(seq) for case, seq in validated.items()}
+    for seq, case in controls:
+        if case not in validated:
+            chosen[case] = max(chosen.get(case, -1), session(seq))
+    return [session(seq) == chosen[case] for seq, case in controls]

@@ -12,7 +12,13 @@ import json
 from operator import attrgetter
 from typing import Any
 
-from contract.run_events import CaseValidated, RunFinished, RunStarted, VariantInfo
+from contract.run_events import (
+    CaseValidated,
+    RunFinished,
+    RunStarted,
+    VariantInfo,
+    current_controls,
+)
 from contract.trial_events import TrialSkipped
 from ingest.cost import Prices
 
@@ -125,10 +131,18 @@ def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
     ]
 
 
-def control_gradings(controls: list[tuple]) -> list[tuple]:
-    """The controls' ``(event, µs)`` entries as ``gradings`` row tuples (``TRIAL_COLUMNS`` order), by seq."""
+def control_gradings(controls: list[tuple], starts: list[RunStarted],
+                     validated: dict[str, CaseValidated]) -> list[tuple]:
+    """The controls' ``(event, µs)`` entries as ``gradings`` row tuples (``TRIAL_COLUMNS`` order),
+    by seq: of each case, only the set its latest validation came from (``current_controls``:
+    a killed runner's partial set is not counted next to the one ``--resume`` ran again)."""
+    ordered = sorted(controls, key=lambda pair: pair[0].seq)
+    keep = current_controls([e.seq for e in starts], {k: v.seq for k, v in validated.items()},
+                            [(e.seq, e.case_id) for e, _m in ordered])
     out = []
-    for e, m in sorted(controls, key=lambda pair: pair[0].seq):
+    for (e, m), kept in zip(ordered, keep, strict=True):
+        if not kept:
+            continue
         c = _get_control(e)
         # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
         out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))

@@ -89,6 +89,9 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         for repeat in range(1, repeats + 1):
             run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored, log_dir=log_dir,
                              tag=f".{repeat}")
+            if stop.is_set():  # graders killed by Ctrl-C: no verdict, resume runs them again
+                ctx.close()
+                raise TrialInterrupted(case.id)
             for r in run.results:
                 expected = expected_verdict(control, r.layer)
                 s.log.emit(ControlResult, case_id=case.id, control=control,

@@ -21,6 +21,7 @@ from contract.run_events import (
     RunFinished,
     RunStarted,
     VariantInfo,
+    current_controls,
 )
 from contract.stage_events import StageFinished
 from contract.trial_events import (
@@ -171,8 +172,12 @@ def build_report(events: list[Any]) -> dict[str, Any]:
     cases = {c.case_id: c for c in last.cases}
     finished = [e for e in events if isinstance(e, RunFinished)]
     controls: dict[str, dict[str, Any]] = {}
+    results = [e for e in events if isinstance(e, ControlResult)]
+    latest = {e.case_id: e.seq for e in events if isinstance(e, CaseValidated)}
+    counted = {e.seq for e, kept in zip(results, current_controls(
+        [e.seq for e in starts], latest, [(e.seq, e.case_id) for e in results]), strict=True) if kept}
     for e in events:
-        if isinstance(e, ControlResult):
+        if isinstance(e, ControlResult) and e.seq in counted:
             entry = controls.setdefault(e.case_id, {"case_id": e.case_id, "results": []})
             entry["results"].append({
                 "control": e.control, "criterion_id": e.criterion_id, "layer": e.layer,

@@ -227,9 +227,11 @@ class _Trial:
         try:
             results, violations = self.grade(attempt)
         except GitError as exc:
+            _check_stop(spec)  # the copy failed because the run is stopping: not a result
             failed = self.budget.work_failed("preparing the grading copy", exc)
             self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[])
             return failed.outcome, failed.reason, [], True
+        _check_stop(spec)  # graders killed by Ctrl-C decide nothing: the trial stays unfinished
         bad = self.integrity("after_grading") + violations
         outcome, reason = attempt_outcome(stop, bad, grading_outcome(results, spec.baseline))
         final = (outcome in ENDS_THE_TRIAL or attempt >= self.manifest.max_attempts
@@ -238,6 +240,7 @@ class _Trial:
         emit_gradings(self.emit, attempt, results, final, spec.baseline)
         if final and outcome not in NOT_JUDGED:
             bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            _check_stop(spec)
             if bad:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
         next_findings = [] if final else retry_findings(stage_findings, results, list(spec.case.criteria),
@@ -351,7 +354,7 @@ class _Trial:
             duration_s=round(wall, 3), setup_s=round(self.setup_s, 3),
             agent_s=round(budget.agent_seconds(), 3),
             verification_s=round(self.verification_s, 3), usage=usage,
-            cost_budget_status=budget.cost_status, layers=layers, flags=kept.flags,
+            cost_budget_status=budget.final_cost_status(), layers=layers, flags=kept.flags,
             simulated=spec.variant.agent.kind == "simulated", line=line,
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(kept.patch and kept.patch.truncated),
