@@ -16,6 +16,7 @@ from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
 from analysis.formatting import label
+from analysis.pre_existing import pre_existing
 from analysis.sanity import SanityWarning, sanity
 from analysis.scope import coverage_notes
 from analysis.tasks import Staged, TaskUniverse
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
     from analysis.checks import TrialCounts
     from analysis.eligibility import Gates
+    from analysis.pre_existing import PreExisting
     from analysis.unscored import Unscored
 
 SMALL_TASKS = 10
@@ -62,6 +64,7 @@ class Checked:
     gates: dict[str, Gates]  # every configuration of the selection (analysis.eligibility)
     unscored: Unscored
     sanity: list[SanityWarning]
+    pre_existing: PreExisting | None = None
 
 
 @dataclass
@@ -76,6 +79,7 @@ class Summary:
     universes: list[TaskUniverse] = field(default_factory=list)
     eligibility: list[dict] = field(default_factory=list)  # Eligibility.as_dict per config
     unscored: dict | None = None  # analysis.tasks.Unscored.as_dict
+    pre_existing: dict | None = None  # analysis.pre_existing.PreExisting.as_dict
     sanity: list[dict] = field(default_factory=list)  # analysis.sanity warnings
     task_versions: list[dict] = field(default_factory=list)  # cases with 2+ evaluators
     checked: Checked | None = None  # with checks: what they found (not part of the JSON)
@@ -97,6 +101,7 @@ class Summary:
                       "excluded_cases": self.excluded_cases,
                       "universes": [u.as_dict() for u in self.universes],
                       "eligibility": self.eligibility, "unscored": self.unscored,
+                      "pre_existing": self.pre_existing,
                       "sanity": self.sanity, "task_versions": self.task_versions,
                       "warnings": self.warnings})
 
@@ -350,13 +355,15 @@ def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
     roles = assess(con, filters, {r["config_id"] for r in out.rows}, selection)
     out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
     gone = unscored(con, filters)
-    out.checked = Checked(selection, gone, found)
+    pre = pre_existing(con, filters)
+    out.checked = Checked(selection, gone, found, pre)
     out.unscored = gone.as_dict()
+    out.pre_existing = pre.as_dict()
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
                   for cid, e in sorted(roles.items()) if e.reasons]
     baseline_notes = [f"baseline {cid[:12]} (never a blocker): " + "; ".join(e.notes)
                       for cid, e in sorted(roles.items()) if e.notes]
-    out.warnings = [*gone.notes(), *ineligible, *baseline_notes,
+    out.warnings = [*gone.notes(), *pre.notes(), *ineligible, *baseline_notes,
                     *(w.message for w in found), *out.warnings]
     return out

@@ -167,6 +167,25 @@ class ControlResult(BaseEvent):
     expected: Literal["passed", "failed"]
     ok: bool
     duration_s: float
+    pre_existing: bool = False
+    """A regression or repository criterion that already fails on the initial commit (and
+    so still fails with the reference patch): not a problem of the case (``ok``), noise for
+    its trials (docs/runner.md, "Pre-existing failures")."""
+
+
+class PreExisting(BaseModel):
+    """A regression or repository criterion that fails on the initial commit: the case is
+    scored, and a trial's failure of it is noise, not a regression."""
+
+    model_config = MODEL_CONFIG
+
+    criterion_id: Id
+    layer: Layer
+    output: str = ""
+    """The tail of its output on the initial commit (stdout, then stderr; redacted, at most
+    2000 characters)."""
+    output_path: str | None = None
+    """Its full output on the initial commit, relative to the run directory."""
 
 
 class CaseValidated(BaseEvent):
@@ -183,6 +202,9 @@ class CaseValidated(BaseEvent):
     fingerprint: str | None = None
     from_run: str | None = None
     """Set when copied from a validation-only run (``run --controls``)."""
+    pre_existing: list[PreExisting] = Field(default_factory=list)
+    """Regression and repository criteria already failing on the initial commit (each with
+    its output there); their failures are graded as noise (``Grading.baseline``)."""
 
 
 class RunFinished(BaseEvent):

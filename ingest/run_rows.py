@@ -118,6 +118,10 @@ def case_rows(rs: RunStarted | None, validated: dict[str, CaseValidated]) -> lis
             "fingerprint": c.fingerprint,
             "scored": val.ok if val else None,
             "unscored_reason": "; ".join(val.problems) or "controls failed" if val and not val.ok else None,
+            "pre_existing": len(val.pre_existing) if val else None,
+            "pre_existing_json": compact_json([
+                {"criterion_id": p.criterion_id, "layer": p.layer, "output": p.output,
+                 "output_path": p.output_path} for p in val.pre_existing]) if val else None,
         })
     return cases
 

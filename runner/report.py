@@ -183,12 +183,12 @@ def build_report(events: list[Any]) -> dict[str, Any]:
                 "control": e.control, "criterion_id": e.criterion_id, "layer": e.layer,
                 "repeat": e.repeat, "verdict": e.verdict, "expected": e.expected, "ok": e.ok,
                 "exit_code": e.exit_code, "signal": e.signal, "timed_out": e.timed_out,
-                "duration_s": e.duration_s,
+                "duration_s": e.duration_s, "pre_existing": e.pre_existing,
             })
         elif isinstance(e, CaseValidated):
             entry = controls.setdefault(e.case_id, {"case_id": e.case_id, "results": []})
             entry.update(ok=e.ok, problems=e.problems, flaky_criteria=e.flaky_criteria,
-                         baseline=e.baseline)
+                         baseline=e.baseline, pre_existing=[p.model_dump() for p in e.pre_existing])
     trials = [t for t in (_trial_entry(evs, variants, cases) for evs in _latest_trials(events).values()) if t]
     trials.sort(key=lambda t: t["order"])
     vids = [v.variant for v in last.variants]

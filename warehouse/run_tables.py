@@ -75,6 +75,8 @@ SPECS = {
         Column("fingerprint", "string"),  # evaluator fingerprint: (case_id, fingerprint) is the task version
         Column("scored", "bool"),  # false: failed or flaky controls, left out of analyses by default
         Column("unscored_reason", "string"),
+        Column("pre_existing", "int32"),  # regression/repository criteria failing on the initial commit (noise)
+        Column("pre_existing_json", "string"),  # [{criterion_id, layer, output, output_path}] of those criteria
     ),
     "run_status": table_spec(
         "One row per run an operator invalidated (`trialhouse runs invalidate`): kept, but left "

@@ -85,6 +85,7 @@ def _left_out(d: ReportData, s: Section) -> None:
             [[r["run_id"], r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
               r["reason"], r["set_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("set_at")
               else fmt.DASH] for r in d.invalidated]))
+    _pre_existing(d, s)
     u = d.unscored
     if u is None:
         return
@@ -99,6 +100,18 @@ def _left_out(d: ReportData, s: Section) -> None:
                 [False, False, False, True, True]),
         [[c.case_id, c.run_id, c.reason, fmt.count(c.trials), fmt.count(c.skipped)]
          for c in u.cases]))
+
+
+def _pre_existing(d: ReportData, s: Section) -> None:
+    """Scored cases whose repository was already red: which criteria, per case."""
+    pre = d.pre_existing
+    if pre is None or not pre.cases:
+        return
+    s.paragraphs += pre.notes()
+    s.tables.append(Table(
+        "Cases scored with pre-existing failures (noise: failing before and after a trial)",
+        columns(["case", "run", "pre-existing criteria", "count"], [False, False, False, True]),
+        [[c.case_id, c.run_id, ", ".join(c.criteria), fmt.count(len(c.criteria))] for c in pre.cases]))
 
 
 def section(d: ReportData) -> Section:
