@@ -149,6 +149,10 @@ class RunStarted(BaseEvent):
     controls_from: Id | None = None
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
     grading_semantics: Int32 | None = None
+    regrade_of: Id | None = None
+    """Set by ``trialhouse regrade``: the run whose trials' final states this run grades
+    again with the manifest's current graders (its variants and budgets are that run's;
+    no agent runs)."""
 
 
 class ControlResult(BaseEvent):

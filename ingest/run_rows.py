@@ -26,7 +26,8 @@ _get_control = attrgetter("case_id", "control", "criterion_id", "layer", "exit_c
                           "verdict", "duration_s")
 _RUN_FIELDS = ("engine_version", "os", "python", "git_version", "repository", "initial_commit",
                "initial_tree", "repetitions", "max_attempts", "timeout_seconds", "max_cost_usd",
-               "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics")
+               "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics",
+               "regrade_of")
 """``run_started`` fields copied to the ``runs`` row as they are."""
 
 
@@ -153,10 +154,19 @@ def control_gradings(controls: list[tuple], starts: list[RunStarted],
     return out
 
 
+def _regraded(link: Any) -> dict[str, Any]:
+    """The ``regraded_from`` link of a regrade's skipped trial as columns."""
+    if link is None:
+        return {"regraded_from_run_id": None, "regraded_from_trial_id": None, "original_outcome": None}
+    return {"regraded_from_run_id": link.run_id, "regraded_from_trial_id": link.trial_id,
+            "original_outcome": link.outcome}
+
+
 def skipped_rows(skipped: dict[str, TrialSkipped]) -> list[dict[str, Any]]:
     """The ``skipped_trials`` rows, by trial id."""
     return [
         {"trial_id": e.trial_id, "case_id": e.case_id, "variant": e.variant, "config_id": e.config_id,
-         "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint}
+         "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint,
+         **_regraded(e.regraded_from)}
         for _t, e in sorted(skipped.items())
     ]

@@ -24,8 +24,8 @@ from contract.run_events import CaseValidated, ControlResult, PreExisting, RunSt
 from runner import sandbox
 from runner.capture import TrialGit
 from runner.errors import RunnerError
-from runner.evidence import read_capped
 from runner.eventlog import read_events, read_verified
+from runner.evidence import read_capped
 from runner.git import GitError, git
 from runner.grading import GradingContext, argv_paths, grade_tree
 from runner.manifest import Case
@@ -85,7 +85,7 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         remove_tree(where)
         ws, tgit = where / "workspace", TrialGit(where / ".runner" / "git", box.store)
         try:
-            tree, ignored, why = _control_state(s, case, control, ws, tgit, commit)
+            tree, ignored, why = control_state(s, case, control, ws, tgit, commit)
         except (GitError, OSError) as exc:
             tree, ignored, why = None, None, f"could not create a workspace: {exc}"
         if tree is None:
@@ -118,12 +118,12 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         remove_tree(ws)
     flaky, baseline, disagreements = _judge_verdicts(case, verdicts, repeats)
     problems += disagreements
-    pre = [pre_existing_entry(s.run_dir, case, cid) for cid in pre_existing_ids(case, baseline)]
+    listed = [pre_existing_entry(s.run_dir, case, cid) for cid in pre_existing_ids(case, baseline)]
     s.log.emit(CaseValidated, case_id=case.id, ok=not problems, problems=problems,
                flaky_criteria=flaky, baseline=baseline, repeats=repeats,
-               fingerprint=s.fingerprints[case.id], pre_existing=pre)
+               fingerprint=s.fingerprints[case.id], pre_existing=listed)
     return {"case_id": case.id, "ok": not problems, "problems": problems, "flaky": flaky,
-            "baseline": baseline, "pre_existing": [p.criterion_id for p in pre]}
+            "baseline": baseline, "pre_existing": [p.criterion_id for p in listed]}
 
 
 def pre_existing_verdict(control: str, layer: str, verdict: str, negative: list[str]) -> bool:
@@ -186,9 +186,11 @@ def _judge_verdicts(case: Case, verdicts: dict[tuple[str, str], list[str]],
     return flaky, baseline, problems
 
 
-def _control_state(s: RunSetup, case: Case, control: str, ws: Path, tgit: TrialGit,
-                   commit: str) -> tuple[str | None, str | None, str]:
-    """(tree, ignored tree, problem) of a control's state, captured by the runner."""
+def control_state(s: RunSetup, case: Case, control: str, ws: Path, tgit: TrialGit,
+                  commit: str) -> tuple[str | None, str | None, str]:
+    """(tree, ignored tree, problem) of a control's state, captured by the runner: the
+    pinned commit after ``prepare_commands`` (``negative``; what a trial's prepared tree
+    is, which a regrade rebuilds too), with the reference patch applied (``positive``)."""
     box = s.containment
     create_workspace(box.store, commit, ws)
     initial = box.store.tree_of(commit)

@@ -31,6 +31,7 @@ from contract.trial_events import (
     Flag,
     Grading,
     TrialFinished,
+    TrialSkipped,
     TrialStarted,
 )
 
@@ -130,6 +131,8 @@ def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[s
         "simulated": fin.simulated,
         "line": fin.line,
         "attempts": _attempts(evs),
+        "regraded_from": fin.regraded_from.model_dump(mode="json") if fin.regraded_from else None,
+        "regrade_s": fin.regrade_s,
     }
 
 
@@ -194,6 +197,8 @@ def build_report(events: list[Any]) -> dict[str, Any]:
     vids = [v.variant for v in last.variants]
     outcomes = Counter(t["outcome"] for t in trials)
     total = len(cases) * len(vids) * last.repetitions
+    if last.regrade_of is not None:  # a regrade owes the trials it selected, not the whole grid
+        total = len(trials) + len({e.trial_id for e in events if isinstance(e, TrialSkipped)})
     return {
         "report_version": REPORT_VERSION,
         "run_id": first.run_id,
@@ -206,6 +211,7 @@ def build_report(events: list[Any]) -> dict[str, Any]:
         "engine_version": last.engine_version,
         "initial_commit": last.initial_commit,
         "simulated": last.simulated,
+        "regrade_of": last.regrade_of,
         "gateway": last.gateway.model_dump() if last.gateway else None,
         "controls": {"ok": all(c.get("ok", False) for c in controls.values()) if controls else None,
                      "cases": [controls[k] for k in sorted(controls)]},

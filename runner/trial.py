@@ -49,6 +49,7 @@ from runner.outcome import (
     attempt_outcome,
     grading_outcome,
     layer_results,
+    stop_fields,
     summary_line,
 )
 from runner.paths import Snapshot
@@ -221,7 +222,7 @@ class _Trial:
         stop, stage_findings = self.stages(attempt, findings)
         if stop is not None and not stop.grade:
             outcome, reason = attempt_outcome(stop, None, None)
-            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
+            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[], **stop_fields(stop))
             return outcome, reason, [], True
         _check_stop(spec)
         try:
@@ -229,7 +230,8 @@ class _Trial:
         except GitError as exc:
             _check_stop(spec)  # the copy failed because the run is stopping: not a result
             failed = self.budget.work_failed("preparing the grading copy", exc)
-            self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[])
+            self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[],
+                      **stop_fields(failed))
             return failed.outcome, failed.reason, [], True
         _check_stop(spec)  # graders killed by Ctrl-C decide nothing: the trial stays unfinished
         bad = self.integrity("after_grading") + violations
@@ -245,7 +247,8 @@ class _Trial:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
         next_findings = [] if final else retry_findings(stage_findings, results, list(spec.case.criteria),
                                                         self.manifest.reveal_grader_output)
-        self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings)
+        self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings,
+                  **stop_fields(stop))
         return outcome, reason, next_findings, final
 
     def stages(self, attempt: int, findings: list[str]) -> tuple[Stop | None, list[str]]:
