@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from contract.run_events import CaseValidated, ControlResult
@@ -114,6 +115,40 @@ def test_the_pre_existing_set_travels_with_controls_reuse(kit, corpus_root, tmp_
     assert cv.from_run == ctl.run_id and [p.criterion_id for p in cv.pre_existing] == ["lint"]
     assert {v: f.outcome for v, f in finished(res.events_path).items()} == {
         "fixer": "accepted", "tabber": "regression"}
+
+
+STALL = """import pathlib, subprocess, sys, time
+flag, patch = pathlib.Path(sys.argv[1]), sys.argv[2]
+if not flag.exists():
+    flag.write_text("stalled once")
+    time.sleep(120)
+subprocess.run(["git", "apply", patch], check=True)
+"""
+
+
+def test_the_pre_existing_set_travels_with_resume(kit, corpus_root, tmp_path):
+    flag = tmp_path / "stalled"
+    m = red_repository(kit, corpus_root, isolation={"backend": "none"})
+    data = json.loads(m.read_text())
+    data["variants"][1]["agent"] = {"kind": "command", "argv": [
+        PY, "-c", STALL, str(flag), str((corpus_root / "patches" / "tabbed.patch").resolve())]}
+    m.write_text(json.dumps(data))
+    out = tmp_path / "o"
+    proc = subprocess.Popen([PY, "-m", "trialhouse", "run", "--manifest", str(m), "--output", str(out),
+                             "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    assert flag.exists()
+    res = cli("run", "--manifest", str(m), "--output", str(out), "--resume", "--no-progress")
+    assert res.returncode == 0, res.stdout + res.stderr
+    events = read_events(out / "events.jsonl")
+    assert len([e for e in events if isinstance(e, CaseValidated)]) == 1  # the controls were not run again
+    assert {v: f.outcome for v, f in finished(out / "events.jsonl").items()} == {
+        "fixer": "accepted", "tabber": "regression"}
+    assert "pre-existing failures ignored: lint" in finished(out / "events.jsonl")["tabber"].reason
 
 
 def test_a_reference_that_breaks_a_passing_check_still_leaves_the_case_unscored(kit, corpus_root, tmp_path):

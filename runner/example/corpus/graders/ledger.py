@@ -24,6 +24,14 @@ def money_existing():
     equal(format_amount(1234), "12.34", "format_amount(1234)")
 
 
+def amount_format_negative():
+    from ledger.money import format_amount
+
+    equal(format_amount(-150), "-1.50", "format_amount(-150)")
+    equal(format_amount(-5), "-0.05", "format_amount(-5)")
+    equal(format_amount(-100), "-1.00", "format_amount(-100)")
+
+
 def transfer_checks_funds():
     from ledger.accounts import InsufficientFunds, Ledger
 
@@ -105,7 +113,7 @@ def journal_existing():
 
 
 CHECKS = {f.__name__: f for f in [
-    amount_rejects_bad, money_existing, transfer_checks_funds, accounts_existing,
+    amount_rejects_bad, money_existing, amount_format_negative, transfer_checks_funds, accounts_existing,
     deposits_thread_safe, account_names_checked, journal_torn_tail, journal_existing,
 ]}
 
