@@ -176,8 +176,9 @@ def _case(case: CaseSpec, repo: Repo, commits: dict[str, str]) -> dict:
                            "repository's lint, already red before the task)",
             "layer": "repository",
             "command": ["python3", "{inputs}/graders/docstrings.py", package],
-            "files": ["graders/docstrings.py"],
+            "files": ["graders/docstrings.py", "graders/_harness.py"],
             "timeout_seconds": GRADER_TIMEOUT,
+            "success_token": True,
         })
     if case.compile_check:
         criteria.append({
