@@ -34,7 +34,7 @@ from contract.trial_events import (
 from runner.capture import TrialGit
 from runner.controls import control_state
 from runner.git import GitError
-from runner.grading import GradingContext, emit_gradings, grade_tree
+from runner.grading import GradingContext, case_inputs, emit_gradings, grade_tree
 from runner.manifest import Case
 from runner.outcome import (
     attempt_outcome,
@@ -153,7 +153,8 @@ def _grade(s: RunSetup, case: Case, t: SourceTrial, files: TrialFiles, tgit: Tri
     """The final state graded as a trial's is, and the outcome decided again."""
     box, (tree, ignored) = s.containment, trees
     attempt = max(t.finished.attempts, 1)
-    ctx = GradingContext(box.backend, s.snapshot, tgit, files.dir / ".runner" / "grade", network=box.network,
+    # Contained as a trial's grading is: the case's own inputs only (docs/security.md).
+    ctx = GradingContext(box.backend, case_inputs(s.snapshot, case), tgit, files.dir / ".runner" / "grade",
                          read_only=box.read_only, redactor=s.redactor)
     try:
         run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored,
