@@ -204,6 +204,29 @@ def test_one_case_has_a_pre_existing_red_repository_check(corpus, tmp_path, path
     assert _grade(root, case, ws, path_env)["public-api-documented"][1] == 1
 
 
+def test_the_lint_writes_the_token_only_when_it_passes(corpus, tmp_path):
+    """The lint never runs workspace code, so it is its own trusted parent: the success
+    token from stdin reaches the result file only when every public definition is
+    documented (docs/security.md, "The verdict channel")."""
+    pkg = tmp_path / "ws" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""A package."""\n')
+    (pkg / "mod.py").write_text('def public():\n    """Documented."""\n\n\ndef _private():\n    pass\n')
+    result = tmp_path / "result"
+    env = {**os.environ, "TRIALHOUSE_WORKSPACE": str(tmp_path / "ws"), "TRIALHOUSE_RESULT_FILE": str(result)}
+    lint = [sys.executable, str(corpus.parent / "graders" / "docstrings.py"), "pkg"]
+    done = subprocess.run(lint, input="tok-123\n", env=env, capture_output=True, text=True)
+    assert (done.returncode, result.read_text()) == (0, "tok-123")
+    result.unlink()
+    (pkg / "mod.py").write_text("def public():\n    return 1\n\n\nclass Broken(:\n")
+    (pkg / "more.py").write_text("class Public:\n    pass\n")
+    done = subprocess.run(lint, input="tok-123\n", env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and not result.exists()
+    assert done.stdout.splitlines() == ["pkg/mod.py: does not parse (SyntaxError)", "pkg/more.py:1: Public has no docstring"]
+    done = subprocess.run([*lint[:2], "missing"], input="tok-123\n", env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "grader error" in done.stderr and not result.exists()
+
+
 def test_case_definitions_are_unique():
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
