@@ -34,9 +34,8 @@ import pyarrow.compute as pc
 
 from ingest.batch import QuarantineRow
 from ingest.errors import IngestError
-from ingest.formats import foreign_files
+from ingest.formats import foreign_files, runs_jsonl_lines
 from ingest.formats._common import BatchBuilder, labels_json
-from ingest.formats import runs_jsonl_lines
 from ingest.formats.runs_jsonl_lines import LongLine, line_blocks, long_lines, read_lines
 from ingest.formats.runs_jsonl_row import FORMAT, RAW_MAX, RECORD, redact, row_record
 from ingest.formats.runs_jsonl_sql import LOOKUP, MAP_CONFIGS, PRICED, TRIALS_SQL, fast_sql
