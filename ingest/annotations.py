@@ -18,7 +18,7 @@ from pathlib import Path
 from contract.stage_events import FailureCategory
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
-from ingest.csv_records import Record, csv_records
+from ingest.csv_records import Record, TooManyRecords, csv_records
 from ingest.rows import row_problem
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
@@ -133,7 +133,10 @@ def import_annotations(
             result.batches.append(same)
         else:
             known = _known_trials(warehouse) if warehouse.exists() else {}
-            rows, quarantine = _rows(records, value_col, kind, annotator, known, str(csv_path))
+            try:
+                rows, quarantine = _rows(records, value_col, kind, annotator, known, str(csv_path))
+            except TooManyRecords as e:
+                raise IngestInputError(f"{csv_path}: {e}") from None
             notes = [f"annotations for trials in run(s): {', '.join(sorted({known[str(r['trial_id'])][0] for r in rows}))}"] if rows else []
             result.batches.append(write_batch(
                 warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,

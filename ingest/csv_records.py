@@ -6,7 +6,8 @@ stop the import or exhaust memory: a field past ``csv.field_size_limit`` (128 Ki
 past ``RECORD_MAX`` bytes (one line, or the lines of a quoted field; never held whole: the
 rest of an over-long line is skipped as it is read), text that is not UTF-8, or a line the
 ``csv`` module cannot parse is a ``Record`` with its problem and its first line number, for
-the importer to quarantine; the records after it are read as usual.
+the importer to quarantine; the records after it are read as usual. A file of more than
+``RECORDS_MAX`` records is refused (``TooManyRecords``) before the importer writes anything.
 """
 
 from __future__ import annotations
@@ -22,6 +23,23 @@ RECORD_MAX = MiB
 """Bytes one CSV record (or one JSONL line) may have."""
 EXCERPT_MAX = 4096
 """Characters of a bad record kept as its quarantined raw text."""
+RECORDS_MAX = 50_000
+"""Records one file may have."""
+TEXT_MAX = 64 * MiB
+"""Bytes of records one file may have (over-long records skipped unread do not count).
+
+Every record becomes a row or a quarantined row held until the file is written, so these two
+bounds are the import's memory bound: 404 MB peak at the worst measured (50,000 quarantined
+records of 1.2 KB; tests/ingest/test_ingest_review_csv.py), under the 500 MB every hostile file keeps to.
+A file past either is refused before anything is written: split it."""
+
+
+class TooManyRecords(ValueError):
+    """The file has more than ``RECORDS_MAX`` records or ``TEXT_MAX`` bytes of them."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"more than {RECORDS_MAX:,} records or {TEXT_MAX // MiB} MiB of them (by line {line:,}); "
+                         "split the file and import the parts")
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,7 @@ class _Lines:
         self.line = 0
         self.start = 1
         self.used = 0
+        self.total = 0
         self.raw: list[str] = []
 
     def new_record(self) -> None:
@@ -78,6 +97,9 @@ class _Lines:
         except UnicodeDecodeError as e:
             self._keep(data[:EXCERPT_MAX].decode("utf-8", errors="replace"))
             raise _LineProblem(f"not UTF-8 text (byte {e.start + 1} of line {self.line})") from None
+        self.total += len(data)
+        if self.total > TEXT_MAX:
+            raise TooManyRecords(self.line)
         self._keep(text)
         return text
 
@@ -114,10 +136,13 @@ def csv_records(f: BinaryIO, limit: int = RECORD_MAX) -> tuple[list[str], Iterat
     names = [h.strip() for h in header]
 
     def records() -> Iterator[Record]:
+        n = 0
         while (got := _next(reader, lines)) is not None:
             row, problem = got
             if row == []:
                 continue
+            if (n := n + 1) > RECORDS_MAX:
+                raise TooManyRecords(lines.start)
             fields = None if row is None else {k: v.strip() for k, v in zip(names, row, strict=False)}
             yield Record(lines.start, fields, problem, lines.excerpt().rstrip("\r\n"))
 
@@ -129,7 +154,10 @@ def jsonl_records(f: BinaryIO, limit: int = RECORD_MAX) -> Iterator[tuple[int, s
     ``f``: a line past ``limit`` bytes or not UTF-8 has text None and the problem (it is never
     held whole)."""
     lines = _Lines(f, limit)
+    n = 0
     while True:
+        if (n := n + 1) > RECORDS_MAX:
+            raise TooManyRecords(lines.line + 1)
         lines.new_record()
         try:
             text = next(lines)
@@ -140,3 +168,5 @@ def jsonl_records(f: BinaryIO, limit: int = RECORD_MAX) -> Iterator[tuple[int, s
             continue
         if text.strip():
             yield lines.line, text, None, text[:EXCERPT_MAX]
+        else:
+            n -= 1

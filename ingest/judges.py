@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 from ingest.annotations import CATEGORIES, DECISIONS
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
-from ingest.csv_records import csv_records, jsonl_records
+from ingest.csv_records import TooManyRecords, csv_records, jsonl_records
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
 
@@ -105,12 +105,15 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
                 con.close()
             rows, quarantine, now = [], [], datetime.now(UTC)
             with path.open("rb") as f:
-                for line, rec, raw in _rows(path, f):
-                    reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
-                    if reason:
-                        quarantine.append(QuarantineRow(str(path), line, reason, raw))
-                    else:
-                        rows.append(row)
+                try:
+                    for line, rec, raw in _rows(path, f):
+                        reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
+                        if reason:
+                            quarantine.append(QuarantineRow(str(path), line, reason, raw))
+                        else:
+                            rows.append(row)
+                except TooManyRecords as e:
+                    raise IngestInputError(f"{path}: {e}") from None
             result.batches.append(write_batch(warehouse, run_id, new_batch_id(), "reviews", files,
                                               {"reviews": rows}, quarantine, None, []))
         db.refresh(warehouse)

@@ -92,7 +92,7 @@ def test_a_quoted_field_left_open_stops_at_the_record_bound(tmp_path, loaded):
     """A stray quote swallows the lines after it into one field: the record is cut at 1 MiB,
     quarantined at its first line, and reading goes on after the line that passed the bound."""
     path = tmp_path / "reviews.csv"
-    filler = "".join(_review(f"run-1-t{i:03d}") for i in range(1, 9)) * 20_000  # ~6 MiB of lines
+    filler = "".join(_review(f"run-1-t{i:03d}") for i in range(1, 9)) * 1000  # 8,000 lines, 280 KB
     path.write_text(HEADER + _review("run-1-t001") + 'run-1-t002,alice,accept,looked,"open\n' + filler)
     got = _import(path, loaded)
     assert got.rc != 0 and got.maxrss_mb < hostile.RSS_LIMIT_MB
@@ -128,3 +128,28 @@ def test_a_header_that_cannot_be_read_is_one_clear_error(tmp_path):
     path.write_bytes(b"trial_id,\xff\n")
     with path.open("rb") as f, pytest.raises(ValueError, match="line 1 .the header.: not UTF-8"):
         csv_records(f)
+
+
+@pytest.mark.parametrize(("n", "note"), [(50_000, 1200), (50_001, 10), (500, 130_000), (520, 130_000)])
+def test_a_file_past_the_records_bound_is_refused_and_one_at_it_loads_within_500_mb(tmp_path, loaded, n, note):
+    """Every record is held (a review or a quarantined row) until the file is written: at the
+    bounds (50,000 records; 64 MiB of them: 500 reviews with a 130 KB note) the import stays
+    under 500 MB, and one record past either is refused in one line, nothing written."""
+    from ingest.csv_records import RECORDS_MAX, TEXT_MAX
+
+    path = tmp_path / "reviews.csv"
+    trial = (lambda k: f"ghost-{k}") if note < 1000 else (lambda k: f"run-1-t{k % 8 + 1:03d}")
+    with path.open("w") as f:
+        f.write(HEADER)
+        for i in range(0, n, 10_000):
+            f.write("".join(_review(trial(k), "n" * note) for k in range(i, min(i + 10_000, n))))
+    over = n > RECORDS_MAX or path.stat().st_size > TEXT_MAX
+    got = _import(path, loaded)
+    assert got.maxrss_mb < hostile.RSS_LIMIT_MB, got.maxrss_mb
+    stored = _q(loaded, "SELECT (SELECT count(*) FROM quarantine WHERE run_id LIKE 'reviews-%') "
+                        "+ (SELECT count(*) FROM reviews)")
+    if over:
+        assert got.err.startswith(f"trialhouse: {path}: more than {RECORDS_MAX:,} records or 64 MiB of them (by line ")
+        assert got.err.strip().endswith("split the file and import the parts") and stored == [(0,)]
+    else:
+        assert stored == [(n,)]
