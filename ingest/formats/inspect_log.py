@@ -213,12 +213,15 @@ def read_log(path: Path) -> LogContents:
 
 
 def log_files(path: Path) -> list[Path]:
-    """The Inspect logs at ``path`` (a log file, or a directory of them)."""
+    """The Inspect logs at ``path`` (a log file, or a directory of them), with any ``.eval`` or
+    ``.json`` that leads outside the folder (``foreign_files.outside``: the importer quarantines it)."""
     if path.is_file():
         return [path]
     found = []
     for p in sorted(path.rglob("*")):
-        if p.is_file() and p.suffix == ".eval" and is_inspect_eval_zip(p):
+        if p.suffix in (".eval", ".json") and foreign_files.outside(p):
+            found.append(p)  # a log leading out of the folder: listed so the import quarantines it, unread
+        elif p.is_file() and p.suffix == ".eval" and is_inspect_eval_zip(p):
             found.append(p)
         elif p.is_file() and p.suffix == ".json" and p.name not in {"logs.json", "eval-set.json"}:
             if b'"eval_id"' in foreign_files.head(p, 4096):

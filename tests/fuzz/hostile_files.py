@@ -10,7 +10,8 @@ what is wrong: a traceback, more than one line of error, a peak RSS of 500 MB or
 canary read or stored, or the expected reason missing.
 
 Used by ``tests/ingest/test_ingest_hostile_files.py`` (each shape once, with its own
-assertions) and by ``make fuzz`` (``foreign_fuzz``: random shapes with random sizes and places).
+assertions) and by ``make fuzz`` (``fuzz``: every shape, then random shapes, with random sizes
+and places).
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ class Case(NamedTuple):
     expect: str
     canary: Path | None = None
     secret: str | None = None
+    command: tuple[str, ...] = ("ingest",)
+    """The CLI command given the source (``review import``: judged on a warehouse of the Harbor fixture)."""
 
 
 def canary(work: Path, rng: random.Random) -> tuple[Path, str]:
@@ -160,6 +163,40 @@ def swebench_path_id(work: Path, rng: random.Random) -> Case:
     return Case(sub, "swebench", "instance id", outside / "report.json", text)
 
 
+def swebench_logs_symlink(work: Path, rng: random.Random) -> Case:
+    """A submission whose ``logs/<instance id>`` folder (a safe id) is a symlink to a folder
+    outside holding a report.json that says the instance is resolved."""
+    sub = _copy("swebench/20250901_agentx_model-a", work / "src" / "20250901_agentx_model-a")
+    iid = rng.choice(json.loads((sub / "results" / "results.json").read_text())["resolved"])
+    path, text = canary(work, rng)
+    report = path.parent / "report.json"
+    report.write_text(json.dumps({iid: {"resolved": True, "patch_is_None": False, "tests_status": {}, "n": text}}))
+    os.utime(report, (1_000_000, 2_000_000))
+    (sub / "logs").mkdir()
+    (sub / "logs" / iid).symlink_to(path.parent, target_is_directory=True)
+    return Case(sub, "swebench", "leads outside the folder", report, text)
+
+
+def swebench_report_symlink(work: Path, rng: random.Random) -> Case:
+    """Harness logs (logs/run_evaluation/<run>/<model>/<id>/report.json) where one report.json
+    is a symlink to a report outside."""
+    root = work / "src" / "logs"
+    path, text = canary(work, rng)
+    outside = path.parent / "report.json"
+    outside.write_text(json.dumps({"x__y-2": {"resolved": True, "patch_is_None": False, "tests_status": {},
+                                              "n": text}}))
+    os.utime(outside, (1_000_000, 2_000_000))
+    for iid in ("x__y-1", "x__y-2"):
+        d = root / "run_evaluation" / "r1" / "model-a" / iid
+        d.mkdir(parents=True)
+        (d / "report.json").write_text(json.dumps({iid: {"resolved": False, "patch_is_None": False,
+                                                         "tests_status": {}}}))
+    target = root / "run_evaluation" / "r1" / "model-a" / "x__y-2" / "report.json"
+    target.unlink()
+    target.symlink_to(outside)
+    return Case(root, "swebench", "leads outside the folder", outside, text)
+
+
 def swebench_sparse_preds(work: Path, rng: random.Random) -> Case:
     """A submission whose all_preds.jsonl is a sparse file of 600 MiB to 1 GiB (one line of NULs)."""
     sub = _copy("swebench/20250901_agentx_model-a", work / "src" / "20250901_agentx_model-a")
@@ -187,6 +224,25 @@ def inspect_sparse_json(work: Path, rng: random.Random) -> Case:
     log.write_bytes(b'{"version": 2, "status": "success", "eval": {"eval_id": "x", "task": "t", ')
     os.truncate(log, rng.randrange(600, 1025) * MiB)
     return Case(log, "inspect", "more than the 256 MiB a JSON document may have")
+
+
+def inspect_log_symlink(work: Path, rng: random.Random) -> Case:
+    """A folder of Inspect logs: one real .eval, and one .eval (or .json) that is a symlink to
+    a log outside the folder."""
+    logs = work / "src" / "logs"
+    logs.mkdir(parents=True)
+    shutil.copy(FIXTURES / "inspect" / "mixed.eval", logs / "a.eval")
+    path, text = canary(work, rng)
+    suffix = rng.choice([".eval", ".json"])
+    outside = path.parent / f"secret{suffix}"
+    shutil.copy(FIXTURES / "inspect" / f"mixed{suffix}", outside)
+    if suffix == ".json":
+        doc = json.loads(outside.read_text())
+        doc["eval"]["task"] = text
+        outside.write_text(json.dumps(doc))
+    os.utime(outside, (1_000_000, 2_000_000))
+    (logs / f"b{suffix}").symlink_to(outside)
+    return Case(logs, "inspect", "leads outside the folder", outside, text if suffix == ".json" else None)
 
 
 def _zip(path: Path, members: list[tuple[str, int, bytes, int]]) -> None:
@@ -288,11 +344,42 @@ def runs_jsonl_configs(work: Path, rng: random.Random, n: int | None = None, tas
     return Case(path, "runs-jsonl", "distinct configurations")
 
 
+# ---------------------------------------------------------------------------- review files
+
+
+def review_csv(work: Path, rng: random.Random) -> Case:
+    """A review CSV with good records around one hostile record: a field of 130 KB - 2 MB, a
+    sparse line of 256 MiB - 1 GiB, a bare CR, a byte that is not UTF-8, or a quote left open."""
+    path = work / "src" / "reviews.csv"
+    path.parent.mkdir(parents=True)
+    good = "".join(f"t{i},alice,accept,looked,fine\n" for i in range(rng.randrange(1, 20)))
+    kind = rng.choice(["field", "line", "cr", "utf8", "quote"])
+    with path.open("wb") as f:
+        f.write(("trial_id,reviewer,decision,reason_code,note\n" + good).encode())
+        if kind == "field":
+            f.write(b"t0,alice,accept,looked," + b"x" * rng.randrange(130_000, 2_000_000) + b"\n")
+        elif kind == "line":
+            f.truncate(f.tell() + rng.randrange(256, 1025) * MiB)
+            f.seek(0, os.SEEK_END)
+            f.write(b"\n")
+        elif kind == "cr":
+            f.write(b"t0,alice,accept,looked,a\rb\n")
+        elif kind == "utf8":
+            f.write(b"t0,alice,accept,looked,caf\xe9\n")
+        else:
+            f.write(b't0,alice,accept,looked,"open\n' + (b"y" * 1000 + b"\n") * rng.randrange(200, 3000))
+        f.write(good.encode())
+    expect = {"field": "field larger than field limit", "line": "a record longer than", "cr": "new-line character",
+              "utf8": "not UTF-8", "quote": "field larger than field limit"}[kind]
+    return Case(path, "csv", expect, command=("review", "import"))
+
+
 SHAPES: dict[str, Callable[[Path, random.Random], Case]] = {
     f.__name__: f for f in (
         harbor_trial_folder_symlink, harbor_result_symlink, harbor_sparse_result, harbor_duplicate_id,
-        harbor_fifo_result, swebench_path_id, swebench_sparse_preds, swebench_yaml_bomb,
-        inspect_sparse_json, inspect_bomb, inspect_central_directory, runs_jsonl_sparse, runs_jsonl_configs)
+        harbor_fifo_result, swebench_path_id, swebench_logs_symlink, swebench_report_symlink, swebench_sparse_preds, swebench_yaml_bomb,
+        inspect_sparse_json, inspect_log_symlink, inspect_bomb, inspect_central_directory, runs_jsonl_sparse, runs_jsonl_configs,
+        review_csv)
 }
 
 
@@ -331,8 +418,14 @@ def reasons(warehouse: Path) -> list[str]:
 def judge(case: Case, warehouse: Path, timeout: float = 300) -> tuple[Measured, list[str]]:
     """Ingest ``case`` through the CLI (a subprocess, measured) and list what is wrong."""
     text, atime = case.secret, case.canary.stat().st_atime if case.canary else None
-    got = run_measured([str(TRIALHOUSE), "ingest", str(case.source), "--format", case.fmt,
-                        "--warehouse", str(warehouse)], timeout)
+    args = [str(TRIALHOUSE), *case.command, str(case.source), "--warehouse", str(warehouse)]
+    if case.command == ("ingest",):
+        args += ["--format", case.fmt]
+    else:  # a review file needs a warehouse to review
+        from ingest.api import ingest_paths
+
+        ingest_paths([FIXTURES / "harbor" / "2026-01-10__12-00-00"], warehouse, allow_quarantine=True)
+    got = run_measured(args, timeout)
     wrong = []
     if got.rc not in (0, 2):
         wrong.append(f"exit {got.rc}")
@@ -350,3 +443,18 @@ def judge(case: Case, warehouse: Path, timeout: float = 300) -> tuple[Measured, 
     if case.canary and case.canary.stat().st_atime != atime:
         wrong.append(f"the canary outside the folder was read ({case.canary})")
     return got, wrong
+
+
+def fuzz(n: int, seed: int, work: Path) -> list[str]:
+    """``n`` hostile sources of random shapes, sizes and places, each judged; the findings."""
+    rng = random.Random(seed)
+    names = sorted(SHAPES)
+    findings = []
+    for i in range(n):
+        name, case_seed = names[i % len(names)] if i < len(names) else rng.choice(names), rng.getrandbits(32)
+        folder = work / f"{i:04d}-{name}"
+        case = SHAPES[name](folder, random.Random(case_seed))
+        got, wrong = judge(case, folder / "wh" / "w.duckdb")
+        findings += [f"{name} (seed {case_seed}): {w}" for w in wrong]
+        shutil.rmtree(folder, ignore_errors=True)  # sparse files cost no disk, bombs and configurations some
+    return findings

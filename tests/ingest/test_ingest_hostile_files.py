@@ -102,6 +102,27 @@ def test_a_swebench_instance_id_that_is_a_path_is_quarantined_and_decides_nothin
     assert _count(wh, "SELECT count(*) FROM trials") == [(SWEBENCH_TRIALS,)]
 
 
+def test_a_swebench_logs_folder_that_is_a_symlink_out_decides_nothing(tmp_path):
+    case, got, wh = _ingest(tmp_path, "swebench_logs_symlink")
+    [(reason, raw)] = _count(wh, "SELECT reason, raw_text FROM quarantine")
+    assert "report.json: leads outside the folder" in reason and raw is None
+    assert _count(wh, "SELECT count(*) FROM trials") == [(SWEBENCH_TRIALS,)]
+
+
+def test_a_swebench_harness_report_that_is_a_symlink_out_is_quarantined_unread(tmp_path):
+    case, got, wh = _ingest(tmp_path, "swebench_report_symlink")
+    assert _count(wh, "SELECT case_id, outcome FROM trials") == [("x__y-1", "target_failed")]
+    assert _count(wh, "SELECT count(*), count(raw_text) FROM quarantine") == [(1, 0)]
+
+
+@pytest.mark.parametrize("seed", [0, 1])  # a .json log, then an .eval
+def test_an_inspect_log_that_is_a_symlink_out_is_quarantined_unread(tmp_path, seed):
+    case, got, wh = _ingest(tmp_path, "inspect_log_symlink", seed)
+    [(reason, raw)] = _count(wh, "SELECT reason, raw_text FROM quarantine")
+    assert "leads outside the folder" in reason and raw is None
+    assert _count(wh, "SELECT count(*) > 0 FROM trials") == [(True,)]  # the real log beside it imports
+
+
 def test_sparse_swebench_predictions_are_read_a_bounded_line_at_a_time(tmp_path):
     case, got, wh = _ingest(tmp_path, "swebench_sparse_preds")
     [(line, reason, raw)] = _count(wh, "SELECT line, reason, raw_text FROM quarantine")
@@ -134,6 +155,14 @@ def test_a_runs_jsonl_line_longer_than_a_block_is_skipped_as_it_is_read(tmp_path
     reasons = [r for (r,) in _count(wh, "SELECT reason FROM quarantine ORDER BY line")]
     assert "longer than the 1 MiB a runs-jsonl line may have; not parsed" in reasons[0]
     assert "duplicate" in reasons[1]  # the good line after the NULs is read (and repeats line 1)
+
+
+@pytest.mark.parametrize("seed", [1, 7])  # a quote left open, a sparse line (the rest: test_ingest_review_csv.py)
+def test_hostile_review_csv_records_are_quarantined_with_their_line(tmp_path, seed):
+    """The review-file shapes of ``make fuzz`` (a huge field, a sparse line, a bare CR, not
+    UTF-8, a quote left open), each judged as the foreign files are."""
+    case, got, wh = _ingest(tmp_path, "review_csv", seed)
+    assert got.rc == 2 and got.maxrss_mb < hostile.RSS_LIMIT_MB
 
 
 def test_a_million_configurations_are_refused_early_and_summarize_says_why(tmp_path):
