@@ -352,4 +352,12 @@ def load(path: Path, prices: PriceTable | None = None, reward_key: str = REWARD_
     path = Path(path)
     if path.is_file() and path.name != "result.json":
         raise IngestError(f"{path}: expected a Harbor job directory or a result.json")
-    return [_load_job(j, prices, reward_key) for j in _job_dirs(path)]
+    jobs = _job_dirs(path)
+    batches = [_load_job(j, prices, reward_key) for j in jobs]
+    folder = path.parent if path.is_file() else path
+    if jobs != [folder] and (out := [p for p in sorted(folder.iterdir()) if p.is_dir() and foreign_files.outside(p)]):
+        b = BatchBuilder(f"harbor-outside-{path_key(folder)}", FORMAT, [])  # a jobs folder: a job that leads out
+        for p in out:
+            b.quarantine(p, None, f"{p}: {foreign_files.outside(p)}")
+        batches.append(b.finish())
+    return batches

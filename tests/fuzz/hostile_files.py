@@ -114,6 +114,22 @@ def harbor_result_symlink(work: Path, rng: random.Random) -> Case:
     return Case(job, "harbor", "leads outside the folder", path, text)
 
 
+def harbor_job_symlink(work: Path, rng: random.Random) -> Case:
+    """A folder of Harbor jobs: one real job, and one that is a symlink to a job outside whose
+    trial result holds the canary's text."""
+    jobs = work / "src" / "jobs"
+    _copy("harbor/2026-01-10__12-00-00", jobs / "2026-01-10__12-00-00")
+    path, text = canary(work, rng)
+    job = _copy("harbor/2026-01-10__12-00-00", path.parent / "job")
+    trial = rng.choice(sorted(p for p in job.iterdir() if (p / "result.json").is_file()))
+    doc = json.loads((trial / "result.json").read_text())
+    doc["trial_name"] = text
+    (trial / "result.json").write_text(json.dumps(doc))
+    os.utime(trial / "result.json", (1_000_000, 2_000_000))
+    (jobs / f"evil__{rng.randrange(10**6)}").symlink_to(job, target_is_directory=True)
+    return Case(jobs, "harbor", "leads outside the folder", trial / "result.json", text)
+
+
 def harbor_sparse_result(work: Path, rng: random.Random) -> Case:
     """A trial's result.json made a sparse file of 300 MiB to 1 GiB."""
     job = _copy("harbor/2026-01-10__12-00-00", work / "src" / "job")
@@ -376,7 +392,7 @@ def review_csv(work: Path, rng: random.Random) -> Case:
 
 SHAPES: dict[str, Callable[[Path, random.Random], Case]] = {
     f.__name__: f for f in (
-        harbor_trial_folder_symlink, harbor_result_symlink, harbor_sparse_result, harbor_duplicate_id,
+        harbor_trial_folder_symlink, harbor_result_symlink, harbor_job_symlink, harbor_sparse_result, harbor_duplicate_id,
         harbor_fifo_result, swebench_path_id, swebench_logs_symlink, swebench_report_symlink, swebench_sparse_preds, swebench_yaml_bomb,
         inspect_sparse_json, inspect_log_symlink, inspect_bomb, inspect_central_directory, runs_jsonl_sparse, runs_jsonl_configs,
         review_csv)
@@ -454,6 +470,8 @@ def fuzz(n: int, seed: int, work: Path) -> list[str]:
         name, case_seed = names[i % len(names)] if i < len(names) else rng.choice(names), rng.getrandbits(32)
         folder = work / f"{i:04d}-{name}"
         case = SHAPES[name](folder, random.Random(case_seed))
+        if rng.random() < 0.5:  # detection reads the hostile file too
+            case = case._replace(fmt="auto")
         got, wrong = judge(case, folder / "wh" / "w.duckdb")
         findings += [f"{name} (seed {case_seed}): {w}" for w in wrong]
         shutil.rmtree(folder, ignore_errors=True)  # sparse files cost no disk, bombs and configurations some

@@ -72,6 +72,13 @@ def test_a_harbor_result_that_is_a_symlink_out_is_quarantined_unread(tmp_path):
     assert _count(wh, "SELECT count(*), count(raw_text) FROM quarantine") == [(1, 0)]
 
 
+def test_a_harbor_job_that_is_a_symlink_out_of_a_jobs_folder_is_quarantined_unread(tmp_path):
+    case, got, wh = _ingest(tmp_path, "harbor_job_symlink")
+    [(reason, raw)] = _count(wh, "SELECT reason, raw_text FROM quarantine")
+    assert "evil__" in reason and "leads outside the folder" in reason and raw is None
+    assert _count(wh, "SELECT count(*) FROM trials") == [(HARBOR_TRIALS,)]  # the real job beside it
+
+
 def test_a_sparse_harbor_result_is_refused_by_its_size(tmp_path):
     case, got, wh = _ingest(tmp_path, "harbor_sparse_result")
     [(reason, raw)] = _count(wh, "SELECT reason, raw_text FROM quarantine")
