@@ -1,5 +1,5 @@
 """Reading a CSV file a bounded record at a time, each problem kept with its line (docs/security.md,
-"Review and CSV files").
+"Review files and CSV exports").
 
 Review and annotation files come from people and spreadsheets, so one bad record must not
 stop the import or exhaust memory: a field past ``csv.field_size_limit`` (128 KiB), a record
@@ -69,9 +69,10 @@ class _Lines:
         self.used = 0
         self.total = 0
         self.raw: list[str] = []
+        self.kept = 0
 
     def new_record(self) -> None:
-        self.start, self.used, self.raw = self.line + 1, 0, []
+        self.start, self.used, self.raw, self.kept = self.line + 1, 0, [], 0
 
     def excerpt(self) -> str:
         return "".join(self.raw)[:EXCERPT_MAX]
@@ -104,8 +105,9 @@ class _Lines:
         return text
 
     def _keep(self, text: str) -> None:
-        if sum(map(len, self.raw)) < EXCERPT_MAX:
-            self.raw.append(text[:EXCERPT_MAX])
+        if self.kept < EXCERPT_MAX:
+            self.raw.append(text[:EXCERPT_MAX - self.kept])
+            self.kept += len(self.raw[-1])
 
 
 def _next(reader: Iterator[list[str]], lines: _Lines) -> tuple[list[str] | None, str | None] | None:
@@ -156,17 +158,15 @@ def jsonl_records(f: BinaryIO, limit: int = RECORD_MAX) -> Iterator[tuple[int, s
     lines = _Lines(f, limit)
     n = 0
     while True:
-        if (n := n + 1) > RECORDS_MAX:
-            raise TooManyRecords(lines.line + 1)
         lines.new_record()
         try:
-            text = next(lines)
+            text, problem = next(lines), None
         except StopIteration:
             return
         except _LineProblem as e:
-            yield lines.start, None, str(e), lines.excerpt()
+            text, problem = None, str(e)
+        if text is not None and not text.strip():
             continue
-        if text.strip():
-            yield lines.line, text, None, text[:EXCERPT_MAX]
-        else:
-            n -= 1
+        if (n := n + 1) > RECORDS_MAX:
+            raise TooManyRecords(lines.start)
+        yield lines.start, text, problem, lines.excerpt()

@@ -153,3 +153,16 @@ def test_a_file_past_the_records_bound_is_refused_and_one_at_it_loads_within_500
         assert got.err.strip().endswith("split the file and import the parts") and stored == [(0,)]
     else:
         assert stored == [(n,)]
+
+
+def test_the_bounds_count_records_not_lines_nor_blank_ones():
+    import io
+
+    from ingest.csv_records import RECORDS_MAX, TooManyRecords, jsonl_records
+
+    at = b'{"a": 1}\n\n' * RECORDS_MAX  # a blank line after each record
+    assert sum(1 for _ in jsonl_records(io.BytesIO(at))) == RECORDS_MAX
+    with pytest.raises(TooManyRecords, match=f"by line {2 * RECORDS_MAX + 1:,}"):
+        list(jsonl_records(io.BytesIO(at + b'{"a": 2}\n')))
+    names, records = csv_records(io.BytesIO(b"a,b\n" + b'1,"two\nlines"\n' * RECORDS_MAX))
+    assert names == ["a", "b"] and [r.line for r in records][-1] == 2 * RECORDS_MAX
