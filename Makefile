@@ -71,8 +71,8 @@ lint: $(STAMP) ## ruff
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
 	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/
 
-fuzz: $(STAMP) ## seeded fuzzing: 520 event files, 449 manifests, 60 runs-jsonl files (columnar vs row path), 500 foreign results, 30 analysis warehouses; 0 findings expected
-	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --analysis 30 --seed 14
+fuzz: $(STAMP) ## seeded fuzzing: 520 event files, 449 manifests, 60 runs-jsonl files (columnar vs row path), 500 foreign results, 40 hostile files, 30 analysis warehouses; 0 findings expected
+	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --hostile 40 --analysis 30 --seed 14
 
 bench: $(STAMP) ## reproducible benchmarks at 1M events/trials; rewrites bench/results.md (see bench/README.md)
 	$(BIN)/python -m pip install --quiet -e '.[inspect]' --config-settings editable_mode=compat  # the Inspect import bench measures against inspect-ai itself

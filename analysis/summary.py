@@ -274,6 +274,21 @@ def _holistic(con: duckdb.DuckDBPyConnection, st: Staged, filters: Filters, by_c
     return {r[:n]: dict(zip(hcols, r[n:], strict=True)) for r in cur.fetchall()}
 
 
+def _nothing_common(st: Staged) -> str | None:
+    """Why there is no row although complete trials were selected: no task is common to the
+    configurations of their universe (each ran other tasks), so nothing can be compared."""
+    complete = sum(c for c, _, _ in st.trial_counts.values())
+    empty = [u for u in st.universes if u.common == 0]
+    if not complete or not empty:
+        return None
+    named = "; ".join(f"{u.name}: {len(u.config_ids):,} configuration(s) over {u.tasks:,} task(s)"
+                      for u in empty[:3]) + (f"; and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return (f"{complete:,} complete trial(s) in {len(st.config_runs):,} configuration(s) match, but no "
+            f"task is common to all the configurations of their task universe ({named}); summarize "
+            "compares configurations on the tasks they all ran (docs/analysis.md, \"Task universes and the task set\"): "
+            "select configurations that share tasks (--config, --model, --run)")
+
+
 def _warnings(rows: list[dict], excluded: list[dict]) -> list[str]:
     out = [f"{label(ex)} ({ex['config_id'][:12]}): "
            f"{len(ex['case_ids'])} task(s) outside the common set of {ex['universe']} excluded"
@@ -333,10 +348,9 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     recs = sorted((rec for rec in recs if rec["config_id"] is not None),
                   key=lambda r: _sort_key(r, by_cols))
     if not recs:
-        raise AnalysisError(
+        raise AnalysisError(_nothing_common(st) or (
             f"no complete trials match the filters {filters.as_dict()}; check "
-            "--run/--label/--since or ingest a run first"
-        )
+            "--run/--label/--since or ingest a run first"))
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
     out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,
