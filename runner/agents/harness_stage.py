@@ -318,15 +318,18 @@ _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_to
 
 def gateway_usage(calls: list[CallRecord]) -> GatewayUsage:
     """One stage's calls summed. Tokens over the calls answered 200; a token field is None
-    when no call answered or one that did left it unreported (unknown is not zero)."""
+    when no call answered or one that did left it unreported (unknown is not zero). A retry
+    is counted once (a call's ``retries`` is its ordinal at that point of the conversation)."""
     ok = [c for c in calls if c.status == 200]
     tokens: dict[str, int | None] = {}
     for name in _TOKENS:
         values = [getattr(c, name) for c in ok]
         tokens[name] = None if not values or any(v is None for v in values) else sum(values)
+    models = list(dict.fromkeys(c.model for c in calls if c.model and not c.side_request))
     return GatewayUsage(
         calls=len(calls), failed_calls=sum(1 for c in calls if c.status is None or c.status >= 400),
-        retries=sum(c.retries for c in calls), model_s=round(sum(c.latency_s for c in calls), 6), **tokens)
+        retries=sum(1 for c in calls if c.retries > 0), model_s=round(sum(c.latency_s for c in calls), 6),
+        models=models[:MAX_MODELS], **tokens)
 
 
 def sum_gateway(parts: list[GatewayUsage | None]) -> GatewayUsage | None:
@@ -338,6 +341,25 @@ def sum_gateway(parts: list[GatewayUsage | None]) -> GatewayUsage | None:
     for name in _TOKENS:
         values = [getattr(p, name) for p in seen]
         tokens[name] = None if any(v is None for v in values) else sum(values)
+    models = list(dict.fromkeys(m for p in seen for m in p.models))[:MAX_MODELS]
     return GatewayUsage(calls=sum(p.calls for p in seen), failed_calls=sum(p.failed_calls for p in seen),
-                           retries=sum(p.retries for p in seen), model_s=round(sum(p.model_s for p in seen), 6),
-                           **tokens)
+                        retries=sum(p.retries for p in seen), model_s=round(sum(p.model_s for p in seen), 6),
+                        models=models, **tokens)
+
+
+MAX_MODELS = 20
+"""Distinct requested models kept per stage or trial (a harness that cycles more is rare)."""
+_SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+def model_substituted(label: str | None, usage: GatewayUsage | None) -> bool | None:
+    """Whether a main-loop call asked for a model other than the variant's label.
+
+    The label's ``provider/`` prefix (mini, litellm) is not sent, and a dated snapshot of the
+    label (``claude-sonnet-4-5-20250929``, ``gpt-5-2025-08-07``) is the label. None when
+    there is nothing to compare (docs/agents.md#gateway-truth)."""
+    if not label or usage is None or not usage.models:
+        return None
+    want = label.rsplit("/", 1)[-1].lower()
+    return any(_SNAPSHOT.sub("", m.rsplit("/", 1)[-1].lower()) != want and m.lower() != want
+               for m in usage.models)
