@@ -28,7 +28,7 @@ from contract.call_events import ModelCall
 from contract.run_events import RunStarted
 from contract.stage_events import StageFinished
 from contract.trial_events import TrialFinished
-from runner.agents.rehearse import scenario_script
+from runner.agents.rehearse import codex_exec, scenario_script
 from runner.eventlog import read_events
 from runner.gateway import Gateway, Script, Step, ToolCall
 
@@ -39,7 +39,7 @@ PY = sys.executable
 DOC = Path(__file__).resolve().parents[3] / "docs" / "agents.md"
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "R3alKey" * 8, "OPENAI_API_KEY": "sk-proj-" + "R3alKey" * 8}
 DUMP = {"claude-code": ToolCall(name="Bash", input={"command": "env > agent-env.txt"}),
-        "codex": ToolCall(name="exec_command", input={"cmd": "env > agent-env.txt"}),
+        "codex": codex_exec("env > agent-env.txt"),  # the recipe's model is Codex's default: exec tool
         "mini-swe-agent": ToolCall(name="bash", input={"command": "env > agent-env.txt"})}
 
 
@@ -56,7 +56,7 @@ def trialhouse(*args: str, env: dict | None = None) -> subprocess.CompletedProce
 
 def dumping(kind: str) -> Script:
     """The success script with a first step that writes the agent's environment to a file."""
-    script = scenario_script(kind, "success")
+    script = scenario_script(kind, "success", exec_tool=kind == "codex")
     return Script(steps=[Step(text="Looking around.", tool_calls=[DUMP[kind]]), *script.steps])
 
 
