@@ -31,15 +31,16 @@ from contract.stage_events import GatewayUsage
 from runner import sandbox
 from runner.agents.harness import (
     DEFAULT_BINARY,
-    DEFAULT_KEY_ENV,
     HarnessPlan,
     HarnessSettings,
+    key_env_of,
     plan,
     probe,
     read_outputs,
     settings_for,
 )
 from runner.agents.harness_result import HarnessResult
+from runner.agents.mini_prices import budget_problem
 from runner.agents.steps import Step
 from runner.agents.trajectory import (
     agent_events_steps,
@@ -148,9 +149,13 @@ def resolve(variant: Any, manifest_dir: Path, *, uses_gateway: bool, isolated: b
     if variant.harness_version and variant.harness_version != probed.version:
         out.problems.append(("harness_version", f"the manifest says {variant.harness_version}, but "
                                                 f"{found.path} is {agent.kind} {probed.version}"))
+    unpriced = budget_problem(found.path, settings.model, settings.max_budget_usd) \
+        if agent.kind == "mini-swe-agent" else None
+    if unpriced:
+        out.problems.append(("agent.max_budget_usd", unpriced))
     key_env = None
     if not uses_gateway:
-        want = DEFAULT_KEY_ENV[agent.kind]
+        want = key_env_of(agent.kind, settings.model)
         if want not in agent.pass_env:
             out.problems.append(("agent.pass_env", f"a {agent.kind} agent without the run's model gateway calls the "
                                                    f"provider itself: pass its key ({want}) in pass_env, or add a "
