@@ -34,6 +34,7 @@ from runner.agents.harness_stage import (
     ResolvedHarness,
     collect,
     command_steps,
+    gateway_filled,
     gateway_usage,
     read_stage,
     step_fields,
@@ -232,6 +233,7 @@ def _finish(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: Tri
         report = parse_agent_output(setup.variant.agent.usage_format, inv.raw_out, events_copy,
                                     stage_started_at=inv.started)
         steps = command_steps(events_copy, inv.calls, started=inv.started, stage=stage)
+        report = replace(report, usage=gateway_filled(report.usage, inv.measured, steps))
     if report.usage.cost_usd is not None and report.usage.cost_basis is None:
         report = replace(report, usage=report.usage.model_copy(update={"cost_basis": "reported"}))
     status, vfindings = parse_verdict(verdict_data)

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contract.stage_events import GatewayUsage
+from contract.stage_events import GatewayUsage, Usage
 from runner import sandbox
 from runner.agents.harness import (
     DEFAULT_BINARY,
@@ -292,6 +292,21 @@ def command_steps(events_file: Path, calls: list[CallRecord], *, started: dateti
             tools_seen += step.kind == "tool"
         merged += [turn for _p, turn in pending]
     return [replace(s, index=i) for i, s in enumerate(merged)]
+
+
+def gateway_filled(usage: Usage, measured: GatewayUsage | None, steps: list[Step]) -> Usage:
+    """A ``command`` agent's usage with what it did not report taken from the gateway: the
+    tokens it measured and, for steps, the model turns (e.g. aider, which prints no usage
+    trialhouse parses; docs/agents.md#aider-and-openhands-as-command-agents-tested)."""
+    if measured is None:
+        return usage
+    filled = {name: getattr(measured, name) for name in _TOKENS
+              if getattr(usage, name) is None and getattr(measured, name) is not None}
+    if usage.steps is None and any(s.kind == "model" for s in steps):
+        filled["steps"] = sum(1 for s in steps if s.kind == "model")
+    if not filled:
+        return usage
+    return usage.model_copy(update={**filled, "source": f"{usage.source}+gateway" if usage.source else "gateway"})
 
 
 def step_fields(step: Step, gateway_ids: set[str]) -> dict[str, Any]:

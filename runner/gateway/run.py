@@ -72,6 +72,7 @@ class RunGateway:
         assert settings is not None
         self.settings = settings
         self.variants = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
+        self.main_loop = {v.id: (v.agent.main_loop or "tools", v.model) for v in manifest.variants}
         self.run_dir = run_dir
         self._trial_id = trial_id
         self.scripts: dict[str, Script] = {}
@@ -148,7 +149,8 @@ class RunGateway:
         ``task``: the stage's task key (``runner.task_key``), kept in a recording and checked
         against it in replay."""
         kwargs: dict[str, Any] = {"stage": stage, "attempt": attempt, "variables": {"workspace": str(workspace)},
-                                  "linked": self.linked, "task": task}
+                                  "linked": self.linked, "task": task,
+                                  "main_loop": self.main_loop.get(variant, ("tools", None))}
         if self.settings.mode == "scripted":
             script = self.scripts.get(variant) or self.scripts.get(DEFAULT_SCRIPT)
             if script is None:

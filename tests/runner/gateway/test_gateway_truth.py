@@ -61,3 +61,19 @@ def test_substitution_rules():
     assert model_substituted("gpt-5", usage()) is None  # no main-loop call: nothing to compare
     assert model_substituted(None, usage("gpt-5")) is None
     assert model_substituted("gpt-5", None) is None
+
+
+def _chat(model: str) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": "fix"}]}  # no tools: aider's edit formats
+
+
+def test_main_loop_rules_for_agents_without_tool_calling():
+    script = Script(steps=[Step(text="done", usage=Tokens(input_tokens=1, output_tokens=1))])
+    seen: dict[str, list] = {}
+    with Gateway("scripted", script=script) as gw:
+        for rule in ("tools", "model", "all"):
+            base = gw.open_trial(rule, main_loop=(rule, "openai/gpt-9"))
+            for model in ("gpt-9", "gpt-9-mini"):  # the main model, then a weak model's summary
+                assert httpx.post(f"{base}/v1/chat/completions", json=_chat(model)).status_code == 200
+            seen[rule] = [c.side_request for c in gw.calls(rule)]
+    assert seen == {"tools": [True, True], "model": [False, True], "all": [False, False]}
