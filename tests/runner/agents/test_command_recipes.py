@@ -44,7 +44,7 @@ def installed(name: str) -> Path:
     folder, program = INSTALLS[name]
     binary = TOOLS / folder / "bin" / program
     assert binary.exists(), f"{binary} is missing: run `make recipe-tools` (PyPI only)"
-    return binary
+    return Path(os.path.realpath(binary.parent)) / program
 
 
 def visible(binary: Path) -> list[str]:
@@ -81,7 +81,7 @@ def test_aider_recipe_is_the_main_loop_and_its_history_stays_out_of_the_patch(tm
     assert fin.gateway_usage.input_tokens is not None
     assert (fin.usage.input_tokens, fin.usage.output_tokens) == (fin.gateway_usage.input_tokens,
                                                                  fin.gateway_usage.output_tokens)
-    assert fin.usage.source.endswith("+gateway") and fin.usage.steps == len(main)
+    assert "gateway" in fin.usage.source.split("+") and fin.usage.steps == len(main)
     assert fin.patch_paths == ["calc.py"]  # no .aider.chat.history.md, no .aider.input.history
     patch = (trial / "changes.patch").read_text()
     assert "+    return a + b" in patch and ".aider" not in patch
