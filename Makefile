@@ -107,6 +107,9 @@ CODEX_DIR  := $(TOOLS)/codex-$(CODEX_VERSION)
 MINI_DIR   := $(TOOLS)/mini-swe-agent-$(MINI_SWE_AGENT_VERSION)
 AIDER_VERSION       ?= 0.86.2
 AIDER_DIR  := $(TOOLS)/aider-chat-$(AIDER_VERSION)
+OPENHANDS_VERSION   ?= 1.16.0
+OPENHANDS_PYTHON    ?= python3.12
+OPENHANDS_DIR := $(TOOLS)/openhands-$(OPENHANDS_VERSION)
 
 tools: $(CLAUDE_DIR)/.installed $(CODEX_DIR)/.installed $(MINI_DIR)/.installed ## install the pinned agent CLIs into tools/ (Claude Code, Codex, mini-swe-agent)
 	@mkdir -p $(TOOLS)/bin
@@ -115,7 +118,7 @@ tools: $(CLAUDE_DIR)/.installed $(CODEX_DIR)/.installed $(MINI_DIR)/.installed #
 	@ln -sfn ../mini-swe-agent-$(MINI_SWE_AGENT_VERSION)/bin/mini $(TOOLS)/bin/mini
 	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --help | head -1
 
-recipe-tools: $(AIDER_DIR)/.installed ## install the pinned CLIs of the command-agent recipes into tools/ (aider; PyPI only)
+recipe-tools: $(AIDER_DIR)/.installed $(OPENHANDS_DIR)/.installed ## install the pinned CLIs of the command-agent recipes into tools/ (aider, OpenHands; PyPI only)
 	@$(AIDER_DIR)/bin/aider --version
 
 node: ## install Debian's nodejs and npm where missing (Node >= 18 for the agent CLIs)
@@ -140,6 +143,13 @@ $(AIDER_DIR)/.installed:
 	rm -rf $(AIDER_DIR)
 	$(PYTHON) -m venv $(AIDER_DIR)
 	$(AIDER_DIR)/bin/python -m pip install --quiet aider-chat==$(AIDER_VERSION)
+	touch $@
+
+$(OPENHANDS_DIR)/.installed:
+	@command -v $(OPENHANDS_PYTHON) >/dev/null 2>&1 || { echo "the OpenHands CLI needs Python >= 3.12: install it, or set OPENHANDS_PYTHON"; exit 1; }
+	rm -rf $(OPENHANDS_DIR)
+	$(OPENHANDS_PYTHON) -m venv $(OPENHANDS_DIR)
+	$(OPENHANDS_DIR)/bin/python -m pip install --quiet openhands==$(OPENHANDS_VERSION)
 	touch $@
 
 $(MINI_DIR)/.installed:

@@ -22,7 +22,7 @@ import pytest
 from contract.call_events import ModelCall, TrajectoryStep
 from contract.trial_events import TrialFinished
 from runner.eventlog import read_events
-from runner.gateway import Script, Step, Tokens
+from runner.gateway import Script, Step, Tokens, ToolCall
 
 from .conftest import harness_corpus
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 PY = sys.executable
 DOC = Path(__file__).resolve().parents[3] / "docs" / "agents.md"
 TOOLS = Path(os.environ.get("TRIALHOUSE_RECIPE_TOOLS") or Path(__file__).resolve().parents[3] / "tools")
-INSTALLS = {"aider": ("aider-chat-0.86.2", "aider")}
+INSTALLS = {"aider": ("aider-chat-0.86.2", "aider"), "openhands": ("openhands-1.16.0", "openhands")}
 EDIT = ("calc.py\n```python\n<<<<<<< SEARCH\n    return a - b\n=======\n    return a + b\n>>>>>>> REPLACE\n```\n")
 
 
@@ -85,3 +85,25 @@ def test_aider_recipe_is_the_main_loop_and_its_history_stays_out_of_the_patch(tm
     assert fin.patch_paths == ["calc.py"]  # no .aider.chat.history.md, no .aider.input.history
     patch = (trial / "changes.patch").read_text()
     assert "+    return a + b" in patch and ".aider" not in patch
+
+
+def test_openhands_recipe_runs_the_current_cli_headless_through_the_gateway(tmp_path):
+    """The OpenHands CLI's own tools (``terminal``, ``file_editor``, ``finish``), scripted. Its
+    tools refuse a call without ``security_risk`` (measured: an AgentErrorEvent, nothing runs)."""
+    risk = {"security_risk": "LOW"}
+    read = ToolCall(name="terminal", input={"command": "cat calc.py", **risk})
+    edit = ToolCall(name="file_editor", input={"command": "str_replace", "path": "{workspace}/calc.py",
+                                               "old_str": "a - b", "new_str": "a + b", **risk})
+    check = ToolCall(name="terminal", input={"command": "python3 -B -c 'import calc; assert calc.add(2, 3) == 5'",
+                                             **risk})
+    finish = ToolCall(name="finish", input={"message": "Fixed: add adds."})
+    script = Script(steps=[Step(text=f"Step {i}.", tool_calls=[call], usage=Tokens(input_tokens=500 + i, output_tokens=20))
+                           for i, call in enumerate([read, edit, check, finish])])
+    events, out = run("openhands", script, tmp_path)
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
+    trial = out / "trials" / "fix-add__openhands__r1"
+    assert fin.outcome == "accepted", (fin.reason, (trial / "logs" / "a1-build.stderr").read_text()[-2000:])
+    main = [e for e in events if isinstance(e, ModelCall) and not e.side_request]
+    assert [c.tool_calls for c in main] == [["terminal"], ["file_editor"], ["terminal"], ["finish"]]
+    assert (fin.usage.input_tokens, fin.usage.output_tokens) == (500 + 501 + 502 + 503, 80)
+    assert fin.usage.steps == 4 and fin.patch_paths == ["calc.py"]
