@@ -211,6 +211,10 @@ class TrialFinished(BaseEvent):
     agent wrote into its output: a leak, which makes its configuration ineligible."""
     gateway_usage: GatewayUsage | None = None
     """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
+    model_substituted: bool | None = None
+    """True when a main-loop call through the gateway asked for a model other than the
+    variant's ``model`` label (``gateway_usage.models`` says which): the trial measured that
+    model. None: no gateway, no main-loop call, or no label to compare."""
     patch_paths: list[str] | None = None
     """Paths ``changes.patch`` touches (prepared tree → final tree; the first 1000), which
     trajectory metrics relate the files an agent read to. None: not recorded."""

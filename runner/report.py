@@ -124,6 +124,7 @@ def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[s
             "source": fin.usage.source,
         },
         "gateway_usage": fin.gateway_usage.model_dump() if fin.gateway_usage else None,
+        "model_substituted": fin.model_substituted,
         "cost_budget_status": fin.cost_budget_status,
         "layers": fin.layers,
         "flags": [{"kind": e.kind, "path": e.path, "detail": e.detail}

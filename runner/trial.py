@@ -27,7 +27,7 @@ from contract.trial_events import (
     WorkspacePrepared,
 )
 from runner import sandbox
-from runner.agents.harness_stage import ResolvedHarness
+from runner.agents.harness_stage import ResolvedHarness, model_substituted
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
@@ -353,6 +353,7 @@ class _Trial:
         wall = budget.elapsed()
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
                             usage.cost_usd, wall, kept.flags)
+        gateway = budget.gateway_usage()
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
             repetition=spec.repetition, outcome=outcome, reason=reason, attempts=attempts,
@@ -364,7 +365,8 @@ class _Trial:
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
-            secrets_leaked=self.leaked, gateway_usage=budget.gateway_usage(), patch_paths=kept.patch_paths,
+            secrets_leaked=self.leaked, gateway_usage=gateway, patch_paths=kept.patch_paths,
+            model_substituted=model_substituted(spec.variant.model, gateway),
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, kept.flags, attempts)
 

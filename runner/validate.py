@@ -313,7 +313,7 @@ def protected_paths(manifest: Manifest, base: Path, *extra: Path) -> tuple[Path,
 def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> None:
     """The harness CLIs (installed? which version? visible in the sandbox?) and the gateway
     (scripts parse, provider keys present): checks that need this machine, not the file."""
-    from runner.agents.harness import PROVIDER
+    from runner.agents.harness import provider_of
     from runner.agents.harness_stage import resolve
     from runner.gateway.run import parse_script, upstreams
 
@@ -324,7 +324,7 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
             continue
         gated = manifest.uses_gateway(v)
         if gated:
-            providers.add(PROVIDER[v.agent.kind])
+            providers.add(provider_of(v.agent.kind, v.model))
         found = resolve(v, base, uses_gateway=gated, isolated=manifest.isolation.backend == "bubblewrap",
                         protected=protected)
         for where, why in found.problems:
