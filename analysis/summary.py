@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 from analysis import scope, stats, tasks
 from analysis.checks import staged_counts
 from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
-from analysis.errors import AnalysisError
-from analysis.filters import UNIVERSE_SQL, Filters, check_by
+from analysis.filters import UNIVERSE_SQL, Filters, check_by, no_match
 from analysis.flags import flag_counts
 from analysis.formatting import label
 from analysis.sanity import SanityWarning, sanity
@@ -327,10 +326,7 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     recs = sorted((rec for rec in recs if rec["config_id"] is not None),
                   key=lambda r: _sort_key(r, by_cols))
     if not recs:
-        raise AnalysisError(
-            f"no complete trials match the filters {filters.as_dict()}; check "
-            "--run/--label/--since or ingest a run first"
-        )
+        raise no_match(filters, "complete trials")
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
     out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,

@@ -226,21 +226,31 @@ def matrix(m: Any) -> View:
 def failures(res: Any) -> View:
     from analysis import formatting as fmt
 
-    rows = [[_name(r), *[_slice(r, b) for b in res.by], r["dimension"], r["value"],
-             r["annotator"] or "", fmt.pct(r["count"], r["total"]), fmt.usd(r["lost_spend_usd"])]
-            for r in res.rows]
-    cols = ["configuration", *res.by, "kind", "class", "annotator", "count", "lost spend"]
-    return View(tables=[_table("Failures", cols, rows,
-                               [False] * (4 + len(res.by)) + [True, True], 3 + len(res.by))],
-                notes=list(res.warnings))
+    def who(r: dict) -> str:
+        return f"{r['assigned_by']}: {r['annotator']}" if r["assigned_by"] else ""
+
+    rows = [[_name(r), *[_slice(r, b) for b in res.by], r["dimension"], r["value"], who(r),
+             fmt.pct(r["count"], r["total"]),
+             fmt.DASH if r["lost_spend_usd"] is None and r["cost_coverage"] is None
+             else fmt.usd(r["lost_spend_usd"])] for r in res.rows]
+    cols = ["configuration", *res.by, "kind", "class", "assigned by", "count", "lost spend"]
+    tables = [_table("Failures (lost spend: the cost of the trials in a failure class)", cols,
+                     rows, [False] * (4 + len(res.by)) + [True, True], 3 + len(res.by))]
+    dis = res.category_disagreements or []
+    if dis:
+        tables.append(_table(f"Trials whose assigners disagree on the category ({len(dis)})",
+                             ["configuration", "trial", "categories (who = what)"],
+                             [[_name(r), r["trial_id"], "; ".join(r["categories"])] for r in dis],
+                             [False] * 3, 2))
+    return View(tables=tables, notes=list(res.warnings))
 
 
 def disagreements(res: Any) -> View:
     rows = [[_name(r), r["trial_id"], r["case_id"], r["outcome"], r["review"],
-             r["annotator"] or "", r["note"] or ""] for r in res.rows]
+             r["annotator"] or "", r["reason_code"] or "", r["note"] or ""] for r in res.rows]
     return View(tables=[_table(f"Reviewer vs grader disagreements ({len(res.rows)})",
                                ["configuration", "trial", "case", "outcome", "review",
-                                "annotator", "note"], rows, [False] * 7, 2)])
+                                "reviewer", "reason", "note"], rows, [False] * 8, 2)])
 
 
 def familiarity(res: Any) -> View:
@@ -320,22 +330,33 @@ def ranks(res: Any) -> View:
 def plan(p: Any) -> View:
     from analysis.plan import REPS, reps_label
 
-    def pp(v: Any) -> str:
-        return "—" if v is None else f"{100 * v:.1f} pp"
+    def pp(g: dict) -> str:
+        if g.get("mde_bounds"):
+            lo, hi = g["mde_bounds"]
+            return f"{100 * lo:.1f}–{100 * hi:.1f} pp"
+        return "—" if g["mde"] is None else f"{100 * g['mde']:.1f} pp"
 
     by_tasks: dict[int, dict[float, Any]] = {}
     for g in p.grid:
-        by_tasks.setdefault(g["tasks"], {})[g["reps"]] = g["mde"]
-    rows = [[f"{t:,}", *[pp(by_tasks[t].get(r)) for r in REPS]] for t in by_tasks]
-    lines = [f"Components of the per-task difference ({p.source}): between-task τ² = "
-             f"{p.between:.5f}, within-task ω² = {p.within:.5f} per repetition."]
+        by_tasks.setdefault(g["tasks"], {})[g["reps"]] = g
+    rows = [[f"{t:,}", *[pp(by_tasks[t][r]) if r in by_tasks[t] else "—" for r in REPS]]
+            for t in by_tasks]
+    if p.between is None:
+        lines = [f"Variance of the single-trial differences ({p.source}, one repetition per "
+                 f"task): τ² + ω² = {p.single_var:.5f}; its split is unknown (the columns past "
+                 "1 repetition give the range the split allows)."]
+    else:
+        lines = [f"Components of the per-task difference ({p.source}): between-task τ² = "
+                 f"{p.between:.5f}, within-task ω² = {p.within:.5f} per repetition."]
     if p.pilot:
-        lines.append(f"Pilot: {p.pilot['candidate']['variant'] or p.pilot['candidate']['config_id'][:12]} vs "
-                     f"{p.pilot['baseline']['variant'] or p.pilot['baseline']['config_id'][:12]} on "
+        name = {side: p.pilot[side]["variant"] or p.pilot[side]["config_id"][:12]
+                for side in ("candidate", "baseline")}
+        lines.append(f"Pilot: {name['candidate']} vs {name['baseline']} on "
                      f"{p.pilot['tasks']} tasks × {p.pilot['mean_reps']:.2f} repetitions.")
     return View(lines=lines,
                 tables=[_table(f"Minimum detectable difference (α = {p.alpha:g}, power = "
-                               f"{p.power:g}, paired t)", ["tasks", *[f"{reps_label(r)} reps" for r in REPS]],
+                               f"{p.power:g}, paired t)",
+                               ["tasks", *[f"{reps_label(r)} reps" for r in REPS]],
                                rows, [True] * (1 + len(REPS)))],
                 after=list(p.verdict), notes=list(p.warnings))
 
