@@ -116,6 +116,11 @@ def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
 
 
 def _load(path: Path) -> tuple[Any, list[Problem]]:
+    if path.is_dir():
+        inside = path / "manifest.json"
+        hint = (f"pass --manifest {inside}" if inside.is_file()
+                else "give the manifest's JSON file (e.g. DIR/manifest.json)")
+        return None, [Problem("(manifest)", f"{path} is a directory; {hint}")]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -51,6 +51,9 @@ def calibrate_judge(manifest: Path, rubric: str, dataset: Path, variant: str | N
         raise CommandError(str(exc)) from None
     if not warehouse.is_file():
         raise CommandError(f"{warehouse}: no warehouse here; ingest a run first")
+    from trialhouse.paths import creatable
+
+    creatable(warehouse, "--warehouse", "file")
     st = calibration_stats([(j.example.id, j.example.label, j.verdict) for j in judged])
     cid = hashlib.sha256(f"{rsha}{dsha}{jsonlib.dumps(judge, sort_keys=True)}{uuid.uuid4()}".encode()).hexdigest()[:12]
     summary = {"calibration_id": cid, "rubric": rubric, "rubric_sha256": rsha, "dataset_sha256": dsha,
@@ -104,14 +107,17 @@ def review_import(file: Path, warehouse: Path, rubric: Path | None, allow_quaran
     """
     from ingest.api import IngestQuarantined
     from ingest.judges import import_reviews
+    from trialhouse.paths import creatable
     from trialhouse.render import print_ingest
 
+    if warehouse.is_file():  # a missing one is the importer's own message
+        creatable(warehouse, "--warehouse", "file")
     try:
         result = import_reviews(file, warehouse, rubric=rubric, allow_quarantine=allow_quarantine)
     except IngestQuarantined as exc:
-        print_ingest(exc.result, json)
+        print_ingest(exc.result, json, warehouse)
         raise
-    print_ingest(result, json)
+    print_ingest(result, json, warehouse)
 
 
 @review.command("summary")

@@ -45,7 +45,9 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
     Example: trialhouse report --warehouse demo/warehouse/trialhouse.duckdb --output reports/2026-11-30 --since 2026-11-23 --until 2026-11-30 --previous-period
     """
     from analysis.report import write_report
+    from trialhouse.paths import creatable
 
+    creatable(output, "--output", "dir")
     paths = write_report(
         warehouse,
         output,

@@ -82,6 +82,9 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
                        executor, ray_address)
     from runner.controls import run_controls
     from runner.run import run_trials
+    from trialhouse.paths import creatable
+
+    creatable(output, "--output", "dir")
 
     progress = not no_progress and not json_out
     if validation_only:
@@ -178,7 +181,9 @@ def example(directory: Path) -> None:
     Example: trialhouse example demo/corpus
     """
     from runner.example import write_example
+    from trialhouse.paths import creatable
 
+    creatable(directory, "DIR", "dir")
     path = write_example(directory)
     click.echo(f"wrote {path}")
     click.echo(f"next: trialhouse validate --manifest {path}")

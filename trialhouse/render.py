@@ -121,11 +121,37 @@ def emit(result: Any, view: Callable[[Any], View], fmt: str,
         print_view(view(result))
 
 
-def print_ingest(result: Any, as_json: bool) -> None:
+QUARANTINE_SHOWN = 5
+"""Quarantined lines an import prints (then the count and the SQL that lists them all)."""
+
+
+def _quarantine_lines(result: Any, warehouse: Any) -> tuple[list[dict], list[str]]:
+    """The first quarantined lines of an import (file, line, reason) and the lines that say
+    how many there are and how to list them all."""
+    if not result.quarantined:
+        return [], []
+    from ingest.api import quarantine_sample
+
+    sample = [{"file": f, "line": n, "reason": r}
+              for f, n, r in quarantine_sample(warehouse, result, QUARANTINE_SHOWN)]
+    ids = ", ".join(f"'{b.ingest_batch_id}'" for b in result.batches
+                    if b.quarantined and b.ingest_batch_id)
+    first = "" if len(sample) == result.quarantined else f"; the first {len(sample)}"
+    lines = [f"quarantined {result.quarantined:,} line(s){first}:"]
+    lines += [f"  {q['file']}:{q['line'] if q['line'] is not None else '?'}: {q['reason']}"
+              for q in sample]
+    lines.append(f"all of them: trialhouse sql -w {warehouse} \"SELECT source_file, line, reason "
+                 f"FROM quarantine WHERE ingest_batch_id IN ({ids}) ORDER BY 1, 2\"")
+    return sample, lines
+
+
+def print_ingest(result: Any, as_json: bool, warehouse: Any = None) -> None:
     """What an import wrote (``ingest.api.IngestResult``): per batch its run, format, rows
-    per table and quarantined lines, then the notes and the totals; or its JSON form."""
+    per table and quarantined lines, then the notes and the totals, and the first
+    quarantined lines with their reasons (``warehouse`` given); or its JSON form."""
+    sample, qlines = _quarantine_lines(result, warehouse) if warehouse is not None else ([], [])
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), "quarantine_sample": sample})
         return
     from analysis.document import Table, columns
 
@@ -139,7 +165,7 @@ def print_ingest(result: Any, as_json: bool) -> None:
                                          "batch"], [False, False, False, True, False]), rows)],
         after=[f"note: {b.run_id}: {note}" for b in result.batches for note in b.notes]
         + [f"total: {len(result.batches)} batch(es), {total.get('trials', 0):,} trials, "
-           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"]))
+           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"] + qlines))
 
 
 def _human(v: Any) -> str:
