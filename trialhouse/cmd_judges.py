@@ -13,13 +13,13 @@ import click
 from trialhouse.app import CommandError, app, echo_json, json_option, option, warehouse_option
 
 
-def _frame(df, as_json: bool) -> None:
+def _frame(df, as_json: bool, caption: str = "") -> None:
     if as_json:
         echo_json(df.to_dicts())
         return
     from trialhouse.render import print_frame
 
-    print_frame(df, 1000)
+    print_frame(df, 1000, caption)
 
 
 @app.command("calibrate-judge")
@@ -140,9 +140,12 @@ def review_summary(warehouse: Path, period: str | None, json: bool) -> None:
     if json:
         echo_json({k: v.to_dicts() for k, v in frames.items()})
         return
+    captions = {"agreement": "Grader–reviewer agreement per configuration",
+                "minutes": "Review minutes per accepted result",
+                "categories": "Failure categories by who assigned them (lost spend: their "
+                              "trials' cost)"}
     for name, df in frames.items():
-        click.echo(name)
-        _frame(df, False)
+        _frame(df, False, captions[name])
 
 
 @app.command("inspect-queue")
@@ -164,4 +167,4 @@ def inspect_queue_cmd(warehouse: Path, run_id: str | None, runs_root: str | None
         df = inspect_queue(con, run_id, runs_root)
     finally:
         con.close()
-    _frame(df, json)
+    _frame(df, json, "What to inspect by hand")
