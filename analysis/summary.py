@@ -205,8 +205,11 @@ def _row(rec: dict) -> dict:
     tasks, tmean, tsd = rec["tasks"], rec["task_mean"], rec["task_sd"]
     tlo = thi = None
     if tasks >= 2 and tsd is not None:
+        # A mean of task rates lies in [0, 1]: the t interval is cut at the bounds here, once,
+        # so the terminal, the report, --json and the notebooks give one interval
+        # (docs/design.md, "Intervals are shown within the possible range").
         half = stats.t_crit(tasks - 1) * tsd / tasks**0.5
-        tlo, thi = tmean - half, tmean + half
+        tlo, thi = max(0.0, tmean - half), min(1.0, tmean + half)
     cq = rec.get("cost_q") if known else None
     lq = rec.get("lat_q")
     return {

@@ -1,4 +1,5 @@
-"""Every table every command prints fits the terminal (issue 31, item 1).
+"""What a first user sees, on one real warehouse: every table fits the terminal (issue 31,
+item 1), and every surface gives one answer to one question (item 6; issue 32, item 4).
 
 A real warehouse (the example corpus cut to three cases × two repetitions, run by the real
 runner; the foreign results beside it; the corpus's reviews imported; a categories CSV
@@ -60,8 +61,14 @@ def world(tmp_path_factory) -> dict[str, str]:
     cats.write_text("trial_id,category,annotator\n" + "".join(
         f"{t['trial_id']},verification,carol\n" for t in trials))
     th("annotate", "--csv", cats, "--allow-quarantine", "-w", wh)
+    # a decision recorded by annotate (not review import) that disagrees with the grader
+    decisions = base / "decisions.csv"
+    decisions.write_text(f"trial_id,decision,annotator\n{trials[0]['trial_id']},accept,dana\n")
+    th("annotate", "--csv", decisions, "--kind", "review_decision", "-w", wh)
     run_id = json.loads((run / "report.json").read_text())["run_id"]
-    return {"wh": str(wh), "run": run_id}
+    report = base / "report"
+    th("report", "-w", wh, "--run", run_id, "--baseline", "sim-alpha-minimal", "-o", report)
+    return {"wh": str(wh), "run": run_id, "report": str(report / "report.json")}
 
 
 def commands(run: str) -> dict[str, list[str]]:
@@ -158,3 +165,79 @@ def test_piped_output_stays_whole(world):
     for row in doc["rows"]:
         line = next(ln for ln in proc.stdout.splitlines() if fmt.label_with_id(row) in ln)
         assert "│" in line and cell_len(line) > 80  # one row, one line: nothing cut or wrapped
+
+
+# ------------------------------------------------------------------ one answer per question
+
+
+def as_json(*args: str) -> object:
+    return json.loads(th(*args, "--json").stdout)
+
+
+def test_review_disagreements_are_one_set_on_every_surface(world):
+    """failures --disagreements, review summary and inspect-queue: the same reviewer
+    decisions disagree with the grader (review import and annotate alike)."""
+    wh = world["wh"]
+    listed = {(r["trial_id"], r["annotator"]) for r in as_json("failures", "--disagreements",
+                                                                 "-w", wh)["rows"]}
+    summary = as_json("review", "summary", "-w", wh)["agreement"]
+    queue = [q for q in as_json("inspect-queue", "-w", wh) if q["kind"] == "review_disagreement"]
+    assert len(listed) >= 2 and ("dana" in {who for _, who in listed})
+    assert sum(r["disagreements"] for r in summary) == len(listed) == len(queue)
+    trials = {t for r in summary for t in r["disagreeing_trials"].split(", ") if t}
+    assert trials == {t for t, _ in listed} == {q["trial_id"] for q in queue}
+    assert {(q["trial_id"], q["detail"].split(" said ")[0]) for q in queue} == listed
+
+
+def test_lost_spend_is_the_same_in_the_cli_and_the_report(world):
+    """Lost spend only on failure classes, never on accepted rows, in failures --json, its
+    terminal table and report.json alike."""
+    cli = as_json("failures", "-w", world["wh"], "--run", world["run"])["rows"]
+    report = json.loads(Path(world["report"]).read_text())["failures"]
+    key = ("config_id", "dimension", "value", "assigned_by", "annotator")
+    assert {tuple(r[k] for k in key): r["lost_spend_usd"] for r in cli} == \
+        {tuple(r.get(k) for k in key): r["lost_spend_usd"] for r in report}
+    accepted = [r for r in cli if r["value"] == "accepted"]
+    assert accepted and all(r["lost_spend_usd"] is None for r in accepted)
+    assert any(r["lost_spend_usd"] for r in cli if r["value"] != "accepted")
+    table = th("failures", "-w", world["wh"], "--run", world["run"]).stdout
+    for line in table.splitlines():
+        if "│ accepted " in line:
+            assert line.rstrip().endswith("— │"), line
+
+
+def test_categories_reach_failures_the_report_and_review_summary_alike(world):
+    """Categories from review import (reviewer), annotate (annotator) and the judges (judge)
+    reach failures and the report with who assigned them, and review summary counts the
+    same trials and lost spend per category and assigner."""
+    wh = world["wh"]
+    rows = [r for r in as_json("failures", "-w", wh)["rows"] if r["dimension"] == "category"]
+    assert {"reviewer", "annotator"} <= {r["assigned_by"] for r in rows}
+    summed: dict = {}
+    for r in rows:
+        key = (r["value"], f"{r['assigned_by']}:{r['annotator']}")
+        count, lost = summed.get(key, (0, 0.0))
+        summed[key] = (count + r["count"], None if lost is None or r["lost_spend_usd"] is None
+                       else lost + r["lost_spend_usd"])
+    summary = {(r["category"], r["assigned_by"]): (r["trials"], r["lost_spend_usd"])
+               for r in as_json("review", "summary", "-w", wh)["categories"]}
+    assert set(summed) == set(summary)
+    for key, (count, lost) in summed.items():
+        assert summary[key][0] == count, key
+        assert summary[key][1] == (pytest.approx(lost) if lost is not None else None), key
+    report = json.loads(Path(world["report"]).read_text())["failures"]
+    mine = {(r["value"], r["assigned_by"], r["annotator"], r["count"])
+            for r in as_json("failures", "-w", wh, "--run", world["run"])["rows"]
+            if r["dimension"] == "category"}
+    assert mine and mine == {(r["value"], r["assigned_by"], r["annotator"], r["count"])
+                             for r in report if r["dimension"] == "category"}
+
+
+def test_seed_format_tells_the_baselines_apart(world):
+    """null and reference share harness trialhouse-builtin 1 and record no model: the seed
+    layout keys them by variant name, never as two rows of ``None``."""
+    lines = th("summarize", "-w", world["wh"], "--run", world["run"], "--format", "seed").stdout
+    keys = [tuple(ln.split("\t")[:3]) for ln in lines.splitlines()[1:]]
+    assert ("null", "trialhouse-builtin", "1") in keys
+    assert ("reference", "trialhouse-builtin", "1") in keys
+    assert len(set(keys)) == len(keys) and not any(k[0] == "None" for k in keys)
