@@ -13,13 +13,13 @@ import click
 from trialhouse.app import CommandError, app, echo_json, json_option, option, warehouse_option
 
 
-def _frame(df, as_json: bool, caption: str = "") -> None:
+def _frame(df, as_json: bool, caption: str = "", several: bool = False) -> None:
     if as_json:
         echo_json(df.to_dicts())
         return
     from trialhouse.render import print_frame
 
-    print_frame(df, 1000, caption)
+    print_frame(df, 1000, caption, caption_piped=several)
 
 
 @app.command("calibrate-judge")
@@ -145,7 +145,7 @@ def review_summary(warehouse: Path, period: str | None, json: bool) -> None:
                 "categories": "Failure categories by who assigned them (lost spend: their "
                               "trials' cost)"}
     for name, df in frames.items():
-        _frame(df, False, captions[name])
+        _frame(df, False, captions[name], several=True)
 
 
 @app.command("inspect-queue")

@@ -185,5 +185,6 @@ def example(directory: Path) -> None:
 
     creatable(directory, "DIR", "dir")
     path = write_example(directory)
-    click.echo(f"wrote {path}")
-    click.echo(f"next: trialhouse validate --manifest {path}")
+    shown = directory / path.name  # as the user named it: no absolute path of this machine
+    click.echo(f"wrote {shown}")
+    click.echo(f"next: trialhouse validate --manifest {shown}")

@@ -196,12 +196,14 @@ def frame_table(df: Any, limit: int, caption: str = "") -> Any:
     return Table(caption, cols, [[_human(v) for v in row] for row in df.head(limit).iter_rows()])
 
 
-def print_frame(df: Any, limit: int, caption: str = "") -> None:
+def print_frame(df: Any, limit: int, caption: str = "", caption_piped: bool = False) -> None:
     """A query result: a table that fits the terminal (``trialhouse.fit``: wrapped, in
     blocks, or one record per row), tab-separated values with a header row when stdout is
     not a terminal."""
     con = console()
     if not con.is_terminal:  # piped (TTY_COMPATIBLE=1 or FORCE_COLOR make it a terminal)
+        if caption and caption_piped:  # several results in one output name each
+            click.echo(caption)
         click.echo("\t".join(df.columns))
         for row in df.iter_rows():
             click.echo("\t".join(_tsv(v) for v in row))
