@@ -45,19 +45,19 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) inspect-queue --warehouse $(WH) --run $$($(RUN_ID)) --runs-root $(DEMO)/runs/main
 	$(TH) summarize --warehouse $(WH)
 	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE)
-	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest
+	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
+	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest --bundle $(DEMO)/reports/viewer
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
 	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
-	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
-	@echo "report:     $(DEMO)/reports/latest/report.html"
+	@echo "report:     $(DEMO)/reports/latest/report.html  (trial ids link to the bundle's pages)"
 	@echo "viewer:     $(TH) view -w $(WH) --reviews $(DEMO)/reviews.jsonl --rubric $(DEMO)/corpus/reviews/grid.yaml"
 	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"
 	@echo "notebooks:  make lab"
 
 test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
-	$(BIN)/mypy contract ingest warehouse analysis viewer trialhouse
+	$(BIN)/mypy contract runner ingest warehouse analysis viewer trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
 	@# the Ray-cluster tests after the rest, with the machine to themselves: a raylet started under
 	@# load can miss its dashboard-agent start window (ray-project/ray#65983)

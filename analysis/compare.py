@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from analysis.summary import Checked
 
-__all__ = ["Comparison", "ComparisonSet", "compare", "compare_frame", "compare_report",
-           "compare_relation"]
 
 
 def compare_report(report_json_path: str | Path, baseline: str | None = None,

@@ -100,7 +100,7 @@ def main() -> None:
 
     import numpy as np
 
-    from warehouse.synthetic import Spec, generate
+    from tests.support.synthetic_warehouse import Spec, generate
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="trialhouse-bench-"))
     work.mkdir(parents=True, exist_ok=True)

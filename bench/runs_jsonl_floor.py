@@ -57,7 +57,7 @@ _FLOOR = """\
 import sys
 sys.path.insert(0, {root!r})
 import duckdb
-from ingest.formats.runs_jsonl import read_lines
+from ingest.formats.runs_jsonl_lines import read_lines
 from ingest.formats.runs_jsonl_sql import KNOWN_KEYS
 
 INTS, NUMS = {{"trial", "input_tokens", "output_tokens", "steps"}}, {{"cost_usd", "wall_seconds"}}
@@ -121,7 +121,7 @@ def alternatives(runs: Path) -> None:
     import msgspec
 
     sys.path.insert(0, str(ROOT))
-    from ingest.formats.runs_jsonl import read_lines
+    from ingest.formats.runs_jsonl_lines import read_lines
     from ingest.formats.runs_jsonl_sql import KNOWN_KEYS
 
     data = runs.read_bytes()

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from contract.values import Count64, Id, TrialId
+from contract.fields import Count64, Id, TrialId
 
 SCHEMA_VERSION: Literal[1] = 1
 """Current event schema version written by this runner."""

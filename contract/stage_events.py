@@ -8,7 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from contract.envelope import MODEL_CONFIG, BaseEvent, CostBasis, Stage, Verdict
-from contract.values import Count32, Count64, Id, Int32, Positive32, as_amount, as_count
+from contract.fields import Count32, Count64, Id, Int32, Positive32
+from contract.values import as_amount, as_count
 
 
 class StageStarted(BaseEvent):

@@ -5,16 +5,16 @@ events from), where ingest reads (the same models, compiled in ``ingest.fastdeco
 ``json_problem`` on every line it diagnoses) and in every importer (``ingest.rows``): ids
 in a safe alphabet, integers that fit their Parquet columns, finite floats, valid Unicode,
 bounded nesting, and the coercions of what agents report about themselves (``as_count``,
-``as_amount``, ``as_text``). docs/design.md, "One rule for every value".
+``as_amount``, ``as_text``). docs/design.md, "One rule for every value". Plain functions and
+constants, no pydantic: a reader that only checks an id pays no model import; the same rules as
+constrained pydantic types are in ``contract.fields``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Any
-
-from pydantic import AfterValidator, Field, StringConstraints
+from typing import Any
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -43,18 +43,6 @@ def id_problem(value: object, max_length: int = ID_MAX) -> str | None:
     if not ID_RE.match(value):
         return "must start with a letter or digit and use only letters, digits, '.', '_' or '-'"
     return None
-
-
-Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
-"""An integer that fits a Parquet int32 column (exit codes, signals)."""
-Count32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
-Positive32 = Annotated[int, Field(ge=1, le=INT32_MAX)]
-"""Attempts, repetitions: counted from 1, stored as int32."""
-Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
-Count64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
-"""Tokens, steps, seq: ≥ 0 and within a Parquet int64 column."""
-Id = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=ID_MAX)]
-TrialId = Annotated[str, StringConstraints(pattern=ID_PATTERN, max_length=TRIAL_ID_MAX)]
 
 
 def json_problem(value: Any, where: str = "", depth: int = 1) -> str | None:
@@ -107,11 +95,6 @@ def check_settings(value: Any) -> Any:
     if why := json_problem(value, depth=SETTINGS_DEPTH):
         raise ValueError(why)
     return value
-
-
-Settings = Annotated[dict[str, Any], AfterValidator(check_settings)]
-"""Free-form JSON held to ``json_problem``; ``ingest.fastdecode`` runs the same function after
-decoding."""
 
 
 def as_count(value: object) -> int | None:

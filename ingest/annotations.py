@@ -23,7 +23,7 @@ from ingest.write import new_batch_id, unchanged, write_batch
 from warehouse import db
 
 CATEGORIES: tuple[str, ...] = FailureCategory.__args__  # type: ignore[attr-defined]
-"""First decisive wrong choice (SPEC §4)."""
+"""First decisive wrong choice (docs/judges.md)."""
 DECISIONS = ("accept", "reject")
 KINDS = {"failure_category": ("category", CATEGORIES), "review_decision": ("decision", DECISIONS)}
 
@@ -40,16 +40,8 @@ def _known_trials(warehouse: Path) -> dict[str, list[str]]:
     return out
 
 
-def import_annotations(
-    csv_path: Path,
-    warehouse: Path,
-    *,
-    kind: str = "failure_category",
-    annotator: str | None = None,
-    allow_quarantine: bool = False,
-) -> IngestResult:
-    """Write the CSV's annotations as one batch; quarantine policy as ``ingest_paths``."""
-    csv_path, warehouse = Path(csv_path), Path(warehouse)
+def _checked_paths(csv_path: Path, warehouse: Path, kind: str) -> None:
+    """Refuse a wrong ``--kind``, a CSV that is not a file and a warehouse that is not there."""
     if kind not in KINDS:
         raise IngestInputError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
     if csv_path.is_dir():
@@ -62,11 +54,10 @@ def import_annotations(
             f"{warehouse}: no warehouse here; ingest the runs first "
             f"('trialhouse ingest RUN_DIR --warehouse {warehouse}')"
         )
-    column, allowed = KINDS[kind]
-    data = csv_path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
-    run_id = f"annotations-{sha[:12]}"
-    files = [{"path": str(csv_path), "sha256": sha, "bytes": len(data)}]
+
+
+def _reader(csv_path: Path, data: bytes, column: str) -> tuple[csv.DictReader, str]:
+    """The CSV's rows and the name of its value column (``column``, or ``verdict``)."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -78,6 +69,62 @@ def import_annotations(
         raise IngestInputError(
             f"{csv_path}: header must name trial_id and {column} (found: {', '.join(header) or 'nothing'})"
         )
+    return reader, value_col
+
+
+def _rows(reader: csv.DictReader, value_col: str, kind: str, annotator: str | None, known: dict[str, list[str]],
+          src: str) -> tuple[list[dict], list[QuarantineRow]]:
+    """The ``judgments`` rows of the CSV's lines, and the lines quarantined with the reason."""
+    column, allowed = KINDS[kind]
+    now = datetime.now(UTC)
+    rows, quarantine = [], []
+    for i, raw in enumerate(reader, start=2):
+        rec = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+        trial_id, value = rec.get("trial_id", ""), rec.get(value_col, "").lower()
+        wanted_run = rec.get("run_id") or None
+        runs = known.get(trial_id, [])
+        if wanted_run is not None:
+            runs = [r for r in runs if r == wanted_run]
+        reason = None
+        if not trial_id:
+            reason = "trial_id is empty"
+        elif not runs:
+            reason = f"unknown trial_id {trial_id!r}" + (f" in run {wanted_run!r}" if wanted_run else "")
+        elif len(runs) > 1:
+            reason = f"trial_id {trial_id!r} is in several runs ({', '.join(runs)}); add a run_id column"
+        elif value not in allowed:
+            reason = f"{column} {value!r} is not one of {', '.join(allowed)}"
+        row = {
+            "trial_id": trial_id, "criterion_id": None, "kind": kind, "verdict": value,
+            "category": value if kind == "failure_category" else None,
+            "note": rec.get("note") or None, "annotator": rec.get("annotator") or annotator,
+            "ts": now,
+        }
+        reason = reason or row_problem("judgments", row)
+        if reason:
+            line = ",".join(raw.get(k) or "" for k in reader.fieldnames or [])
+            quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
+            continue
+        rows.append(row)
+    return rows, quarantine
+
+
+def import_annotations(
+    csv_path: Path,
+    warehouse: Path,
+    *,
+    kind: str = "failure_category",
+    annotator: str | None = None,
+    allow_quarantine: bool = False,
+) -> IngestResult:
+    """Write the CSV's annotations as one batch; quarantine policy as ``ingest_paths``."""
+    csv_path, warehouse = Path(csv_path), Path(warehouse)
+    _checked_paths(csv_path, warehouse, kind)
+    data = csv_path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    run_id = f"annotations-{sha[:12]}"
+    files = [{"path": str(csv_path), "sha256": sha, "bytes": len(data)}]
+    reader, value_col = _reader(csv_path, data, KINDS[kind][0])
     result = IngestResult()
     with db.write_lock(warehouse):
         db.prepare(warehouse)
@@ -86,37 +133,7 @@ def import_annotations(
             result.batches.append(same)
         else:
             known = _known_trials(warehouse) if warehouse.exists() else {}
-            now = datetime.now(UTC)
-            rows, quarantine = [], []
-            src = str(csv_path)
-            for i, raw in enumerate(reader, start=2):
-                rec = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-                trial_id, value = rec.get("trial_id", ""), rec.get(value_col, "").lower()
-                wanted_run = rec.get("run_id") or None
-                runs = known.get(trial_id, [])
-                if wanted_run is not None:
-                    runs = [r for r in runs if r == wanted_run]
-                reason = None
-                if not trial_id:
-                    reason = "trial_id is empty"
-                elif not runs:
-                    reason = f"unknown trial_id {trial_id!r}" + (f" in run {wanted_run!r}" if wanted_run else "")
-                elif len(runs) > 1:
-                    reason = f"trial_id {trial_id!r} is in several runs ({', '.join(runs)}); add a run_id column"
-                elif value not in allowed:
-                    reason = f"{column} {value!r} is not one of {', '.join(allowed)}"
-                row = {
-                    "trial_id": trial_id, "criterion_id": None, "kind": kind, "verdict": value,
-                    "category": value if kind == "failure_category" else None,
-                    "note": rec.get("note") or None, "annotator": rec.get("annotator") or annotator,
-                    "ts": now,
-                }
-                reason = reason or row_problem("judgments", row)
-                if reason:
-                    line = ",".join(raw.get(k) or "" for k in reader.fieldnames or [])
-                    quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
-                    continue
-                rows.append(row)
+            rows, quarantine = _rows(reader, value_col, kind, annotator, known, str(csv_path))
             notes = [f"annotations for trials in run(s): {', '.join(sorted({known[str(r['trial_id'])][0] for r in rows}))}"] if rows else []
             result.batches.append(write_batch(
                 warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,

@@ -27,7 +27,8 @@ from ingest.chain import ChainFollower, assess, integrity_label, verify_file
 from ingest.cost import Prices
 from ingest.identity import path_key, run_key
 from ingest.normalize import NeedsBufferedPass, RunNormalizer
-from ingest.read import ReadStats, RunChoiceChanged, SeqConflict, probe_run
+from ingest.read import RunChoiceChanged, SeqConflict, probe_run
+from ingest.read_stats import ReadStats
 from ingest.stage import RunStage
 from ingest.write import file_meta, last_batch, new_batch_id, unchanged, write_batch
 

@@ -21,7 +21,6 @@ and exits (removing what it staged) when that pipe closes — also when the pare
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import subprocess
@@ -38,49 +37,13 @@ from contract.run_events import RunStarted
 from ingest.batch import BatchSummary
 from ingest.chain import ChainFollower, assess
 from ingest.cost import Prices
+from ingest.file_halves import NO_HASH, FileHash, lines_before, split_point
 from ingest.normalize import NeedsBufferedPass, NormalizerState, RunNormalizer
-from ingest.read import CHUNK, ReadStats, SeqConflict
+from ingest.read import SeqConflict
+from ingest.read_stats import ReadStats
 from ingest.stage import RunStage
 from ingest.write import new_batch_id, write_batch
 from warehouse import db
-
-CHILD_LAG_BYTES = 1024 * 1024
-"""The child starts late (interpreter, imports) and the parent flushes its rows while it waits,
-but the parent also pays pyarrow's pandas import that the child skips (``_NoPandas``): the
-parent takes this much more, plus ``1 / CHILD_LAG_PER`` of the file."""
-CHILD_LAG_PER = 112
-"""The child's work grows faster with the file than the parent's (it first counts the lines
-before its half: 1.2 s at 10M events): the parent takes 1/112 of the file more. Measured:
-at 1M events (300 MB) 6 MB of lag in all left the child 0.6 s early and 2 MB 0.6 s late; at
-10M (3 GB) 4 MB left it 2.1 s late and 18.6 MB 1.4 s late."""
-
-
-def split_point(path: Path, size: int) -> int | None:
-    """Offset just after the first newline at or past the middle, moved ``CHILD_LAG_BYTES`` +
-    ``size / CHILD_LAG_PER`` (at most an eighth of the file) towards the end (None when there is none)."""
-    at = size // 2 + min(size // 8, CHILD_LAG_BYTES + size // CHILD_LAG_PER)
-    with path.open("rb") as f:
-        f.seek(at)
-        pos = at
-        while pos < size:
-            chunk = f.read(min(CHUNK, size - pos))
-            if not chunk:
-                return None
-            nl = chunk.find(b"\n")
-            if nl >= 0:
-                return pos + nl + 1 if pos + nl + 1 < size else None
-            pos += len(chunk)
-    return None
-
-
-def _lines_before(path: Path, offset: int) -> int:
-    n = 0
-    with path.open("rb") as f:
-        left = offset
-        while left > 0 and (chunk := f.read(min(4 * CHUNK, left))):
-            n += chunk.count(b"\n")
-            left -= len(chunk)
-    return n
 
 
 @dataclass
@@ -114,9 +77,9 @@ def _second_half(
     stats.chain = ChainFollower(seal_head=seal.head if seal is not None else None)
     stage = _STAGE = RunStage(warehouse, batch_id)
     try:
-        first_line = _lines_before(events_path, start) + 1
+        first_line = lines_before(events_path, start) + 1
         cols = stage.scan(events_path, stats, norm, run_id=rs.run_id, start=start, end=end,
-                          first_line=first_line, hasher=_NO_HASH)  # the parent hashes the file
+                          first_line=first_line, hasher=NO_HASH)  # the parent hashes the file
         if stats.foreign:  # the file's run is decided over the whole file: one process does it
             stage.discard()
             return HalfResult(fallback=True)
@@ -204,57 +167,51 @@ def _child_main(args_path: str, out_path: str) -> None:
     os.replace(tmp, out_path)
 
 
-class _NoHash:
-    """A hasher that ignores its input (the file is hashed by ``_FileHash``)."""
-
-    def update(self, _data: bytes) -> None:
-        pass
-
-    def hexdigest(self) -> str:
-        return ""
-
-
-_NO_HASH = _NoHash()
-
-
-class _FileHash:
-    """sha256 of the first ``size`` bytes of a file, computed in a thread while both halves are read.
-
-    hashlib releases the GIL on large updates, so this runs beside the parent's reading
-    instead of after the child (about a second per GB saved from the serial tail).
-    """
-
-    def __init__(self, path: Path, size: int) -> None:
-        self._h = hashlib.sha256()
-        self._error: BaseException | None = None
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, args=(path, size), daemon=True)
-        self._thread.start()
-
-    def _run(self, path: Path, size: int) -> None:
-        try:
-            with path.open("rb", buffering=0) as f:
-                left = size
-                while left > 0 and not self._stop and (chunk := f.read(min(4 * CHUNK, left))):
-                    self._h.update(chunk)
-                    left -= len(chunk)
-        except BaseException as exc:  # reported by hexdigest()
-            self._error = exc
-
-    def cancel(self) -> None:
-        """Stop reading (the split declined or failed); the digest is then meaningless."""
-        self._stop = True
-
-    def hexdigest(self) -> str:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._h.hexdigest()
-
-
 def _unlink_parts(half: HalfResult) -> None:
     for path, _n in half.staged.values():
         path.unlink(missing_ok=True)
+
+
+def _first_line_run(events_path: Path) -> tuple[RunStarted, bytes] | None:
+    """The file's first line when it is a valid ``run_started`` (the event and the line), else None."""
+    with events_path.open("rb") as f:
+        head = f.readline(1 << 20).rstrip(b"\n").rstrip(b"\r")
+    try:
+        rs = EVENT_ADAPTER.validate_json(head)
+    except ValueError:
+        return None
+    return (rs, head) if isinstance(rs, RunStarted) else None
+
+
+def _halves_disagree(half: HalfResult, stats: ReadStats, norm: RunNormalizer) -> bool:
+    """Whether merging the halves could give another result than one process reading the file:
+    the child fell back, a line of another run, more than one ``run_started``, a seq of the
+    second half not above every seq of the first, or a trial resolved in one half with events
+    in the other."""
+    hs, other = half.stats, half.state
+    return bool(
+        half.fallback
+        or hs is None
+        or stats.foreign
+        or norm.starts != 1
+        or other.started
+        or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
+        or not other.resolved.isdisjoint(norm.pending_ids())
+        or not other.resolved.isdisjoint(norm.resolved)
+        or not norm.resolved.isdisjoint(other.pending.keys())
+    )
+
+
+def _add_half(stats: ReadStats, hs: ReadStats) -> None:
+    """The second half's reading counted into the first half's ``stats`` (the file's end is the second half's)."""
+    stats.lines += hs.lines
+    stats.accepted += hs.accepted
+    stats.duplicates += hs.duplicates
+    stats.upgraded += hs.upgraded
+    stats.out_of_order += hs.out_of_order
+    stats.torn_bytes = hs.torn_bytes
+    stats.bytes_read = hs.bytes_read
+    stats.quarantine += hs.quarantine
 
 
 def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
@@ -262,14 +219,10 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
     """Ingest one file in two processes; ``None`` when the one-process path must do it (also for
     a run already written from another file in this ingest: ``ingest.load.ingest_run``)."""
     size = events_path.stat().st_size
-    with events_path.open("rb") as f:
-        head = f.readline(1 << 20).rstrip(b"\n").rstrip(b"\r")
-    try:
-        rs = EVENT_ADAPTER.validate_json(head)
-    except ValueError:
+    started = _first_line_run(events_path)
+    if started is None or started[0].run_id in (claimed or {}) or (mid := split_point(events_path, size)) is None:
         return None
-    if not isinstance(rs, RunStarted) or rs.run_id in (claimed or {}) or (mid := split_point(events_path, size)) is None:
-        return None
+    rs, head = started
     batch_id = new_batch_id()
     src = str(events_path)
     stats = ReadStats(events_path)
@@ -279,10 +232,10 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
     stage = RunStage(warehouse, batch_id)
     half: HalfResult | None = None
     child = _Child(db.staging_file(warehouse, "events"), (warehouse, events_path, mid, size, head, prices, batch_id))
-    hasher = _FileHash(events_path, size)
+    hasher = FileHash(events_path, size)
     try:
         try:
-            cols = stage.scan(events_path, stats, norm, run_id=rs.run_id, end=mid, hasher=_NO_HASH)
+            cols = stage.scan(events_path, stats, norm, run_id=rs.run_id, end=mid, hasher=NO_HASH)
             # Write out what is resolved while the child is still reading (shorter serial tail).
             stage.flush_events(cols)
             stage.add_rows(norm.drain(), flush=True)
@@ -299,22 +252,11 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
             hasher.cancel()
             stage.discard()
             return None
-        hs, other = half.stats, half.state
+        hs = half.stats
         chain = None if hs is None or stats.chain is None or hs.chain is None else stats.chain.then(hs.chain)
         outcome = assess(chain, rs.run_id, seal) if chain is not None else None
-        if (
-            half.fallback
-            or outcome is None
-            or outcome.verify  # lines to refuse: the one-process path verifies the whole chain
-            or hs is None
-            or stats.foreign
-            or norm.starts != 1
-            or other.started
-            or (hs.accepted and stats.accepted and hs.min_seq <= stats.max_seq)
-            or not other.resolved.isdisjoint(norm.pending_ids())
-            or not other.resolved.isdisjoint(norm.resolved)
-            or not norm.resolved.isdisjoint(other.pending.keys())
-        ):
+        # outcome.verify: lines to refuse, and the one-process path verifies the whole chain
+        if outcome is None or outcome.verify or _halves_disagree(half, stats, norm):
             hasher.cancel()
             stage.discard()
             _unlink_parts(half)
@@ -327,7 +269,7 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         raise
     try:
         # Merge the child's state into the first half's normaliser, then resolve as usual.
-        norm.merge(other)
+        norm.merge(half.state)
         rows = norm.rows()
         if rows.get("runs"):
             rows["runs"][0]["integrity"] = outcome.integrity
@@ -336,16 +278,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         for name in mine.keys() | half.staged.keys():
             parts = [x for x in (mine.get(name), half.staged.get(name)) if x is not None]
             staged[name] = ([p for p, _n in parts], sum(n for _p, n in parts))
-        hs = half.stats
-        assert hs is not None  # checked above
-        stats.lines += hs.lines
-        stats.accepted += hs.accepted
-        stats.duplicates += hs.duplicates
-        stats.upgraded += hs.upgraded
-        stats.out_of_order += hs.out_of_order
-        stats.torn_bytes = hs.torn_bytes
-        stats.bytes_read = hs.bytes_read
-        stats.quarantine += hs.quarantine
+        assert half.stats is not None  # checked above
+        _add_half(stats, half.stats)
         stats.size, stats.sha256 = size, hasher.hexdigest()  # the bytes both halves read
         files[0]["sha256"], files[0]["bytes"] = stats.sha256, stats.size
         return write_batch(

@@ -15,8 +15,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.normalize import TRIAL_COLUMNS, TRIAL_TABLES, EventsColumns, RunNormalizer
-from ingest.read import ReadStats, read_blocks
+from ingest.events_table import EventsColumns
+from ingest.normalize import RunNormalizer
+from ingest.read import read_blocks
+from ingest.read_stats import ReadStats
+from ingest.trial_rows import TRIAL_COLUMNS, TRIAL_TABLES
 from warehouse import db
 from warehouse.schema import TABLES
 

@@ -24,23 +24,12 @@ from pathlib import Path
 from runner.blobs import (
     EMPTY_TREE,
     blob_sha,
-    cat_blobs,
-    commit_sha,
-    same_blob,
     tree_sha,
-    write_blob,
 )
 from runner.git import GitError
 from runner.pristine import stat_key
-from runner.run_store import RunStore
-from runner.trees import GitTrees, PatchInfo
-from runner.walk import lstat_inside, tree_size
-
-__all__ = [  # what callers import from here (some now live beside it)
-    "DEFAULT_EXCLUDES", "EMPTY_TREE", "Capture", "PatchInfo",
-    "RunStore", "TrialGit", "WorkspaceTooLarge", "cat_blobs", "commit_sha", "same_blob", "tree_sha",
-    "tree_size", "write_blob",
-]
+from runner.trees import GitTrees
+from runner.walk import lstat_inside
 
 DEFAULT_EXCLUDES = (
     ".env", ".env.*", "*.env", "__pycache__/", "*.pyc", "*.pyo", ".pytest_cache/",

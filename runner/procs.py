@@ -76,6 +76,9 @@ def run_bounded(
     keep running (or keep writing into the workspace) after their stage ended.
     """
     start = time.monotonic()
+    # The output files are opened here, before the program starts: opened later (in the pumps)
+    # a program that is not isolated could first swap a parent directory for a symlink.
+    sinks = [_open_sink(stdout_path), _open_sink(stderr_path)]
     try:
         proc = subprocess.Popen(
             argv,
@@ -88,6 +91,9 @@ def run_bounded(
             pass_fds=pass_fds,
         )
     except (OSError, ValueError) as exc:
+        for sink in sinks:
+            if sink is not None:
+                sink.close()
         return ProcResult(None, None, False, True, time.monotonic() - start, error=str(exc))
     finally:
         for fd in pass_fds:
@@ -97,8 +103,8 @@ def run_bounded(
         _live_groups.add(pgid)
     out_flag, err_flag = [False], [False]
     pumps = [
-        threading.Thread(target=_copy, args=(proc.stdout, stdout_path, limit, out_flag), daemon=True),
-        threading.Thread(target=_copy, args=(proc.stderr, stderr_path, limit, err_flag), daemon=True),
+        threading.Thread(target=_copy, args=(proc.stdout, sinks[0], limit, out_flag), daemon=True),
+        threading.Thread(target=_copy, args=(proc.stderr, sinks[1], limit, err_flag), daemon=True),
     ]
     for t in pumps:
         t.start()
@@ -168,13 +174,15 @@ def _feed(pipe: IO[bytes] | None, data: bytes) -> None:
             pass
 
 
-def _copy(src: IO[bytes], dest: Path | None, limit: int, flag: list[bool]) -> None:
-    """Copy up to ``limit`` bytes from a pipe to ``dest``; read and discard the rest."""
+def _open_sink(dest: Path | None) -> IO[bytes] | None:
+    if dest is None:
+        return None
+    return os.fdopen(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644), "wb")
+
+
+def _copy(src: IO[bytes], out: IO[bytes] | None, limit: int, flag: list[bool]) -> None:
+    """Copy up to ``limit`` bytes from a pipe to ``out`` (then closed); read and discard the rest."""
     written = 0
-    out = None
-    if dest is not None:
-        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        out = os.fdopen(fd, "wb")
     try:
         while chunk := src.read1(65536):  # type: ignore[attr-defined]
             room = limit - written

@@ -176,8 +176,24 @@ def validate_manifest(path: Path) -> ValidationReport:
         _check_agents(report, manifest, base)
         for loc, msg in judge_problems(manifest, base):
             report.add(Problem(loc, msg))
+        report.notes.append(network_note(manifest))
     report.manifest = manifest
     return report
+
+
+NETWORK_WORDS = {"none": "agents have loopback only", "gateway": "agents reach the model gateway only",
+                 "open": "agents have the host's network: results are labelled \"network open\""}
+
+
+def network_note(manifest: Manifest) -> str:
+    """What ``isolation.network`` resolved to, in words (``validate`` prints it)."""
+    policy, declared = manifest.network_policy, manifest.isolation.network
+    text = f"isolation.network: {policy} ({NETWORK_WORDS[policy]}; graders have no network)"
+    if isinstance(declared, bool):
+        text += f"; {str(declared).lower()} is the old spelling of {policy}"
+    if manifest.isolation.allow_hosts:
+        text += f"; allowed through the gateway's proxy: {', '.join(manifest.isolation.allow_hosts)}"
+    return text
 
 
 def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | None:

@@ -90,7 +90,7 @@ def _relative_imports(path: Path) -> set[str]:
             if isinstance(node, ast.ImportFrom) and node.level > 0}
 
 
-PRIVATE_NAME_RULE = ("contract", "ingest", "warehouse", "analysis", "trialhouse", "viewer")  # runner: issue 27, next
+PRIVATE_NAME_RULE = tuple(PACKAGES)
 
 
 def test_no_private_name_crosses_a_module_wall() -> None:
@@ -116,7 +116,7 @@ def test_the_cli_never_reaches_into_the_report() -> None:
     assert not offenders, "\n".join(offenders)
 
 
-CIRCLE_FREE = ("ingest", "warehouse", "analysis", "trialhouse")  # runner: issue 27, next
+CIRCLE_FREE = tuple(PACKAGES)
 
 
 def test_no_import_circles() -> None:
@@ -235,8 +235,10 @@ def test_every_third_party_import_is_declared_in_pyproject() -> None:
 
 MAP_HELD_ELSEWHERE = {"ingest.*"}
 MODULE_MAX_LINES = 400
-SIZED = {"analysis": 65, "trialhouse": 65, "contract": 80, "viewer": 65}
-"""Package → longest function allowed (analysis and the CLI "~60"; contract 80, issue 27)."""
+SIZED = {"contract": 80, "runner": 80, "ingest": 80, "warehouse": 80, "analysis": 65, "trialhouse": 65,
+         "viewer": 65}
+"""Package → longest function allowed: 80 everywhere (issue 27), analysis, the CLI and the viewer
+keep their earlier ~60."""
 
 
 def _module_name(path: Path) -> str:

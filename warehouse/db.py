@@ -1,4 +1,4 @@
-"""Storage: one DuckDB file plus hive-partitioned Parquet beside it.
+"""The warehouse as a whole: one DuckDB file of views plus hive-partitioned Parquet beside it.
 
 Layout for a warehouse ``W = path/to/trialhouse.duckdb``::
 
@@ -6,45 +6,47 @@ Layout for a warehouse ``W = path/to/trialhouse.duckdb``::
     path/to/trialhouse.duckdb      views over those files + bookkeeping tables
     path/to/trialhouse.lock        held while a writer is loading
 
-A load replaces whole run partitions, all tables of the run at once or none (``replace_run``:
-every new partition is written to a hidden directory first, then all are renamed in place
-under a journal), so loading the same run again yields exactly its latest state and a
-failure or a kill at any point leaves the warehouse as it was (the next writer rolls back
-an unfinished swap and sweeps what was left: ``prepare``). Partition values are safe by
-construction: a run id must be a safe identifier (``contract.values.ID_PATTERN``), checked
-before anything is written, so no path can be misread by DuckDB or pyarrow.
+Here: the writer's lock, opening the DuckDB file (its views over the files, refreshed
+after a write), and making a warehouse ready for a writer. The partitions themselves —
+replacing a run's, all or none, and rolling back what a killed writer left — are
+``warehouse.partitions``, whose functions this module also offers (``db.replace_run``, …)
+so callers have one door to the warehouse.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import os
-import shutil
-import uuid
-from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from warehouse import rollup
 from warehouse.errors import WarehouseError
-from warehouse.schema import DERIVED, DUCKDB_TYPES, ROW_GROUP_ROWS, TABLES, columns, empty_select
+from warehouse.partitions import (
+    delete_run,
+    parquet_root,
+    partition_name_ok,
+    read_partition,
+    replace_run,
+    run_ids,
+    staging_file,
+    sweep,
+)
+from warehouse.schema import DUCKDB_TYPES, TABLES, columns, empty_select
 
-if TYPE_CHECKING:  # pyarrow is imported where tables are written or read, not to query
-    import pyarrow as pa
+__all__ = [
+    "EXCLUDED_RUNS", "EXCLUSION", "UNFILTERED", "WarehouseLocked", "check_warehouse_path", "delete_run",
+    "include_invalidated", "open", "parquet_root", "partition_name_ok", "prepare", "read_partition",
+    "refresh", "refresh_views", "replace_run", "run_ids", "staging_file", "sweep", "write_lock",
+    "WarehouseError",
+]
 
 
 class WarehouseLocked(WarehouseError):
     exit_code = 3
-
-
-def parquet_root(db_path: Path) -> Path:
-    db_path = Path(db_path)
-    return db_path.with_name(db_path.stem + ".parquet")
 
 
 def _lock_path(db_path: Path) -> Path:
@@ -68,224 +70,6 @@ def write_lock(db_path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-def partition_name_ok(run_id: object) -> bool:
-    """Whether ``run_id`` can name a partition (a safe identifier)."""
-    from contract.values import id_problem  # here: the event models cost every reader ~0.15 s
-
-    return id_problem(run_id) is None
-
-
-def _partition(run_id: str) -> str:
-    """``run_id=<id>``: the Hive partition directory of a run (a safe id, else WarehouseError)."""
-    from contract.values import id_problem  # here: the event models cost every reader ~0.15 s
-
-    if why := id_problem(run_id):
-        raise WarehouseError(f"run_id {run_id!r} cannot name a partition: it {why}")
-    return f"run_id={run_id}"
-
-
-_HIDDEN = (".stage-", ".tmp-", ".old-")
-"""Prefixes of a writer's work files and directories beside the partitions (never matched by
-the views' ``run_id=*`` globs); what is left of them belongs to a writer that died."""
-
-
-def staging_file(db_path: Path, table: str) -> Path:
-    """A fresh file path on the warehouse's file system for streaming a partition.
-
-    Write a Parquet file there (the table's columns without ``run_id``) and pass the
-    path to ``replace_run`` instead of an Arrow table; large tables never sit in memory.
-    """
-    d = parquet_root(db_path) / table
-    d.mkdir(parents=True, exist_ok=True)
-    return d / f".stage-{uuid.uuid4().hex}.parquet"
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def sweep(db_path: Path) -> list[Path]:
-    """Finish what a killed writer left (caller holds the write lock): roll back an unfinished
-    partition swap (``_Swap.recover``), then remove staged files and temporary directories.
-    Returns what was removed."""
-    root = parquet_root(db_path)
-    if not root.is_dir():
-        return []
-    removed = []
-    for journal in sorted(root.glob(".swap-*.json")):
-        _Swap.recover(journal)
-        removed.append(journal)
-    for tmp in root.glob(".swap-*.json.tmp"):
-        tmp.unlink(missing_ok=True)
-        removed.append(tmp)
-    for table_dir in root.iterdir():
-        if table_dir.is_dir():
-            for p in table_dir.iterdir():
-                if p.name.startswith(_HIDDEN):
-                    _remove(p)
-                    removed.append(p)
-    return removed
-
-
-class _Swap:
-    """Renames a run's new partitions into place, all or none, under a journal file.
-
-    ``steps``: (new directory, partition directory). Before the first rename the journal
-    lists every step and whether its partition existed; an existing partition is first
-    renamed aside (``.old-*``), so each step can be undone. Any failure undoes the steps
-    done; a writer killed mid-swap leaves the journal, and the next writer's ``sweep`` undoes
-    them (``recover``). Once every rename is done the journal says so, and recovery only
-    removes what was renamed aside.
-    """
-
-    def __init__(self, root: Path, steps: list[tuple[Path, Path]]) -> None:
-        self.journal = root / f".swap-{uuid.uuid4().hex}.json"
-        self.steps: list[dict[str, Any]] = [{"new": str(new), "target": str(target), "existed": target.exists(),
-                       "old": str(target.with_name(f".old-{uuid.uuid4().hex}"))} for new, target in steps]
-
-    def _write(self, state: str) -> None:
-        tmp = self.journal.with_name(self.journal.name + ".tmp")
-        tmp.write_text(json.dumps({"state": state, "steps": self.steps}), encoding="utf-8")
-        os.replace(tmp, self.journal)
-
-    def run(self) -> None:
-        self._write("swapping")
-        try:
-            for step in self.steps:
-                if step["existed"]:
-                    Path(step["target"]).rename(step["old"])
-                Path(step["new"]).rename(step["target"])
-            self._write("done")  # from here on the new partitions stay, whatever happens
-        except BaseException:
-            self.recover(self.journal)
-            raise
-        try:
-            self.recover(self.journal)  # only tidies now (removes what was renamed aside)
-        except OSError:
-            pass  # the next writer's sweep finishes it
-
-    @staticmethod
-    def recover(journal: Path) -> None:
-        """Undo an unfinished swap (or tidy a finished one), then remove the journal."""
-        try:
-            doc = json.loads(journal.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # unreadable: it was being written, before any rename
-            journal.unlink(missing_ok=True)
-            return
-        for step in reversed(doc["steps"]):
-            new, target, old = Path(step["new"]), Path(step["target"]), Path(step["old"])
-            if doc["state"] == "done":
-                _remove(old)
-            elif old.exists():  # the original was renamed aside (and maybe the new one in): restore it
-                if target.exists():
-                    _remove(target)
-                old.rename(target)
-            elif not step["existed"] and not new.exists() and target.exists():
-                _remove(target)  # a partition that did not exist before was renamed in: remove it
-            _remove(new)
-        journal.unlink(missing_ok=True)
-
-
-def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` as ``schema`` has it: its columns, in order, of its types."""
-    return table if table.schema == schema else table.select(schema.names).cast(schema)
-
-
-def _write_table(tmp: Path, table: pa.Table | Path | list[Path], schema: pa.Schema) -> None:
-    import pyarrow.parquet as pq
-
-    if isinstance(table, Path):
-        table.rename(tmp / "part-0.parquet")
-    elif isinstance(table, list):  # several staged files (e.g. a file read in two processes)
-        for i, path in enumerate(table):
-            path.rename(tmp / f"part-{i}.parquet")
-    else:
-        table = _conformed(table, schema)
-        # Row groups of DuckDB's own size, so a scan of one big run uses every core.
-        pq.write_table(table.drop_columns(["run_id"]), tmp / "part-0.parquet",
-                       compression="zstd", row_group_size=ROW_GROUP_ROWS)
-
-
-def _write_all(root: Path, tables: Mapping[str, pa.Table | Path | list[Path]], prepared: dict[str, Path]) -> None:
-    """Write every table into its ``prepared`` directory, and the rollups of new trials (added
-    to ``prepared``). Two at a time (pyarrow encodes without the GIL: a big run's trials and
-    attempts are each a second of one core); trials still in memory have their rollups built
-    from them meanwhile (DuckDB on its own threads), files are read back after."""
-    trials = tables.get("trials")
-    with ThreadPoolExecutor(2) as pool:
-        work = [pool.submit(_write_table, prepared[name], table, TABLES[name]) for name, table in tables.items()]
-        early = (pool.submit(rollup.prepare, root, _conformed(trials, TABLES["trials"]))
-                 if trials is not None and not isinstance(trials, Path | list) else None)
-        futures: list[Future[Any]] = [*work, *([early] if early is not None else [])]
-        wait(futures)
-        if early is not None and early.exception() is None:
-            prepared.update(early.result())  # in ``prepared`` even if a write failed: removed with it
-        for done in futures:
-            done.result()  # the first failure, if any
-    if trials is not None and early is None:
-        prepared.update(rollup.prepare(root, sorted(prepared["trials"].glob("*.parquet"))))
-
-
-def replace_run(db_path: Path, run_id: str, tables: Mapping[str, pa.Table | Path | list[Path]]) -> None:
-    """Replace every table partition of ``run_id`` with ``tables``, all or none (caller holds the lock).
-
-    Tables not named in ``tables`` are left untouched for that run. Each table must
-    match its schema in ``warehouse.schema.TABLES`` (the run_id column is the partition).
-    A value may also be the path of a Parquet file from ``staging_file`` (moved in place),
-    or a list of such paths (each becomes one part file of the partition). When ``trials``
-    is replaced, the run's rollups are rebuilt from the new trials in the same swap.
-
-    Nothing is visible until every new partition is written; then one journaled swap renames
-    them all in (``_Swap``). A failure anywhere leaves the warehouse exactly as it was.
-    """
-    part = _partition(run_id)
-    root = parquet_root(db_path)
-    prepared: dict[str, Path] = {}
-    try:
-        for name in tables:
-            prepared[name] = root / name / f".tmp-{uuid.uuid4().hex}"
-            prepared[name].mkdir(parents=True)
-        _write_all(root, tables, prepared)
-        if "trials" in tables:
-            for name in rollup.NAMES:
-                if name not in prepared:  # no trials: the run's rollups go (an empty directory swaps them out)
-                    prepared[name] = root / name / f".tmp-{uuid.uuid4().hex}"
-                    prepared[name].mkdir(parents=True)
-        _Swap(root, [(tmp, root / name / part) for name, tmp in prepared.items()]).run()
-    finally:
-        for tmp in prepared.values():
-            _remove(tmp)  # gone already after a swap; what a failure left otherwise
-    for name in rollup.NAMES:  # an empty rollup partition is no partition
-        d = root / name / part
-        if d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
-    for lacking in rollup.missing(root):  # e.g. a warehouse written before rollups existed
-        rollup.build(root, lacking)
-
-
-def delete_run(db_path: Path, run_id: str) -> None:
-    """Remove every partition of ``run_id`` (tables and rollups), all or none (caller holds the lock)."""
-    root = parquet_root(db_path)
-    part = _partition(run_id)
-    steps = []
-    for name in (*TABLES, *DERIVED):
-        if (root / name / part).exists():
-            empty = root / name / f".tmp-{uuid.uuid4().hex}"
-            empty.mkdir(parents=True)
-            steps.append((empty, root / name / part))
-    try:
-        _Swap(root, steps).run()
-    finally:
-        for empty, _target in steps:
-            _remove(empty)
-    for _empty, target in steps:
-        if target.is_dir() and not any(target.iterdir()):
-            target.rmdir()
 
 
 _KEY = "-- files: "
@@ -371,21 +155,6 @@ def refresh_views(con: duckdb.DuckDBPyConnection, db_path: Path, temp: bool = Fa
     for name, sql in rollups.items():
         if stored.get(name) != sql:
             con.execute(sql.replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
-
-
-def read_partition(db_path: Path, table: str, run_id: str) -> pa.Table | None:
-    """The stored partition of one run (without run_id), or None."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    d = parquet_root(db_path) / table / _partition(run_id)
-    files = sorted(d.glob("*.parquet")) if d.exists() else []
-    return pa.concat_tables([pq.read_table(f) for f in files]) if files else None
-
-
-def run_ids(db_path: Path, table: str = "runs") -> list[str]:
-    d = parquet_root(db_path) / table
-    return sorted(p.name.split("=", 1)[1] for p in d.glob("run_id=*")) if d.exists() else []
 
 
 def check_warehouse_path(db_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Render the table reference (``docs/tables.md``) from ``warehouse.schema`` and ``warehouse/sql``.
 
 Generated, never hand-edited: column types and nullability come from the Arrow
-schemas, column notes from the trailing comments in ``schema.py``, view descriptions
+schemas, column notes from the trailing comments on each ``Column`` line of the files
+that write tables down (``warehouse.schema.SPEC_FILES``), view descriptions
 from the header comment of each ``.sql`` file. A test fails when the committed file
 drifts from this output.
 """
@@ -13,10 +14,10 @@ from importlib import resources
 
 import pyarrow as pa
 
-from warehouse.schema import DERIVED, TABLES, arrow_schema
+from warehouse.schema import DERIVED, SPEC_FILES, TABLES, arrow_schema
 
 _FIELD = re.compile(r'Column\("(?P<name>\w+)".*?#\s*(?P<note>.+)$')
-_TABLE = re.compile(r'^\s+"(\w+)": _spec\(')
+_TABLE = re.compile(r'^\s+"(\w+)": table_spec\(')
 _COMMON = {
     "run_id": "partition key: our run id, or one foreign source",
     "ingest_batch_id": "the ingest batch that wrote this row (see `ingest_batches`)",
@@ -24,15 +25,16 @@ _COMMON = {
 
 
 def _notes() -> dict[tuple[str, str], str]:
-    """(table, column) → the trailing comment on its ``Column`` line in schema.py."""
-    src = resources.files("warehouse").joinpath("schema.py").read_text(encoding="utf-8")
+    """(table, column) → the trailing comment on its ``Column`` line."""
     notes: dict[tuple[str, str], str] = {}
-    table = None
-    for line in src.splitlines():
-        if t := _TABLE.match(line):
-            table = t[1]
-        elif table and (m := _FIELD.search(line)):
-            notes[(table, m["name"])] = m["note"].strip().replace("|", "/")
+    for name in SPEC_FILES:
+        src = resources.files("warehouse").joinpath(name).read_text(encoding="utf-8")
+        table = None
+        for line in src.splitlines():
+            if t := _TABLE.match(line):
+                table = t[1]
+            elif table and (m := _FIELD.search(line)):
+                notes[(table, m["name"])] = m["note"].strip().replace("|", "/")
     return notes
 
 

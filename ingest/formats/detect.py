@@ -1,4 +1,5 @@
-"""Which foreign format is this path? Sniff content, not names (FORMATS.md §1.1).
+"""Which foreign format is this path? Sniff content, not names (docs/formats.md, "Detection
+(``--format auto``)").
 
 Harbor and Terminal-Bench both write ``result(s).json`` and SWE-bench and others
 write ``preds.json``, so every decision looks at the keys inside. Our own run

@@ -1,7 +1,7 @@
 """Harbor job directories (also Terminal-Bench 2.x): one trial per ``*/result.json``.
 
 Outcome follows the exception embedded in each trial result and its policy
-(FORMATS.md §3): a valid reward is graded (an agent timeout that still fails is
+(docs/formats.md, "Harbor job directories"): a valid reward is graded (an agent timeout that still fails is
 ``budget_exhausted``), a missing or invalid reward is ``infra_error``. Harbor's
 ``n_input_tokens`` includes cache reads, so uncached input = input − cache. A trial's
 ATIF ``agent/trajectory.json``, when there, becomes its ``steps`` (one ``build`` stage).
@@ -10,7 +10,7 @@ ATIF ``agent/trajectory.json``, when there, becomes its ``steps`` (one ``build``
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from contract.trajectory import atif_trajectory_steps
 from ingest.batch import SourceBatch
@@ -144,18 +144,8 @@ _TEXTS = ("task_name", "source", "task_checksum", "id", "started_at", "finished_
           "config.agent.model_name", "task_id.path", "exception_info.exception_type")
 
 
-def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBatch:
-    job_result = read_json(job / "result.json") if (job / "result.json").is_file() else None
-    single = is_harbor_trial_result(job_result)
-    if single:
-        trial_files = [job / "result.json"]
-    else:
-        trial_files = sorted(p / "result.json" for p in job.iterdir() if p.is_dir())
-    b = BatchBuilder(f"harbor-{job.name}-{path_key(job)}", FORMAT, [])
-    config = read_json(job / "config.json") if not single else None
-    lock = read_json(job / "lock.json") if not single else None
-    version = field(lock, "harbor.version")
-    harbor_version = version if isinstance(version, str) else None
+def _trial_results(b: BatchBuilder, trial_files: list[Path]) -> list[tuple[Path, dict]]:
+    """The job's trial results that are trials: (file, result); the others quarantined or noted."""
     parsed: list[tuple[Path, dict]] = []
     for f in trial_files:
         if not f.is_file():
@@ -174,108 +164,154 @@ def _load_job(job: Path, prices: PriceTable | None, reward_key: str) -> SourceBa
             b.quarantine(f, None, f"{f}: {problem}", f.read_text(encoding="utf-8", errors="replace")[:2000])
             continue
         parsed.append((f, obj))
-    if not parsed and not b.batch.quarantine:
-        raise IngestError(f"{job}: no Harbor trial results (*/result.json) found")
+    return parsed
 
-    def model_of(r: dict) -> tuple[str | None, str | None]:
-        info = (r.get("agent_info") or {}).get("model_info") or {}
-        if info.get("name"):
-            return info["name"], info.get("provider")
-        name = ((r.get("config") or {}).get("agent") or {}).get("model_name")
-        return name, None
 
-    # repetition: order by started_at within (task, agent, model)
+def _model_of(r: dict) -> tuple[str | None, str | None]:
+    """A trial's (model, provider)."""
+    info = (r.get("agent_info") or {}).get("model_info") or {}
+    if info.get("name"):
+        return info["name"], info.get("provider")
+    name = ((r.get("config") or {}).get("agent") or {}).get("model_name")
+    return name, None
+
+
+def _repetitions(parsed: list[tuple[Path, dict]]) -> dict[Path, int]:
+    """Each trial's repetition: its place by started_at within (task, agent, model)."""
     groups: dict[tuple, list[tuple[Path, dict]]] = {}
     for f, r in parsed:
-        model, _ = model_of(r)
+        model, _ = _model_of(r)
         groups.setdefault((r["task_name"], (r.get("agent_info") or {}).get("name"), model), []).append((f, r))
     repetition: dict[Path, int] = {}
     for items in groups.values():
         items.sort(key=lambda fr: (str(fr[1].get("started_at") or ""), str(fr[1].get("id"))))
         for k, (f, _) in enumerate(items, 1):
             repetition[f] = k
+    return repetition
 
-    for f, r in parsed:
-        model, provider = model_of(r)
-        agent = r.get("agent_info") or {}
-        cid, _ = b.config(model, agent.get("name"), agent.get("version"),
-                          {"provider": provider} if provider else None)
-        task = str(r["task_name"])
-        b.case(task, benchmark=r.get("source"),
-               labels={"task_checksum": r.get("task_checksum"), "task_path": (r.get("task_id") or {}).get("path")})
-        rewards = _rewards(r, f.parent)
-        outcome, reason, labels = outcome_for(r, _reward_value(rewards, reward_key))
-        if rewards and len(rewards) > 1:
-            labels["rewards"] = rewards
-        ar = r.get("agent_result") or {}
-        n_in, n_cache, n_out = (nonneg_int(ar.get(k)) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens"))
-        uncached: int | None
-        cache_read: int | None
-        if n_in is not None and n_cache is not None and n_cache <= n_in:
-            uncached, cache_read = n_in - n_cache, n_cache
-        else:
-            uncached, cache_read = n_in, None
-            if n_in is not None:
-                labels["input_includes_unknown_cache"] = True
-        started, naive1 = parse_ts(r.get("started_at"))
-        finished, naive2 = parse_ts(r.get("finished_at"))
-        if naive1 or naive2:
-            labels["naive_timestamp"] = True
-        # Harbor writes cost_usd 0 for models litellm cannot price: a 0 next to tokens is unknown.
-        # Without the cache split the uncached input is unknown, so such a trial is not priced.
-        cost, source = resolve_cost(
-            prices, model, reported=ar.get("cost_usd"),
-            input_tokens=None if "input_includes_unknown_cache" in labels else uncached,
-            output_tokens=n_out, cache_read_tokens=cache_read, activity=n_in, on=started,
-            zero_is_unpriced=True)
-        if cost is None:
-            labels["cost_unpriced"] = True
-        labels["harbor_version"] = harbor_version
-        trial_id = str(r.get("id") or f.parent.name)
-        b.trial(
-            trial_id=trial_id,
-            config_id=cid,
-            case_id=task,
-            repetition=repetition[f],
-            outcome=outcome,
-            reason=reason,
-            source_key=str(r.get("id") or f.parent.name),
-            started_at=started,
-            finished_at=finished,
-            duration_s=seconds_between(started, finished),
-            setup_s=_sum(_phase_s(r.get("environment_setup")), _phase_s(r.get("agent_setup"))),
-            agent_s=_phase_s(r.get("agent_execution")),
-            verification_s=_phase_s(r.get("verifier")),
-            input_tokens=uncached,
-            output_tokens=n_out,
-            cache_read_tokens=cache_read,
-            cost_usd=cost,
-            cost_source=source,
-            failure_mode=(r.get("exception_info") or {}).get("exception_type"),
-            labels=labels,
-        )
-        _trajectory(b, trial_id, f.parent, r.get("agent_execution"))
+
+def _tokens(ar: dict, labels: dict) -> tuple[int | None, int | None, int | None, int | None]:
+    """(uncached input, cache reads, input as Harbor counts it, output) of an ``agent_result``:
+    Harbor's ``n_input_tokens`` includes cache reads."""
+    n_in, n_cache, n_out = (nonneg_int(ar.get(k)) for k in ("n_input_tokens", "n_cache_tokens", "n_output_tokens"))
+    uncached: int | None
+    cache_read: int | None
+    if n_in is not None and n_cache is not None and n_cache <= n_in:
+        uncached, cache_read = n_in - n_cache, n_cache
+    else:
+        uncached, cache_read = n_in, None
+        if n_in is not None:
+            labels["input_includes_unknown_cache"] = True
+    return uncached, cache_read, n_in, n_out
+
+
+class _Job(NamedTuple):
+    """What every trial of one job shares."""
+
+    prices: PriceTable | None
+    reward_key: str
+    harbor_version: str | None
+
+
+def _trial(b: BatchBuilder, job: _Job, f: Path, r: dict, repetition: int) -> None:
+    """One trial result as a configuration, a case and a trial (with its trajectory)."""
+    model, provider = _model_of(r)
+    agent = r.get("agent_info") or {}
+    cid, _ = b.config(model, agent.get("name"), agent.get("version"),
+                      {"provider": provider} if provider else None)
+    task = str(r["task_name"])
+    b.case(task, benchmark=r.get("source"),
+           labels={"task_checksum": r.get("task_checksum"), "task_path": (r.get("task_id") or {}).get("path")})
+    rewards = _rewards(r, f.parent)
+    outcome, reason, labels = outcome_for(r, _reward_value(rewards, job.reward_key))
+    if rewards and len(rewards) > 1:
+        labels["rewards"] = rewards
+    ar = r.get("agent_result") or {}
+    uncached, cache_read, n_in, n_out = _tokens(ar, labels)
+    started, naive1 = parse_ts(r.get("started_at"))
+    finished, naive2 = parse_ts(r.get("finished_at"))
+    if naive1 or naive2:
+        labels["naive_timestamp"] = True
+    # Harbor writes cost_usd 0 for models litellm cannot price: a 0 next to tokens is unknown.
+    # Without the cache split the uncached input is unknown, so such a trial is not priced.
+    cost, source = resolve_cost(
+        job.prices, model, reported=ar.get("cost_usd"),
+        input_tokens=None if "input_includes_unknown_cache" in labels else uncached,
+        output_tokens=n_out, cache_read_tokens=cache_read, activity=n_in, on=started,
+        zero_is_unpriced=True)
+    if cost is None:
+        labels["cost_unpriced"] = True
+    labels["harbor_version"] = job.harbor_version
+    trial_id = str(r.get("id") or f.parent.name)
+    b.trial(
+        trial_id=trial_id,
+        config_id=cid,
+        case_id=task,
+        repetition=repetition,
+        outcome=outcome,
+        reason=reason,
+        source_key=str(r.get("id") or f.parent.name),
+        started_at=started,
+        finished_at=finished,
+        duration_s=seconds_between(started, finished),
+        setup_s=_sum(_phase_s(r.get("environment_setup")), _phase_s(r.get("agent_setup"))),
+        agent_s=_phase_s(r.get("agent_execution")),
+        verification_s=_phase_s(r.get("verifier")),
+        input_tokens=uncached,
+        output_tokens=n_out,
+        cache_read_tokens=cache_read,
+        cost_usd=cost,
+        cost_source=source,
+        failure_mode=(r.get("exception_info") or {}).get("exception_type"),
+        labels=labels,
+    )
+    _trajectory(b, trial_id, f.parent, r.get("agent_execution"))
+
+
+def _job_run(b: BatchBuilder, job_dir: Path, job: _Job, job_result: Any, config: Any, single: bool) -> None:
+    """The job as the batch's run (``single``: a trial directory, a run without the job's files)."""
     stats = (job_result or {}).get("stats") if not single else None
     stats = stats if isinstance(stats, dict) else {}
     run_started, _ = parse_ts((job_result or {}).get("started_at")) if not single else (None, False)
     run_finished, _ = parse_ts((job_result or {}).get("finished_at")) if not single else (None, False)
     for extra in ("config.json", "lock.json", "result.json"):
-        if not single and (job / extra).is_file():
-            b.batch.source_files.append(job / extra)
+        if not single and (job_dir / extra).is_file():
+            b.batch.source_files.append(job_dir / extra)
     if stats.get("n_retries"):
-        b.note(f"{job.name}: Harbor retried {stats['n_retries']} trial(s); their failed tries were deleted")
+        b.note(f"{job_dir.name}: Harbor retried {stats['n_retries']} trial(s); their failed tries were deleted")
     b.run(
-        job,
+        job_dir,
         started_at=run_started,
         finished_at=run_finished,
-        engine_version=harbor_version,
+        engine_version=job.harbor_version,
         repetitions=(config or {}).get("n_attempts") if isinstance(config, dict) else None,
-        prices_as_of=prices.as_of if prices else None,
+        prices_as_of=job.prices.as_of if job.prices else None,
         run_cost_usd=finite_cost(stats.get("cost_usd")),
-        details={"job_name": job.name, "n_retries": stats.get("n_retries"),
+        details={"job_name": job_dir.name, "n_retries": stats.get("n_retries"),
                  "n_total_trials": (job_result or {}).get("n_total_trials") if not single else None,
-                 "reward_key": reward_key},
+                 "reward_key": job.reward_key},
     )
+
+
+def _load_job(job_dir: Path, prices: PriceTable | None, reward_key: str) -> SourceBatch:
+    job_result = read_json(job_dir / "result.json") if (job_dir / "result.json").is_file() else None
+    single = is_harbor_trial_result(job_result)
+    if single:
+        trial_files = [job_dir / "result.json"]
+    else:
+        trial_files = sorted(p / "result.json" for p in job_dir.iterdir() if p.is_dir())
+    b = BatchBuilder(f"harbor-{job_dir.name}-{path_key(job_dir)}", FORMAT, [])
+    config = read_json(job_dir / "config.json") if not single else None
+    lock = read_json(job_dir / "lock.json") if not single else None
+    version = field(lock, "harbor.version")
+    job = _Job(prices, reward_key, version if isinstance(version, str) else None)
+    parsed = _trial_results(b, trial_files)
+    if not parsed and not b.batch.quarantine:
+        raise IngestError(f"{job_dir}: no Harbor trial results (*/result.json) found")
+    repetition = _repetitions(parsed)
+    for f, r in parsed:
+        _trial(b, job, f, r, repetition[f])
+    _job_run(b, job_dir, job, job_result, config, single)
     return b.finish()
 
 

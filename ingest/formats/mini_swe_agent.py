@@ -1,5 +1,5 @@
 """mini-swe-agent run directories (``mini-extra swebench`` output): one trial per graded
-instance, with its trajectory as ``steps`` (FORMATS.md §7).
+instance, with its trajectory as ``steps`` (docs/formats.md, "mini-swe-agent run directories").
 
 Layout: ``<out>/preds.json`` (``{instance_id: {model_name_or_path, instance_id,
 model_patch}}``) and ``<out>/<iid>/<iid>.traj.json`` (``trajectory_format``

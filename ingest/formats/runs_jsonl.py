@@ -8,11 +8,11 @@ status, duplicates) are quarantined with their line number; the rest loads.
 
 Why columnar: these files run to millions of lines, and a Python object per line made
 ingest 60× slower than DuckDB reading the same file. So the file is split into lines by
-Arrow, and DuckDB parses and types every line in one vectorised query. A line it can
+Arrow (``runs_jsonl_lines``), and DuckDB parses and types every line in one vectorised query. A line it can
 prove valid under the rules of ``RunLine`` (types exact, no unknown or repeated keys, no
 escapes that decode to control characters or lone surrogates, an ISO timestamp with an
 offset) never becomes a Python object; every other line — the bad ones and the unusual
-ones — takes the row path (``json.loads`` + ``RunLine``), which either quarantines it
+ones — takes the row path (``runs_jsonl_row``: ``json.loads`` + ``RunLine``), which either quarantines it
 with the reason or hands it back as a valid row. The fast test is conservative: it only
 decides which path a line takes, never whether it is valid, so both paths give the same
 rows (docs/formats.md, "runs-jsonl at engine speed"). Duplicates, configurations (one
@@ -24,164 +24,26 @@ Arrow tables, with the sha256 of the very bytes that were read.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
-from contract.redact import Redactor
 from ingest.batch import QuarantineRow
 from ingest.errors import IngestError
-from ingest.formats._common import BatchBuilder, labels_json, parse_ts
+from ingest.formats._common import BatchBuilder, labels_json
+from ingest.formats.runs_jsonl_lines import read_lines
+from ingest.formats.runs_jsonl_row import FORMAT, RAW_MAX, RECORD, redact, row_record
 from ingest.formats.runs_jsonl_sql import LOOKUP, MAP_CONFIGS, PRICED, TRIALS_SQL, fast_sql
-from ingest.identity import config_id_for, path_key, variant_label
+from ingest.identity import path_key
 from ingest.prices import PriceTable
-from ingest.rows import checked_table, row_problem, value_problem
+from ingest.rows import checked_table
 from warehouse.schema import TABLES
 
-FORMAT = "runs-jsonl"
 STATUS_TO_OUTCOME = {"solved": "accepted", "failed": "target_failed", "infra_error": "infra_error"}
-RAW_MAX = 10_000
-"""Characters of a quarantined line kept as its raw text."""
-
-
-class RunLine(BaseModel):
-    """One line of a runs-jsonl file; unknown extra keys are kept as labels."""
-
-    model_config = ConfigDict(extra="allow")
-
-    model: StrictStr
-    harness: StrictStr
-    harness_version: StrictStr | None = None
-    task_id: StrictStr | StrictInt
-    trial: StrictInt = Field(ge=0)
-    status: Literal["solved", "failed", "infra_error"]
-    input_tokens: StrictInt | None = Field(default=None, ge=0)
-    output_tokens: StrictInt | None = Field(default=None, ge=0)
-    steps: StrictInt | None = Field(default=None, ge=0)
-    cost_usd: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    repo: StrictStr | None = None
-    benchmark: StrictStr | None = None
-    system_id: StrictStr | None = None
-    wall_seconds: float | None = Field(default=None, ge=0, allow_inf_nan=False)
-    failure_mode: StrictStr | None = None
-    started_at: datetime | None = None
-
-
-# The columns both paths produce (one record per valid line), in this order.
-_RECORD = pa.schema([
-    ("lineno", pa.int64()), ("model", pa.string()), ("harness", pa.string()),
-    ("harness_version", pa.string()), ("system_id", pa.string()), ("task", pa.string()),
-    ("trial", pa.int64()), ("status", pa.string()), ("input_tokens", pa.int64()),
-    ("output_tokens", pa.int64()), ("steps", pa.int64()), ("cost_reported", pa.float64()),
-    ("repo", pa.string()), ("benchmark", pa.string()), ("wall_seconds", pa.float64()),
-    ("failure_mode", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")),
-    ("naive", pa.bool_()), ("extra_json", pa.string()),
-])
-
-def _reason(e: ValidationError) -> str:
-    parts = []
-    for err in e.errors()[:3]:
-        loc = ".".join(str(p) for p in err["loc"]) or "line"
-        if err["type"] == "literal_error" and loc == "status":
-            parts.append(f"unknown status {err['input']!r} (expected solved, failed or infra_error)")
-        else:
-            parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
-
-
-def read_lines(data: bytes) -> pa.Table:
-    """``(lineno, text)`` of every line, numbered as a text-mode ``for line in file`` numbers
-    them (``\\r\\n``, ``\\r`` and ``\\n`` end a line; bytes that are not UTF-8 become U+FFFD).
-    Each text is a view into the file's bytes, its line break included (JSON allows trailing
-    whitespace; the row path strips it): Arrow offsets at each newline, no Python object per line."""
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    try:
-        return _split(data)
-    except pa.ArrowInvalid:  # not UTF-8 somewhere: decode as the row path did (no newline moves)
-        return _split(data.decode("utf-8", errors="replace").encode("utf-8"))
-
-
-def _split(data: bytes) -> pa.Table:
-    import numpy as np
-
-    # newlines found a few MB at a time: one comparison over the whole file allocates a mask
-    # as large as the file, and its page faults cost more than the search
-    raw = np.frombuffer(data, np.uint8)
-    step = 1 << 22
-    ends = np.concatenate([np.zeros(0, np.int64)] + [np.flatnonzero(raw[i:i + step] == 10) + (i + 1)
-                                                     for i in range(0, len(raw), step)]).astype(np.int64)
-    if data and not data.endswith(b"\n"):
-        ends = np.append(ends, len(data))
-    offsets = np.concatenate([np.zeros(1, np.int64), ends.astype(np.int64)])
-    text = pa.LargeStringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(data))
-    text.validate(full=True)
-    return pa.table({"lineno": pa.array(np.arange(1, len(ends) + 1, dtype=np.int64)), "text": text})
-
-
-_REDACTOR = Redactor()
-
-
-def _redact(value: str | None) -> str | None:
-    return None if value is None else _REDACTOR.text(value)[0]
-
-
-def _slow_record(lineno: int, text: str, b: BatchBuilder, path: Path) -> dict | None:
-    """The row path for one line: quarantined with the reason (None), or its record."""
-    raw = text[:RAW_MAX]
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as e:
-        why = e.msg if isinstance(e, json.JSONDecodeError) else "not valid JSON, or nested too deeply"
-        b.quarantine(path, lineno, f"line {lineno}: invalid JSON ({why})", raw)
-        return None
-    if not isinstance(obj, dict):
-        b.quarantine(path, lineno, f"line {lineno}: not a JSON object", raw)
-        return None
-    try:
-        r = RunLine.model_validate(obj)
-    except ValidationError as e:
-        b.quarantine(path, lineno, f"line {lineno}: {_reason(e)}", raw)
-        return None
-    task = str(r.task_id)
-    started, naive = parse_ts(r.started_at)
-    if r.started_at is not None and started is None:
-        b.quarantine(path, lineno, f"line {lineno}: started_at: {r.started_at.isoformat()} has no UTC time "
-                                   "(out of range once moved to UTC)", raw)
-        return None
-    settings = {"system_id": r.system_id} if r.system_id else None
-    cid = config_id_for(r.model, r.harness, r.harness_version, settings)
-    extra = json.dumps(r.model_extra, sort_keys=True, default=str) if r.model_extra else None
-    # Values a column cannot hold (integers past int64, lone surrogates, control characters
-    # in an id): judged by the table's value rules, as every importer's rows are.
-    probe = {"trial_id": f"{cid}:{task}:{r.trial}", "config_id": cid, "case_id": task,
-             "variant": variant_label(r.model, r.harness, r.harness_version), "model": r.model,
-             "harness": r.harness, "harness_version": r.harness_version, "repetition": r.trial,
-             "outcome": "accepted", "source_format": FORMAT, "complete": True, "simulated": False,
-             "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "steps": r.steps,
-             "reason": r.failure_mode, "failure_mode": r.failure_mode, "started_at": started,
-             "duration_s": r.wall_seconds}  # labels_json is ASCII JSON: always storable
-    for k in ("repo", "benchmark", "system_id"):  # stored in labels and cases
-        if (problem := value_problem("string", getattr(r, k))) is not None:
-            b.quarantine(path, lineno, f"line {lineno}: trials row: {k} {problem}", raw)
-            return None
-    if problem := row_problem("trials", probe):
-        b.quarantine(path, lineno, f"line {lineno}: trials row: {problem}", raw)
-        return None
-    return {"lineno": lineno, "model": r.model, "harness": r.harness,
-            "harness_version": r.harness_version, "system_id": r.system_id, "task": task,
-            "trial": r.trial, "status": r.status, "input_tokens": r.input_tokens,
-            "output_tokens": r.output_tokens, "steps": r.steps, "cost_reported": r.cost_usd,
-            "repo": r.repo, "benchmark": r.benchmark, "wall_seconds": r.wall_seconds,
-            "failure_mode": r.failure_mode, "started_at": started, "naive": naive,
-            "extra_json": _redact(extra)}
 
 
 def _price_table(prices: PriceTable | None) -> pa.Table:
@@ -296,7 +158,7 @@ def _typed(con, sql_for: Callable[[bool], str]) -> pa.Table:
 
 
 def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_only: bool) -> int:
-    """Create the view ``valid`` (one ``_RECORD`` per valid line): the lines ``fast_sql``
+    """Create the view ``valid`` (one ``RECORD`` per valid line): the lines ``fast_sql``
     proves valid, then the row path's records of every other line. Returns the number of
     non-blank lines."""
     import numpy as np
@@ -321,13 +183,13 @@ def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_onl
     for lineno, raw in slow:
         if not (text := raw.strip()):
             blank += 1
-        elif (rec := _slow_record(lineno, text, b, path)) is not None:
+        elif (rec := row_record(lineno, text, b, path)) is not None:
             records.append(rec)
     n_lines = lines.num_rows - blank
     if n_lines == 0:
         raise IngestError(f"{path}: runs-jsonl file is empty")
-    con.register("slow", pa.Table.from_pylist(records, schema=_RECORD))
-    cols = ", ".join(_RECORD.names)
+    con.register("slow", pa.Table.from_pylist(records, schema=RECORD))
+    cols = ", ".join(RECORD.names)
     union = f"SELECT {cols} FROM fast UNION ALL SELECT {cols} FROM slow"  # noqa: S608 - constant names
     con.execute(f"CREATE TEMP VIEW typed AS {union}")
     _redacted(con)
@@ -369,14 +231,14 @@ def _redacted(con) -> None:
     changed = []
     for col in _FREE_TEXT:
         distinct = con.execute(f"SELECT DISTINCT {col} FROM typed WHERE {col} IS NOT NULL").fetchall()  # noqa: S608
-        changed += [(col, v, c) for (v,) in distinct if (c := _redact(v)) != v]
+        changed += [(col, v, c) for (v,) in distinct if (c := redact(v)) != v]
     if not changed:
         con.execute("CREATE TEMP VIEW valid AS SELECT * FROM typed")
         return
     con.register("redactions", pa.table({k: pa.array(v, pa.string()) for k, v in
                                          zip(("col", "old", "new"), zip(*changed, strict=True), strict=True)}))
     joins = " ".join(f"LEFT JOIN redactions r_{c} ON r_{c}.col = '{c}' AND r_{c}.old = t.{c}" for c in _FREE_TEXT)
-    cols = ", ".join(f"coalesce(r_{c}.new, t.{c}) AS {c}" if c in _FREE_TEXT else f"t.{c}" for c in _RECORD.names)
+    cols = ", ".join(f"coalesce(r_{c}.new, t.{c}) AS {c}" if c in _FREE_TEXT else f"t.{c}" for c in RECORD.names)
     con.execute(f"CREATE TEMP VIEW valid AS SELECT {cols} FROM typed t {joins}")  # noqa: S608 - constant names
 
 

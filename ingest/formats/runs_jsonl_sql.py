@@ -2,7 +2,7 @@
 lines valid and types them, and the query that turns the valid lines into trials.
 
 Kept apart from the importer so each reads on its own: the rules a line must meet are in
-``runs_jsonl.RunLine`` (the row path's judge); here they are restated as checks on DuckDB
+``runs_jsonl_row.RunLine`` (the row path's judge); here they are restated as checks on DuckDB
 columns, conservatively (a line these checks cannot prove valid takes the row path).
 """
 
@@ -13,7 +13,7 @@ from contract.values import INT32_MAX
 KNOWN_KEYS = ("model", "harness", "harness_version", "task_id", "trial", "status", "input_tokens",
               "output_tokens", "steps", "cost_usd", "repo", "benchmark", "system_id", "wall_seconds",
               "failure_mode", "started_at")
-"""The fields of ``runs_jsonl.RunLine``, in order (a test holds the two equal)."""
+"""The fields of ``runs_jsonl_row.RunLine``, in order (a test holds the two equal)."""
 
 # Checks on the raw JSON text ``r_<key>`` of one value (DuckDB's ``from_json`` to a JSON
 # field re-serialises it: a string starts with a quote, a number is its shortest text).

@@ -1,6 +1,6 @@
 """SWE-bench results: harness reports and SWE-bench/experiments submissions.
 
-Four shapes (FORMATS.md §5–6): per-instance ``report.json`` (has test layers, so a
+Four shapes (docs/formats.md, "SWE-bench"): per-instance ``report.json`` (has test layers, so a
 patch that fixes the target but breaks PASS_TO_PASS is a ``regression``), the run
 report with ``resolved_ids``/``unresolved_ids``/``error_ids`` (no layers), and an
 experiments folder with ``metadata.yaml`` + ``results/results.json`` whose unresolved

@@ -3,7 +3,8 @@
 The run ``results.json`` holds every trial inline; ``run_metadata.json`` names the
 agent and model; ``tb.lock`` (JSON despite its name) records the tb version. Outcome
 comes from ``is_resolved`` first — a timeout that still resolved is accepted — then
-from ``failure_mode`` (FORMATS.md §4). Tokens 0/0 mean "not reported" → null.
+from ``failure_mode`` (docs/formats.md, "Terminal-Bench legacy runs"). Tokens 0/0 mean
+"not reported" → null.
 
 The public leaderboard (``results/<dataset>@<version>/<YYYYMMDD_agent_model>/<run>/``)
 is a folder of such runs, so a folder loads every run below it, one batch each
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
@@ -118,6 +119,84 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
     return batches
 
 
+def _model_and_agent(b: BatchBuilder, root: Path, meta: dict, lock: dict) -> tuple[Any, Any, dict[str, Any]]:
+    """(model, agent, run labels): from run_metadata.json or tb.lock, else from the submission
+    folder's name (with a note and labels saying so)."""
+    lock_agent = lock.get("agent") or {}
+    model = meta.get("model_name") or lock_agent.get("model_name")
+    harness = meta.get("agent_name") or lock_agent.get("name")
+    run_labels: dict[str, Any] = {}
+    sub = _named_ancestor(root, _SUBMISSION)
+    if sub and not (model and harness):
+        missing = [w for w, v in (("model", model), ("agent", harness)) if not v]
+        model, harness = model or sub["model"], harness or sub["agent"]
+        run_labels = {f"{w}_source": "submission folder name" for w in missing}
+        b.note(f"{root}: no {' or '.join(missing)} in run_metadata.json/tb.lock; "
+               f"{' and '.join(missing)} from the submission folder name {sub.group(0)!r}")
+    elif not (model or harness):
+        b.note(f"{root}: no run_metadata.json/tb.lock; model and agent unknown")
+    return model, harness, run_labels
+
+
+class _Run(NamedTuple):
+    """What every trial of one run shares."""
+
+    name: Any
+    config_id: str
+    model: Any
+    prices: PriceTable | None
+    labels: dict[str, Any]
+    tb_version: Any
+    harness_version: Any
+    dataset: Any
+    dataset_version: Any
+
+
+def _trial(b: BatchBuilder, run: _Run, src: Path, r: Any, seen: set[str]) -> None:
+    """One trial record as a case and a trial (quarantined without ids, or as a duplicate)."""
+    if not isinstance(r, dict) or not r.get("task_id") or not r.get("trial_name"):
+        b.quarantine(src, None, f"{src}: trial without task_id/trial_name", str(r)[:2000])
+        return
+    name = str(r["trial_name"])
+    # Without a uuid the trial name is the id; it carries the run id unless the run wrote
+    # ``task.k-of-n`` only, and then two runs would share ids: prefix the run's name.
+    key = str(r.get("id") or (name if str(run.name) in name else f"{run.name}:{name}"))
+    if key in seen:
+        b.quarantine(src, None, f"{src}: duplicate trial {key}", None)
+        return
+    seen.add(key)
+    m = _REP.search(name)
+    rep = int(m.group(1)) if m else 1
+    outcome, reason, labels = outcome_for(r.get("is_resolved"), r.get("failure_mode"))
+    labels.update(run.labels)
+    if r.get("parser_results"):
+        labels["parser_results"] = r["parser_results"]
+    labels["tb_version"] = run.tb_version
+    labels["harness_version_source"] = "agent_kwargs" if run.harness_version else None
+    task = str(r["task_id"])
+    b.case(task, benchmark=run.dataset, labels={"dataset_version": run.dataset_version})
+    t0, _ = parse_ts(r.get("trial_started_at"))
+    t1, _ = parse_ts(r.get("trial_ended_at"))
+    a0, _ = parse_ts(r.get("agent_started_at"))
+    a1, _ = parse_ts(r.get("agent_ended_at"))
+    s0, _ = parse_ts(r.get("test_started_at"))
+    s1, _ = parse_ts(r.get("test_ended_at"))
+    inp, out = nonneg_int(r.get("total_input_tokens")), nonneg_int(r.get("total_output_tokens"))
+    if not inp and not out:
+        inp = out = None  # 0/0 = the agent did not report
+    cost, source = resolve_cost(run.prices, run.model, input_tokens=inp, output_tokens=out, on=t0)  # tb reports no cost
+    if cost is None:
+        labels["cost_unpriced"] = True
+    b.trial(
+        trial_id=key, config_id=run.config_id, case_id=task, repetition=rep, outcome=outcome, reason=reason,
+        source_key=key, started_at=t0, finished_at=t1, duration_s=seconds_between(t0, t1),
+        setup_s=seconds_between(t0, a0), agent_s=seconds_between(a0, a1),
+        verification_s=seconds_between(s0, s1), input_tokens=inp, output_tokens=out,
+        cost_usd=cost, cost_source=source,
+        failure_mode=r.get("failure_mode"), labels=labels,
+    )
+
+
 def _load_run(path: Path, prices: PriceTable | None) -> SourceBatch:
     run = _run_dir(path if path.is_dir() else path.parent)
     root = run or (path if path.is_dir() else path.parent)
@@ -132,19 +211,7 @@ def _load_run(path: Path, prices: PriceTable | None) -> SourceBatch:
     for f in ([path] if results_file else []) + [root / f for f in ("results.json", "run_metadata.json", "tb.lock")]:
         if f.is_file() and f not in b.batch.source_files and (not results_file or f.name != "results.json"):
             b.batch.source_files.append(f)
-    lock_agent = lock.get("agent") or {}
-    model = meta.get("model_name") or lock_agent.get("model_name")
-    harness = meta.get("agent_name") or lock_agent.get("name")
-    run_labels: dict[str, Any] = {}
-    sub = _named_ancestor(root, _SUBMISSION)
-    if sub and not (model and harness):
-        missing = [w for w, v in (("model", model), ("agent", harness)) if not v]
-        model, harness = model or sub["model"], harness or sub["agent"]
-        run_labels = {f"{w}_source": "submission folder name" for w in missing}
-        b.note(f"{root}: no {' or '.join(missing)} in run_metadata.json/tb.lock; "
-               f"{' and '.join(missing)} from the submission folder name {sub.group(0)!r}")
-    elif not (model or harness):
-        b.note(f"{root}: no run_metadata.json/tb.lock; model and agent unknown")
+    model, harness, run_labels = _model_and_agent(b, root, meta, lock)
     kwargs = meta.get("agent_kwargs") or {}
     harness_version = kwargs.get("version") if isinstance(kwargs, dict) else None
     tb_version = (lock.get("harness") or {}).get("version")
@@ -154,49 +221,10 @@ def _load_run(path: Path, prices: PriceTable | None) -> SourceBatch:
     if not dataset and (ds := _named_ancestor(root, _DATASET_DIR, depth=4)):
         dataset, dataset_version = ds["name"], dataset_version or ds["version"]
         run_labels["dataset_source"] = "folder name"
+    shared = _Run(run_name, cid, model, prices, run_labels, tb_version, harness_version, dataset, dataset_version)
     seen: set[str] = set()
     for src, r in _trials(path if path.is_file() else root, b):
-        if not isinstance(r, dict) or not r.get("task_id") or not r.get("trial_name"):
-            b.quarantine(src, None, f"{src}: trial without task_id/trial_name", str(r)[:2000])
-            continue
-        name = str(r["trial_name"])
-        # Without a uuid the trial name is the id; it carries the run id unless the run wrote
-        # ``task.k-of-n`` only, and then two runs would share ids: prefix the run's name.
-        key = str(r.get("id") or (name if str(run_name) in name else f"{run_name}:{name}"))
-        if key in seen:
-            b.quarantine(src, None, f"{src}: duplicate trial {key}", None)
-            continue
-        seen.add(key)
-        m = _REP.search(name)
-        rep = int(m.group(1)) if m else 1
-        outcome, reason, labels = outcome_for(r.get("is_resolved"), r.get("failure_mode"))
-        labels.update(run_labels)
-        if r.get("parser_results"):
-            labels["parser_results"] = r["parser_results"]
-        labels["tb_version"] = tb_version
-        labels["harness_version_source"] = "agent_kwargs" if harness_version else None
-        task = str(r["task_id"])
-        b.case(task, benchmark=dataset, labels={"dataset_version": dataset_version})
-        t0, _ = parse_ts(r.get("trial_started_at"))
-        t1, _ = parse_ts(r.get("trial_ended_at"))
-        a0, _ = parse_ts(r.get("agent_started_at"))
-        a1, _ = parse_ts(r.get("agent_ended_at"))
-        s0, _ = parse_ts(r.get("test_started_at"))
-        s1, _ = parse_ts(r.get("test_ended_at"))
-        inp, out = nonneg_int(r.get("total_input_tokens")), nonneg_int(r.get("total_output_tokens"))
-        if not inp and not out:
-            inp = out = None  # 0/0 = the agent did not report
-        cost, source = resolve_cost(prices, model, input_tokens=inp, output_tokens=out, on=t0)  # tb reports no cost
-        if cost is None:
-            labels["cost_unpriced"] = True
-        b.trial(
-            trial_id=key, config_id=cid, case_id=task, repetition=rep, outcome=outcome, reason=reason,
-            source_key=key, started_at=t0, finished_at=t1, duration_s=seconds_between(t0, t1),
-            setup_s=seconds_between(t0, a0), agent_s=seconds_between(a0, a1),
-            verification_s=seconds_between(s0, s1), input_tokens=inp, output_tokens=out,
-            cost_usd=cost, cost_source=source,
-            failure_mode=r.get("failure_mode"), labels=labels,
-        )
+        _trial(b, shared, src, r, seen)
     s, _ = parse_ts(meta.get("start_time"))
     e, _ = parse_ts(meta.get("end_time"))
     b.run(path if results_file else root, started_at=s, finished_at=e, engine_version=tb_version,

@@ -19,16 +19,8 @@ from contract.stage_events import reported_usage
 from runner.agents import usage_claude, usage_codex, usage_events
 from runner.agents.agent_report import (  # re-exported: the usage vocabulary callers import from here
     AgentReport,
-    add,
-    amount,
-    count,
-    iter_json_lines,
-    short,
 )
 from runner.errors import RunnerError
-
-__all__ = ["USAGE_FORMATS", "AgentReport", "add", "amount", "count", "iter_json_lines", "merge_reports",
-           "parse_agent_output", "short"]
 
 USAGE_FORMATS: tuple[str, ...] = (
     "none",

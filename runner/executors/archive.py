@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runner.capture import cat_blobs, same_blob, write_blob
+from runner.blobs import cat_blobs, same_blob, write_blob
 from runner.errors import RunnerError
 from runner.git import git
 

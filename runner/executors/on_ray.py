@@ -42,7 +42,8 @@ from runner.errors import RunnerError
 from runner.executors.archive import listing, restore, unpack
 from runner.executors.remote import RunPayload, TrialSlice, slice_of, worker_run
 from runner.manifest import Manifest
-from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec, remove_tree
+from runner.pristine import remove_tree
+from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec
 
 INSTALL_HINT = "pip install 'trialhouse[ray]'"
 PROBE_TIMEOUT_S = 5.0
@@ -64,7 +65,7 @@ def refuse_unsupported(manifest: Manifest) -> None:
     agent with ``model_base_url``) or a judge criterion would run differently on a worker
     than locally, so such a run must use ``--executor local`` (docs/scale.md).
     """
-    from runner.judges.invoke import judge_criteria
+    from runner.judges.config import judge_criteria
 
     through = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
     if through or judge_criteria(manifest):

@@ -33,7 +33,6 @@ from typing import Any
 import numpy
 
 from contract.redact import Redactor
-from runner.capture import RunStore
 from runner.containment import Containment, build_containment, run_secrets
 from runner.errors import RunnerError
 from runner.eventlog import Emit
@@ -42,6 +41,7 @@ from runner.git import git
 from runner.manifest import Manifest
 from runner.paths import Snapshot, sha256_bytes
 from runner.pristine import remove_tree
+from runner.run_store import RunStore
 from runner.trial import TrialOutcome, TrialSpec, run_trial
 
 

@@ -138,8 +138,8 @@ def test_the_logistic_interaction_matches_a_statsmodels_formula_fit(tmp_path):
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
+    from tests.support.synthetic_warehouse import Spec, generate
     from warehouse import db
-    from warehouse.synthetic import Spec, generate
 
     path = tmp_path / "syn" / "t.duckdb"
     generate(path, Spec(models=2, harnesses=2, tasks=60, reps=3, seed=1))

@@ -294,7 +294,7 @@ def test_analyses_run_on_runs_jsonl_import(tmp_path):
 
 
 def test_cli_json_and_one_line_errors(tmp_path):
-    from warehouse.synthetic import Spec, generate
+    from tests.support.synthetic_warehouse import Spec, generate
 
     path = tmp_path / "s" / "t.duckdb"
     generate(path, Spec(models=2, harnesses=2, tasks=12, reps=2))

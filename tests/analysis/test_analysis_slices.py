@@ -23,7 +23,7 @@ INSPECT = ROOT / "examples" / "foreign" / "inspect-arith.eval"
 
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory):
-    from warehouse.synthetic import Spec, generate
+    from tests.support.synthetic_warehouse import Spec, generate
 
     path = tmp_path_factory.mktemp("slices") / "t.duckdb"
     # No invalid trials: eligibility is a property of a configuration over the whole

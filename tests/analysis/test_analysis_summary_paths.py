@@ -117,7 +117,7 @@ def _trial_passes(monkeypatch) -> list[bool]:
 
 
 def test_whole_runs_take_their_medians_from_config_rollup(tmp_path, monkeypatch, close):
-    from warehouse.synthetic import Spec, generate
+    from tests.support.synthetic_warehouse import Spec, generate
 
     path = tmp_path / "w.duckdb"
     generate(path, Spec(models=2, harnesses=2, tasks=12, reps=3, incomplete=3, unknown_cost=4,

@@ -11,9 +11,10 @@ import pytest
 from pydantic import BaseModel
 
 from contract.events import EVENT_ADAPTER, dump_event
-from ingest import fastdecode
+from ingest import fastdecode, line_blocks, line_validation
 from ingest import read as rd
-from ingest.read import ReadStats, read_events
+from ingest.read import read_events
+from ingest.read_stats import ReadStats
 
 
 def _line(e) -> bytes:
@@ -23,10 +24,9 @@ def _line(e) -> bytes:
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 700 bytes and a 3000-byte line limit: every boundary case in a tiny file."""
-    monkeypatch.setattr(rd, "_BLOCK", 700)
-    monkeypatch.setattr(rd, "MAX_LINE_BYTES", 3000)
-    monkeypatch.setattr(rd, "CHUNK", 256)
-    monkeypatch.setattr(rd._blocks, "__defaults__", (700,))
+    monkeypatch.setattr(line_blocks, "BLOCK", 700)
+    monkeypatch.setattr(line_blocks, "MAX_LINE_BYTES", 3000)
+    monkeypatch.setattr(line_blocks, "CHUNK", 256)
 
 
 def test_small_blocks_crlf_long_lines_and_duplicates(tmp_path, gen, small_blocks):
@@ -74,8 +74,8 @@ def test_exact_micros_matches_pyarrow():
         datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
         datetime(2300, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
     ]
-    assert [rd.exact_micros(t) for t in vals] == [_micros_by_pyarrow(t) for t in vals]
-    assert rd.exact_micros(None) is None
+    assert [line_validation.exact_micros(t) for t in vals] == [_micros_by_pyarrow(t) for t in vals]
+    assert line_validation.exact_micros(None) is None
 
 
 TS_FORMS = [
@@ -139,7 +139,7 @@ def test_escaped_key_and_nested_decoy_give_the_top_level_instant(gen):
 
 def test_compiled_validation_then_pydantic_equals_pydantic_line_by_line(tmp_path, gen):
     """Lines the compiled decoder accepts equal pydantic's models; the ones it refuses get
-    exactly pydantic's verdict from ``_slow_parse`` (lax values accepted, bad ones refused),
+    exactly pydantic's verdict from ``decode_lax`` (lax values accepted, bad ones refused),
     so the reader's result is pydantic's, line by line."""
     import json
 
@@ -175,9 +175,9 @@ def test_compiled_validation_then_pydantic_equals_pydantic_line_by_line(tmp_path
             assert events[i] is None and micros[i] is None
             if want is None:
                 with pytest.raises(ValueError):
-                    rd._slow_parse(raw)
+                    line_validation.decode_lax(raw)
             else:
-                assert rd._slow_parse(raw) == (want, 1)
+                assert line_validation.decode_lax(raw) == (want, 1)
         else:
             assert want is not None, raw
             assert fastdecode.to_model(events[i]) == want
@@ -206,8 +206,8 @@ def test_the_runners_lines_take_the_compiled_path(tmp_path, gen, monkeypatch):
     evs = gen.run_events()
     lines = [_line(e) for e in evs]
     calls = []
-    real = rd.exact_micros
-    monkeypatch.setattr(rd, "exact_micros", lambda t: calls.append(t) or real(t))
+    real = line_validation.exact_micros
+    monkeypatch.setattr(line_validation, "exact_micros", lambda t: calls.append(t) or real(t))
     events, failed, micros = fastdecode.decode_block(lines)
     assert not failed and micros == [real(e.ts) for e in evs]
     assert not any(isinstance(e, BaseModel) for e in events)
@@ -228,5 +228,5 @@ def test_line_array_is_the_lines(tmp_path):
     offsets = [1000]
     for raw in lines:
         offsets.append(offsets[-1] + len(raw) + 1)
-    arr = rd.line_array(whole, offsets)
+    arr = line_blocks.line_array(whole, offsets)
     assert arr.type == pa.large_binary() and arr.to_pylist() == lines

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from contract.call_events import ModelCall, TrajectoryStep
+from contract.call_events import ModelCall, NetworkConnection, TrajectoryStep
 from contract.events import EVENT_ADAPTER, EVENT_TYPES, dump_event
 from contract.stage_events import JudgeInfo, Judgment
 from contract.trial_events import (
@@ -32,7 +32,8 @@ from contract.trial_events import (
     WorkspacePrepared,
 )
 from ingest import fastdecode
-from ingest.read import exact_micros
+from ingest.line_validation import exact_micros
+from ingest.struct_compiler import StructCompiler, UnsupportedField
 
 _spec = importlib.util.spec_from_file_location("fastdecode_eventgen", Path(__file__).with_name("eventgen.py"))
 gen = importlib.util.module_from_spec(_spec)
@@ -53,6 +54,9 @@ def _every_event_type() -> list[BaseModel]:
                      provider="anthropic", api="messages", model="m", status=200, input_tokens=10, output_tokens=3,
                      provider_usage={"input_tokens": 10, "output_tokens": 3}, tool_calls=["Read"], latency_s=0.25,
                      request_sha256="c" * 64, started_at_unix=1764600000.123456),
+        NetworkConnection(**s.env("run-1-t001"), stage="build", attempt=1, host="pypi.org", port=443,
+                          method="CONNECT", allowed=True, bytes_up=517, bytes_down=4096, duration_s=0.75,
+                          started_at_unix=1764600000.25),
         TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
                           tool="Bash", action="run", paths=["a.py"], command="pytest", exit_code=1, ok=False,
                           started_at_unix=1764600000.5, ended_at_unix=1764600001.25),
@@ -247,8 +251,8 @@ def test_the_generator_refuses_what_it_cannot_compile():
         at: datetime
 
     for model in (Pattern, Validated, Sets, Lax, Aliased, Checked, Stripped, OtherTime):
-        with pytest.raises(fastdecode.UnsupportedField):
-            fastdecode._Compiler().struct(model)
+        with pytest.raises(UnsupportedField):
+            StructCompiler(__name__).struct(model)
 
 
 # ------------------------------------------------------------------ random lines
@@ -341,7 +345,7 @@ def test_every_contract_number_obeys_the_value_rules():
     import annotated_types
 
     unbounded = []
-    for model in fastdecode._COMPILER.structs:
+    for model in fastdecode.COMPILER.structs:
         assert model.model_config.get("allow_inf_nan") is False, f"{model.__name__}: floats must be finite"
         for name, info in model.model_fields.items():
             leaves = [(info.annotation, list(info.metadata))] if info.annotation is int else _leaves(info.annotation)

@@ -1,4 +1,4 @@
-"""The normaliser's per-trial rules on trials of unusual shape (``RunNormalizer._trial``):
+"""The normaliser's per-trial rules on trials of unusual shape (``ingest.trial_rows.TrialRows.resolve``):
 events before the last start are dropped, a trial_finished need not be the last event,
 labels and costs come out as the models say."""
 
@@ -9,8 +9,10 @@ import json
 from contract.events import dump_event
 from contract.stage_events import Usage
 from contract.trial_events import Flag
-from ingest.normalize import TRIAL_COLUMNS, RunNormalizer, _j
+from ingest.normalize import RunNormalizer
 from ingest.read import read_blocks
+from ingest.run_rows import compact_json
+from ingest.trial_rows import TRIAL_COLUMNS
 
 
 def _rows(tmp_path, lines: list[bytes], *, streaming: bool = False) -> tuple[RunNormalizer, dict]:
@@ -89,7 +91,7 @@ def test_labels_are_the_validated_ints_and_stage_costs_follow_the_usage(tmp_path
     lines[1] = json.dumps(d).encode()
     _norm, rows = _rows(tmp_path, lines)
     (t,) = _named(rows, "trials")
-    assert t["labels_json"] == _j({"seed": 7, "order": 1}) == '{"order":1,"seed":7}'
+    assert t["labels_json"] == compact_json({"seed": 7, "order": 1}) == '{"order":1,"seed":7}'
     assert (t["cost_usd"], t["cost_source"]) == (0.25, "reported")
     (st,) = _named(rows, "stages")
     assert (st["cost_usd"], st["cost_source"], st["input_tokens"], st["usage_source"]) == (0.25, "reported", 5, None)

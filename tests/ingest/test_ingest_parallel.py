@@ -14,7 +14,8 @@ from contract.events import dump_event
 from contract.files import file_sha256
 from ingest import load, parallel
 from ingest.api import ingest_paths
-from ingest.parallel import ingest_run_split, split_point
+from ingest.file_halves import split_point
+from ingest.parallel import ingest_run_split
 from warehouse import db
 from warehouse.schema import TABLES
 

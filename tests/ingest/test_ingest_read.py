@@ -11,7 +11,9 @@ from contract.envelope import OUTCOMES
 from contract.events import EVENT_ADAPTER, dump_event, parse_event
 from contract.stage_events import Usage
 from contract.trial_events import TrialFinished, TrialStarted
-from ingest.read import MAX_LINE_BYTES, RAW_TEXT_CAP, ReadStats, read_events
+from ingest.line_blocks import MAX_LINE_BYTES, RAW_TEXT_CAP
+from ingest.read import read_events
+from ingest.read_stats import ReadStats
 
 
 def _read(path):

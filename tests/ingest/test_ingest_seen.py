@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from contract.events import dump_event
+from ingest import line_blocks, seen
 from ingest import read as rd
-from ingest import seen
+from ingest.read_stats import ReadStats
 from ingest.seen import SeqIndex, TrialIds
 
 
@@ -39,24 +40,24 @@ def test_a_runners_file_is_remembered_as_one_record_per_block(tmp_path, gen, mon
     """Consecutive seqs: nothing is kept per event (the reason peak memory stays flat)."""
     made = []
     monkeypatch.setattr(rd, "SeqIndex", lambda path, limit: made.append(SeqIndex(path, limit)) or made[-1])
-    monkeypatch.setattr(rd, "_BLOCK", 2000)
+    monkeypatch.setattr(line_blocks, "BLOCK", 2000)
     evs = gen.run_events(repetitions=6)
     p = gen.write_jsonl(tmp_path / "events.jsonl", evs)
-    blocks = list(rd.read_blocks(p, rd.ReadStats(p)))
+    blocks = list(rd.read_blocks(p, ReadStats(p)))
     (idx,) = made
     assert len(blocks) > 5 and len(idx._starts) == len(blocks) and not idx._single
     # lines only pydantic accepts (another timestamp form) are still one record per block
     lax = tmp_path / "lax.jsonl"
     lax.write_bytes(p.read_bytes().replace(b'Z"', b'+02:00"'))
-    blocks = list(rd.read_blocks(lax, rd.ReadStats(lax)))
+    blocks = list(rd.read_blocks(lax, ReadStats(lax)))
     assert sum(len(b.events) for b in blocks) == len(evs) and all(isinstance(e, BaseModel) for e in blocks[0].events)
     assert len(made[-1]._starts) == len(blocks) and not made[-1]._single
     dup = gen.write_jsonl(tmp_path / "dup.jsonl", [*evs, evs[len(evs) // 2]])
-    stats = rd.ReadStats(dup)
+    stats = ReadStats(dup)
     assert sum(len(b.events) for b in rd.read_blocks(dup, stats)) == len(evs) and stats.duplicates == 1
     conflict = dump_event(evs[len(evs) // 2].model_copy(update={"trial_id": "other"})).encode()
     bad = gen.write_jsonl(tmp_path / "bad.jsonl", evs, extra_lines=[conflict])
-    stats = rd.ReadStats(bad)
+    stats = ReadStats(bad)
     list(rd.read_blocks(bad, stats))
     assert [q.reason for q in stats.quarantine] == [f"seq {evs[len(evs) // 2].seq} already used by a different event"]
 

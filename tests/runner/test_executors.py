@@ -214,7 +214,7 @@ def test_a_pinned_commit_with_history_reaches_the_worker(kit, corpus_root, tmp_p
 
 def _store_with(kit, tmp_path, files: dict[str, bytes]):
     """A bare run store holding one commit of ``files``; returns (store, commit)."""
-    from runner.capture import RunStore
+    from runner.run_store import RunStore
 
     repo = tmp_path / "src"
     repo.mkdir()

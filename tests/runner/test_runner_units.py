@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 import pytest
 
@@ -62,3 +64,31 @@ def test_stage_instructions_snapshotted_into_prompt_and_config(kit, corpus_root,
     assert head.variants[0].config_id == config_id(variant, {"instr/build.md": "Always write a test first.\n"})
     assert head.variants[0].config_id != config_id(variant, {"instr/build.md": "Something else.\n"})
     assert "instr/build.md" in head.variants[0].stage_instruction_hashes
+
+
+def test_output_files_are_opened_before_the_program_can_swap_their_directory(tmp_path, monkeypatch):
+    """A program that is not isolated renames the log directory and plants a symlink to a victim
+    in its place as its first act; the runner's output files were opened before it started, so
+    nothing lands in the victim (it once raced: the pump threads opened them late, under load)."""
+    import threading
+
+    from runner import procs
+
+    logs, victim = tmp_path / "logs", tmp_path / "victim"
+    logs.mkdir()
+    victim.mkdir()
+    real_start = threading.Thread.start
+
+    def late_start(self):  # the pumps start only after the program has done its swap
+        time.sleep(0.5)
+        real_start(self)
+
+    monkeypatch.setattr(procs.threading.Thread, "start", late_start)
+    swap = ("import os, sys; os.rename(sys.argv[1], sys.argv[1] + '.moved'); "
+            "os.symlink(sys.argv[2], sys.argv[1]); print('out'); print('err', file=sys.stderr)")
+    res = procs.run_bounded([sys.executable, "-c", swap, str(logs), str(victim)], cwd=tmp_path,
+                            env=dict(os.environ), timeout=30, stdout_path=logs / "a.stdout",
+                            stderr_path=logs / "a.stderr")
+    assert res.exit_code == 0
+    assert list(victim.iterdir()) == []
+    assert (tmp_path / "logs.moved" / "a.stdout").read_text() == "out\n"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.agents.usage import AgentReport, parse_agent_output
+from runner.agents.agent_report import AgentReport
+from runner.agents.usage import parse_agent_output
 from runner.agents.usage_codex import classify_failure
 from runner.errors import RunnerError
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from contract.stage_events import Usage, reported_usage
 from contract.values import INT64_MAX
-from runner.agents.usage import AgentReport, merge_reports, parse_agent_output
+from runner.agents.agent_report import AgentReport
+from runner.agents.usage import merge_reports, parse_agent_output
 
 
 def _events(tmp_path: Path, *lines: dict) -> Path:

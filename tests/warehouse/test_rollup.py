@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 from polars.testing import assert_frame_equal
 
+from tests.support.synthetic_warehouse import Spec, generate
 from warehouse import db, rollup
-from warehouse.synthetic import Spec, generate
 
 KEY = ["run_id", "config_id", "case_id"]
 

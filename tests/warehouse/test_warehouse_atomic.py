@@ -15,6 +15,7 @@ import pytest
 
 from warehouse import db, rollup
 from warehouse.errors import WarehouseError
+from warehouse.partition_swap import PartitionSwap
 from warehouse.schema import table_from_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def _failing_after(monkeypatch, target, name: str, k: int) -> list[int]:
     (pq, "write_table"),  # each partition and rollup written
     (Path, "mkdir"),  # each hidden directory made
     (rollup, "prepare"),  # the rollups built from the new trials
-    (db._Swap, "_write"),  # the journal, before and after the renames
+    (PartitionSwap, "_write"),  # the journal, before and after the renames
 ])
 def test_a_failure_at_any_write_step_leaves_the_warehouse_as_it_was(wh, monkeypatch, target, name):
     before = _tree(wh)
@@ -157,7 +158,7 @@ def test_a_finished_swap_whose_journal_survived_is_kept_not_undone(wh):
     old = root / "trials" / ".old-deadbeef"
     old.mkdir()
     (old / "part-0.parquet").write_bytes(b"stale")
-    swap = db._Swap(root, [])
+    swap = PartitionSwap(root, [])
     swap.steps = [{"new": str(root / "trials" / ".tmp-gone"), "target": str(root / "trials" / "run_id=r1"),
                    "old": str(old), "existed": True}]
     swap._write("done")

@@ -10,14 +10,15 @@ from __future__ import annotations
 from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
-    blockers,
     comparison,
     consistency,
     controls,
     distributions,
+    eligibility,
     failures,
     familiarity,
     flags,
+    glossary,
     headline,
     judgments,
     matrix,
@@ -27,8 +28,8 @@ from analysis.report.sections import (
     trajectory,
 )
 
-ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, matrix,
-         failures, flags, judgments, familiarity, trajectory, distributions, period)
+ORDER = (headline, controls, eligibility, summary, comparison, consistency, pareto, matrix,
+         failures, flags, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
 def build(data: ReportData) -> list[Section]:

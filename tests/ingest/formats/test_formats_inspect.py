@@ -7,7 +7,8 @@ import pytest
 
 from ingest.errors import IngestError
 from ingest.formats import detect_format, load
-from ingest.formats.inspect_ai import outcome_for, read_eval_zip
+from ingest.formats.inspect_ai import outcome_for
+from ingest.formats.inspect_log import read_eval_zip
 from ingest.prices import PriceTable
 
 from .conftest import FIXTURES, check_tables, labels
@@ -105,7 +106,7 @@ def test_truncated_eval_is_a_clear_error(tmp_path):
 def _rebuild(out, drop=(), replace=None):
     """``mixed.eval`` rewritten deflated without the members in ``drop`` and with the raw
     bytes in ``replace`` (Python 3.11's zipfile cannot copy method-93 members)."""
-    from ingest.formats.inspect_ai import _member
+    from ingest.formats.inspect_log import read_member
 
     replace = replace or {}
     src = zipfile.ZipFile(INSPECT / "mixed.eval")
@@ -113,7 +114,7 @@ def _rebuild(out, drop=(), replace=None):
         for info in src.infolist():
             if info.filename in drop:
                 continue
-            z.writestr(info.filename, replace.get(info.filename) or json.dumps(_member(src, info.filename)))
+            z.writestr(info.filename, replace.get(info.filename) or json.dumps(read_member(src, info.filename)))
     return out
 
 
@@ -167,9 +168,9 @@ def test_without_sample_members_what_the_journal_holds_imports_and_the_rest_is_q
 
 
 def test_a_bad_record_is_quarantined_under_its_member_name(tmp_path):
-    from ingest.formats.inspect_ai import _member
+    from ingest.formats.inspect_log import read_member
 
-    summaries = _member(zipfile.ZipFile(INSPECT / "mixed.eval"), "summaries.json")
+    summaries = read_member(zipfile.ZipFile(INSPECT / "mixed.eval"), "summaries.json")
     summaries[3] = "not a sample"
     del summaries[5]["epoch"]
     out = _rebuild(tmp_path / "bad.eval", replace={"summaries.json": json.dumps(summaries).encode()})

@@ -118,8 +118,8 @@ def test_most_lines_take_the_columnar_path(tmp_path, prices, monkeypatch):
 
     path = _file(tmp_path, 3000)
     calls = []
-    real = runs_jsonl._slow_record
-    monkeypatch.setattr(runs_jsonl, "_slow_record", lambda *a: calls.append(a[0]) or real(*a))
+    real = runs_jsonl.row_record
+    monkeypatch.setattr(runs_jsonl, "row_record", lambda *a: calls.append(a[0]) or real(*a))
     [b] = load(path, prices)
     assert len(calls) < 0.2 * 3000 and len(b.quarantine) > 0
 

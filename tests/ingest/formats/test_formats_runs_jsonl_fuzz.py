@@ -30,8 +30,8 @@ def test_the_mutations_reach_both_paths(tmp_path, monkeypatch):
 
     path = diff.write_file(tmp_path / "runs.jsonl", 2500, 4)
     slow = []
-    real = runs_jsonl._slow_record
-    monkeypatch.setattr(runs_jsonl, "_slow_record", lambda *a: slow.append(a[0]) or real(*a))
+    real = runs_jsonl.row_record
+    monkeypatch.setattr(runs_jsonl, "row_record", lambda *a: slow.append(a[0]) or real(*a))
     [b] = runs_jsonl.load(path)
     reasons = " ".join(q.reason for q in b.quarantine)
     assert 300 < len(slow) < 1500  # a third of the lines are mutated; most of the rest is fast

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from ingest.api import ingest_paths
-from ingest.formats import runs_jsonl
+from ingest.formats import runs_jsonl, runs_jsonl_row
 from ingest.prices import PriceTable
 
 LINES = 50_000
@@ -131,4 +131,4 @@ def test_second_ingest_of_the_same_log_writes_nothing(log, tmp_path):
 def test_the_sql_checks_every_field_of_the_line_model():
     from ingest.formats.runs_jsonl_sql import KNOWN_KEYS
 
-    assert KNOWN_KEYS == tuple(runs_jsonl.RunLine.model_fields)
+    assert KNOWN_KEYS == tuple(runs_jsonl_row.RunLine.model_fields)

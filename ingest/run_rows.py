@@ -1,0 +1,146 @@
+"""Our run-level events → the ``runs``, ``configs``, ``cases``, ``criteria`` and ``skipped_trials``
+rows, and the controls' ``gradings`` rows (``ingest.normalize``).
+
+The run's metadata comes from its latest ``run_started`` (a resumed run has several; the
+first one's time is the run's start), its status from its latest ``run_finished``, each
+case's validation from its latest ``case_validated``.
+"""
+
+from __future__ import annotations
+
+import json
+from operator import attrgetter
+from typing import Any
+
+from contract.run_events import CaseValidated, RunFinished, RunStarted, VariantInfo
+from contract.trial_events import TrialSkipped
+from ingest.cost import Prices
+
+_get_control = attrgetter("case_id", "control", "criterion_id", "layer", "exit_code", "signal", "timed_out",
+                          "verdict", "duration_s")
+_RUN_FIELDS = ("engine_version", "os", "python", "git_version", "repository", "initial_commit",
+               "initial_tree", "repetitions", "max_attempts", "timeout_seconds", "max_cost_usd",
+               "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics")
+"""``run_started`` fields copied to the ``runs`` row as they are."""
+
+
+def compact_json(obj: Any) -> str:
+    """The text of a JSON column of our rows: sorted keys, no spaces (``[]``/``{}`` when empty)."""
+    if not obj and isinstance(obj, list | dict):
+        return "[]" if isinstance(obj, list) else "{}"
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _details(started: list[RunStarted], fin: RunFinished | None) -> dict[str, Any]:
+    """The ``runs.details_json`` of a run (``started`` in seq order)."""
+    details: dict[str, Any] = {}
+    if started:
+        rs = started[-1]
+        details = {
+            "manifest_path": rs.manifest_path,
+            "input_hashes": rs.input_hashes,
+            "stages": rs.stages,
+            "jobs": rs.jobs,
+            "resumed": any(s.resumed for s in started),
+            "starts": len(started),
+        }
+        kinds = [s.executor.kind if s.executor else None for s in started]
+        if len(set(kinds)) > 1:  # resumed under another executor: each session's, in order
+            details["executors"] = kinds
+    if fin is not None:
+        details.update(trials_total=fin.trials_total, trials_finished=fin.trials_finished,
+                       outcomes=fin.outcomes, duration_s=fin.duration_s)
+    return details
+
+
+def run_row(started: list[RunStarted], fin: RunFinished | None, source_file: str,
+            prices: Prices | None) -> dict[str, Any]:
+    """The ``runs`` row (``started`` in seq order; its last one is the run's metadata)."""
+    rs = started[-1] if started else None
+    run: dict[str, Any] = {
+        "source_format": "trialhouse",
+        "source_path": source_file,
+        "manifest_id": rs and rs.manifest_id,
+        "manifest_sha256": rs and rs.manifest_sha256,
+        "started_at": started[0].ts if started else None,
+        "finished_at": fin.ts if fin else None,
+        "status": fin.status if fin else "running",
+        "prices_as_of": prices.as_of if prices is not None else None,
+        "details_json": compact_json(_details(started, fin)),
+    }
+    if rs is not None:
+        for k in _RUN_FIELDS:
+            run[k] = getattr(rs, k)
+        iso = rs.isolation
+        if iso is not None:
+            run.update(isolation_backend=iso.backend, isolated=iso.isolated, network=iso.network,
+                       network_policy=iso.network_policy or ("open" if iso.network else "none"))
+        ex = rs.executor
+        if ex is not None:
+            run.update(executor=ex.kind, executor_address=ex.address, ray_version=ex.ray_version)
+    if fin is not None:
+        run["trials_skipped"] = fin.trials_skipped
+    return run
+
+
+def config_rows(variants: list[VariantInfo]) -> list[dict[str, Any]]:
+    """The ``configs`` rows, in the manifest's variant order."""
+    return [
+        {
+            "config_id": v.config_id, "variant": v.variant, "model": v.model, "harness": v.harness,
+            "harness_version": v.harness_version, "reasoning_effort": v.reasoning_effort,
+            "service_tier": v.service_tier, "settings_json": compact_json(v.settings),
+            "agent_kind": v.agent_kind, "simulated": v.simulated, "source_format": "trialhouse",
+            "variant_order": i,
+        }
+        for i, v in enumerate(variants)
+    ]
+
+
+def case_rows(rs: RunStarted | None, validated: dict[str, CaseValidated]) -> list[dict[str, Any]]:
+    """The ``cases`` rows, each with its latest validation."""
+    cases = []
+    for c in rs.cases if rs else []:
+        lab = c.labels
+        val = validated.get(c.case_id)
+        cases.append({
+            "case_id": c.case_id, "holdout": c.holdout, "repository": lab.get("repository"),
+            "familiarity": lab.get("familiarity"), "task_class": lab.get("task_class"),
+            "difficulty": lab.get("difficulty"), "language": lab.get("language"),
+            "subsystem": lab.get("subsystem"), "benchmark": lab.get("benchmark"),
+            "initial_commit": c.initial_commit, "labels_json": compact_json(lab),
+            "validated": val.ok if val else None,
+            "fingerprint": c.fingerprint,
+            "scored": val.ok if val else None,
+            "unscored_reason": "; ".join(val.problems) or "controls failed" if val and not val.ok else None,
+        })
+    return cases
+
+
+def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
+    """The ``criteria`` rows: every criterion of every case."""
+    return [
+        {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
+         "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint,
+         "in_process": k.in_process}
+        for c in (rs.cases if rs else []) for k in c.criteria
+    ]
+
+
+def control_gradings(controls: list[tuple]) -> list[tuple]:
+    """The controls' ``(event, µs)`` entries as ``gradings`` row tuples (``TRIAL_COLUMNS`` order), by seq."""
+    out = []
+    for e, m in sorted(controls, key=lambda pair: pair[0].seq):
+        c = _get_control(e)
+        # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
+        out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
+    return out
+
+
+def skipped_rows(skipped: dict[str, TrialSkipped]) -> list[dict[str, Any]]:
+    """The ``skipped_trials`` rows, by trial id."""
+    return [
+        {"trial_id": e.trial_id, "case_id": e.case_id, "variant": e.variant, "config_id": e.config_id,
+         "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint}
+        for _t, e in sorted(skipped.items())
+    ]

@@ -1,0 +1,108 @@
+"""The run-level tables: ``runs``, ``configs``, ``cases``, ``run_status``, ``criteria``,
+``skipped_trials`` (assembled in ``warehouse.schema``; docs/tables.md)."""
+
+from __future__ import annotations
+
+from warehouse.table_spec import Column, table_spec
+
+SPECS = {
+    "runs": table_spec(
+        "One row per run (our runner's run, or one foreign source: an Inspect log, a Harbor job, a runs-jsonl file).",
+        Column("source_format", "string", False),  # trialhouse | runs-jsonl | inspect | harbor | terminal-bench | swebench | mini-swe-agent
+        Column("source_path", "string"),
+        Column("manifest_id", "string"),
+        Column("manifest_sha256", "string"),
+        Column("started_at", "timestamp"),
+        Column("finished_at", "timestamp"),
+        Column("status", "string"),  # completed | interrupted | running | failed_controls | imported
+        Column("engine_version", "string"),
+        Column("os", "string"),
+        Column("python", "string"),
+        Column("git_version", "string"),
+        Column("repository", "string"),
+        Column("initial_commit", "string"),
+        Column("initial_tree", "string"),
+        Column("repetitions", "int32"),
+        Column("max_attempts", "int32"),
+        Column("timeout_seconds", "float64"),
+        Column("max_cost_usd", "float64"),
+        Column("validation_only", "bool"),
+        Column("simulated", "bool"),
+        Column("prices_as_of", "string"),  # date of the price table used, when any
+        Column("run_cost_usd", "float64"),  # run-level spend reported by a foreign tool; never spread over trials
+        Column("details_json", "string"),  # input hashes, variants, anything else as JSON
+        Column("integrity", "string"),  # hash chain: intact | unchained (older runs) | tampered or damaged: …
+        Column("isolation_backend", "string"),  # bubblewrap | none | null (foreign, or before isolation)
+        Column("isolated", "bool"),  # false: agents and graders were not isolated (reports say so)
+        Column("network", "bool"),  # agents had the host's network (network_policy open)
+        Column("network_policy", "string"),  # none | gateway | open (null: foreign, or before the policies)
+        Column("executor", "string"),  # where the trials ran: local | ray | null (foreign, or before executors)
+        Column("executor_address", "string"),  # ray: the cluster address joined; null: a local instance
+        Column("ray_version", "string"),
+        Column("control_repeats", "int32"),
+        Column("controls_from", "string"),  # run id of the validation-only run whose controls were reused
+        Column("grading_semantics", "int32"),  # runner.fingerprint.GRADING_SEMANTICS of the run
+        Column("trials_skipped", "int64"),  # trials of unscored cases, not run
+    ),
+    "configs": table_spec(
+        "One row per configuration seen in a run: the unit of comparison (never the model alone).",
+        Column("config_id", "string", False),
+        Column("variant", "string"),
+        Column("model", "string"),
+        Column("harness", "string"),
+        Column("harness_version", "string"),
+        Column("reasoning_effort", "string"),
+        Column("service_tier", "string"),
+        Column("settings_json", "string"),
+        Column("agent_kind", "string"),
+        Column("simulated", "bool", False),
+        Column("source_format", "string", False),
+        Column("variant_order", "int32"),  # position among the run's variants (0 = default baseline)
+    ),
+    "cases": table_spec(
+        "One row per task (case) in a run, with its labels.",
+        Column("case_id", "string", False),
+        Column("holdout", "bool", False),
+        Column("repository", "string"),
+        Column("familiarity", "string"),  # known | unknown | null
+        Column("task_class", "string"),
+        Column("difficulty", "string"),
+        Column("language", "string"),
+        Column("subsystem", "string"),
+        Column("benchmark", "string"),
+        Column("initial_commit", "string"),
+        Column("labels_json", "string"),
+        Column("validated", "bool"),  # controls passed (null when not validated)
+        Column("fingerprint", "string"),  # evaluator fingerprint: (case_id, fingerprint) is the task version
+        Column("scored", "bool"),  # false: failed or flaky controls, left out of analyses by default
+        Column("unscored_reason", "string"),
+    ),
+    "run_status": table_spec(
+        "One row per run an operator invalidated (`trialhouse runs invalidate`): kept, but left "
+        "out of every other table's view (see `excluded_runs`). Never written by ingest.",
+        Column("status", "string", False),  # invalidated
+        Column("reason", "string", False),
+        Column("set_at", "timestamp", False),
+    ),
+    "criteria": table_spec(
+        "One row per criterion of a case in a run: its layer, kind and severity.",
+        Column("case_id", "string", False),
+        Column("criterion_id", "string", False),
+        Column("layer", "string", False),  # target | regression | repository
+        Column("kind", "string", False),  # command | judge
+        Column("severity", "string"),  # blocker | major | minor (null: runs before severities)
+        Column("description", "string"),
+        Column("case_fingerprint", "string"),
+        Column("in_process", "bool"),  # declared: its grader imports workspace code in its own process
+    ),
+    "skipped_trials": table_spec(
+        "One row per trial not run because its case was not scored (failed or flaky controls).",
+        Column("trial_id", "string", False),
+        Column("case_id", "string", False),
+        Column("variant", "string"),
+        Column("config_id", "string"),
+        Column("repetition", "int32"),
+        Column("reason", "string"),
+        Column("case_fingerprint", "string"),
+    ),
+}
