@@ -188,3 +188,35 @@ def example(directory: Path) -> None:
     shown = directory / path.name  # as the user named it: no absolute path of this machine
     click.echo(f"wrote {shown}")
     click.echo(f"next: trialhouse validate --manifest {shown}")
+
+
+@app.command()
+@click.argument("repo", metavar="REPO", type=click.Path(path_type=Path), default=".")
+@option("--output", "-o", type=click.Path(path_type=Path), default=None,
+        help="Directory to write (new or empty, outside REPO); default: REPO-trialhouse beside it.")
+def init(repo: Path, output: Path | None) -> None:
+    """Write a first manifest for your own git repository REPO (default: here).
+
+    One case, a criterion per layer, your `command` agent in two variants and the null and
+    reference points, with a README saying what each is. Fill in every `FILL IN:` blank
+    (validate names each), then validate, run, ingest and report (docs/runner.md).
+
+    Example: trialhouse init ../my-service --output my-service-trialhouse
+    """
+    import os
+
+    from runner.scaffold import init_manifest
+    from trialhouse.paths import creatable
+
+    top = Path(os.path.normpath(repo.absolute()))
+    out = output if output is not None else Path(os.path.relpath(top.parent / f"{top.name}-trialhouse"))
+    creatable(out, "--output", "dir")
+    made = init_manifest(repo, out)
+    others = [str(p.relative_to(out)) for p in made.written if p.name != "manifest.json"]
+    click.echo(f"wrote {out / 'manifest.json'} for {repo} at {made.commit[:12]}"
+               f" ({made.language or 'language not recognised'}), with {', '.join(others)}")
+    if made.uncommitted:
+        click.echo(f"note: {made.uncommitted} uncommitted change(s) in {repo} are not part of it "
+                   "(it starts from the commit)")
+    click.echo(f"next: fill in each FILL IN: blank ({out / 'README.md'} says how), then "
+               f"trialhouse validate --manifest {out / 'manifest.json'}")
