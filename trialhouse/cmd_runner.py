@@ -95,7 +95,7 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
         else:
             bad = [c for c in res.cases if not c["ok"]]
             click.echo(f"controls: {len(res.cases) - len(bad)}/{len(res.cases)} cases ok; "
-                       f"events {res.events_path}; report {res.report_path}")
+                       f"events {_shown(res.events_path)}; report {_shown(res.report_path)}")
         if not res.ok:
             raise click.exceptions.Exit(1)
         return
@@ -130,6 +130,15 @@ def _check_run_options(validation_only: bool, resume: bool, scoring_options: boo
         raise click.UsageError("--validation-only runs the controls on this machine; drop --executor")
 
 
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is below it (as the user named
+    the run directory), else as it is."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return Path(path)
+
+
 def _print_run(result: Any, progress: bool) -> None:
     """The terminal form of a scored run's result; exit 1 when a case was not scored."""
     for number, why in result.refused[:20]:
@@ -150,7 +159,7 @@ def _print_run(result: Any, progress: bool) -> None:
             click.echo(f"  {case_id}: {why}", err=True)
     else:
         click.echo("controls: every case passed; 0 cases not scored")
-    click.echo(f"events {result.events_path}; report {result.report_path}")
+    click.echo(f"events {_shown(result.events_path)}; report {_shown(result.report_path)}")
     if result.unscored:
         raise click.exceptions.Exit(1)
 
