@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from contract.values import MAX_DEPTH
+from runner.manifest import path_problem
 from runner.paths import input_refs
 
 MARKER = "FILL IN:"
@@ -19,15 +21,17 @@ _READ_LIMIT = 1 << 20
 """Bytes of a named file searched for a blank (init's files are a few hundred bytes)."""
 
 
-def _strings(value: Any, loc: str) -> Iterator[tuple[str, str]]:
+def _strings(value: Any, loc: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+    """Every string in ``value`` with its location (no deeper than the value rules allow:
+    a document nested deeper is refused by them)."""
     if isinstance(value, str):
         yield loc, value
-    elif isinstance(value, dict):
+    elif depth < MAX_DEPTH and isinstance(value, dict):
         for key, item in value.items():
-            yield from _strings(item, f"{loc}.{key}" if loc else str(key))
-    elif isinstance(value, list):
+            yield from _strings(item, f"{loc}.{key}" if loc else str(key), depth + 1)
+    elif depth < MAX_DEPTH and isinstance(value, list):
         for i, item in enumerate(value):
-            yield from _strings(item, f"{loc}[{i}]")
+            yield from _strings(item, f"{loc}[{i}]", depth + 1)
 
 
 def _what(text: str) -> str:
@@ -37,6 +41,8 @@ def _what(text: str) -> str:
 def _file_blank(path: Path) -> tuple[int, str] | None:
     """The first blank in ``path``: its line number and what to write there."""
     try:
+        if not path.is_file():
+            return None
         with path.open("rb") as fh:
             text = fh.read(_READ_LIMIT).decode("utf-8", errors="replace")
     except OSError:
@@ -66,8 +72,8 @@ def placeholder_problems(raw: dict[str, Any], base: Path) -> list[tuple[str, str
     files += [(loc, arg, Path(arg)) for loc, arg in _agent_files(raw)]
     seen: set[Path] = set()
     for loc, shown, path in files:
-        if path in seen or not path.is_file():
-            continue
+        if path in seen or path_problem(shown) is not None:
+            continue  # a path no system can open is refused by the input checks
         seen.add(path)
         blank = _file_blank(path)
         if blank is not None:
