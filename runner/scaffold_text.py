@@ -93,7 +93,9 @@ name until you fill it. The whole walkthrough: docs/runner.md, "Your first manif
 - **Variants.** `null` (changes nothing: every trial should fail) and `reference` (applies
   the reference patch: every trial should pass) are reference points, never candidates.
   `my-agent` and `my-agent-alt` run your program (`agent.kind: command`): the same harness
-  with two models, the comparison `trialhouse report` makes.
+  with two models, the comparison `trialhouse report` makes. Their `argv` names the script
+  by its absolute path, which the sandbox shows read-only (nothing else of this directory):
+  moving the directory means updating it.
 - **Stages.** The manifest names none, so each attempt runs your agent once (`build`):
   the default when no variant is an agent CLI. Add `"stages": ["build", "qa", "review"]`
   only if your agent reads `{{stage}}`; each stage is one more paid invocation.
