@@ -28,6 +28,7 @@ from runner import git
 from runner.errors import RunnerError
 from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
 from runner.paths import check_input, input_refs
+from runner.placeholders import placeholder_problems
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -116,6 +117,11 @@ def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
 
 
 def _load(path: Path) -> tuple[Any, list[Problem]]:
+    if path.is_dir():
+        inside = path / "manifest.json"
+        hint = (f"pass --manifest {inside}" if inside.is_file()
+                else "give the manifest's JSON file (e.g. DIR/manifest.json)")
+        return None, [Problem("(manifest)", f"{path} is a directory; {hint}")]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -154,8 +160,9 @@ def validate_manifest(path: Path) -> ValidationReport:
     if not isinstance(raw, dict):
         report.problems.append(Problem("(manifest)", "must be a JSON object"))
         return report
-    manifest = _check_shape(report, raw)
     base = path.resolve().parent
+    blanks = [Problem(loc, msg) for loc, msg in placeholder_problems(raw, base)]
+    manifest = _check_shape(report, raw)
     # Input files, on the raw document (lenient), so they show next to shape errors.
     for ref in input_refs(raw):
         if path_problem(ref.rel) is None:  # a refused path is reported above, never opened
@@ -173,6 +180,9 @@ def validate_manifest(path: Path) -> ValidationReport:
         for loc, msg in judge_problems(manifest, base):
             report.add(Problem(loc, msg))
         report.notes.append(network_note(manifest))
+    if blanks:  # a blank is the one problem at its location (not also "does not apply cleanly")
+        at = {b.location for b in blanks}
+        report.problems = blanks + [p for p in report.problems if p.location not in at]
     report.manifest = manifest
     return report
 
