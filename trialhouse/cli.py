@@ -11,6 +11,7 @@ from trialhouse import (  # noqa: E402,F401,I001
     cmd_analysis,
     cmd_judges,
     cmd_report,
+    cmd_rollout,
     cmd_runner,
     cmd_stats,
     cmd_view,

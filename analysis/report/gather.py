@@ -14,6 +14,7 @@ fronts are drawn from the one summary (``analysis.pareto.front``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from analysis.errors import AnalysisError
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
     from analysis.matrix import Matrix
     from analysis.pareto import Pareto
     from analysis.period import Period
+    from analysis.rules_check import RulesCheck
     from analysis.sanity import SanityWarning
+    from analysis.stop_rules import RulesFile
     from analysis.summary import Checked, Summary
     from analysis.trajectory import TrajectorySummary
     from analysis.unscored import Unscored
@@ -77,6 +80,7 @@ class ReportData:
     review: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Judgments with calibration status, calibrations, grader–reviewer agreement, review
     minutes (``analysis.review.judged_and_reviewed``)."""
+    stop_rules: RulesCheck | None = None  # None: no rules file given (``report --rules``)
 
 
 _RUNS_SQL = """
@@ -173,8 +177,10 @@ def _blockers(trials: pl.DataFrame, configs: list[dict], comparisons: Comparison
 
 def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str, str | None],
            baseline: str | None = None, candidates: list[str] | None = None,
-           previous: Filters | None = None) -> ReportData:
-    """Ask every analysis its question; an analysis that cannot answer says why."""
+           previous: Filters | None = None, rules: RulesFile | None = None,
+           rules_at: datetime | None = None) -> ReportData:
+    """Ask every analysis its question; an analysis that cannot answer says why. ``rules``:
+    the stop rules, evaluated at ``rules_at`` (the window's end, else now)."""
     from analysis import consistency, failures, familiarity, flags, latency, matrix
     from analysis.data import load_trials, require_trials
     from analysis.eligibility import assess
@@ -182,6 +188,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     from analysis.pareto import front
     from analysis.period import period_changes
     from analysis.review import judged_and_reviewed
+    from analysis.rules_check import check_rules
     from analysis.scope import resolve
     from analysis.summary import summarize
 
@@ -218,7 +225,8 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         period=period, unscored=checked.unscored, sanity=checked.sanity,
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
-        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids))
+        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
+        stop_rules=check_rules(con, rules, rules_at) if rules is not None else None)
 
 
 _HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"

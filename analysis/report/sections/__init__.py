@@ -24,11 +24,12 @@ from analysis.report.sections import (
     matrix,
     pareto,
     period,
+    stop_rules,
     summary,
     trajectory,
 )
 
-ORDER = (headline, controls, eligibility, summary, comparison, consistency, pareto, matrix,
+ORDER = (stop_rules, headline, controls, eligibility, summary, comparison, consistency, pareto, matrix,
          failures, flags, judgments, familiarity, trajectory, distributions, period, glossary)
 
 

@@ -1,0 +1,83 @@
+"""CLI commands for a guarded rollout (thin: parse options, call one library function, print):
+``rules check`` / ``rules resume`` (stop rules) and ``gc`` (retention); docs/rollout.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from trialhouse.app import app, echo_json, json_option, option, warehouse_option
+
+rules_option = option("--rules", "rules_file", type=click.Path(path_type=Path), required=True,
+                      help="Stop-rules file (YAML/JSON: rules with metric, threshold, window, scope, owner).")
+at_option = option("--at", help="Evaluate as of this time (ISO, UTC; default now).")
+
+
+@app.group()
+def rules() -> None:
+    """Stop rules: check them against the warehouse (exit 1 when one fired), resume one as its owner.
+
+    Example: trialhouse rules check --rules rollout/rules.yaml -w demo/warehouse/trialhouse.duckdb
+    """
+
+
+@rules.command("check")
+@rules_option
+@warehouse_option
+@at_option
+@json_option("json")
+def rules_check(rules_file: Path, warehouse: Path, at: str | None, json: bool) -> None:
+    """Evaluate every stop rule; print which fired with the figures; exit 1 when one fired.
+
+    A fired rule stays fired until one of its owners resumes it (rules resume); a resume
+    covers the trials it was decided on, and a new run in the window fires the rule again.
+
+    Example: trialhouse rules check --rules rollout/rules.yaml -w demo/warehouse/trialhouse.duckdb
+    """
+    from contextlib import closing
+
+    from analysis.filters import parse_time
+    from analysis.rules_check import check_rules
+    from analysis.stop_rules import load_rules
+    from trialhouse.rollout_views import rules_lines
+    from warehouse import db
+
+    declared = load_rules(rules_file)
+    with closing(db.open(warehouse, read_only=True)) as con:
+        result = check_rules(con, declared, parse_time(at, "at"))
+    if json:
+        echo_json(result.as_dict())
+    else:
+        for line in rules_lines(result):
+            click.echo(line)
+    if result.fired:
+        raise click.exceptions.Exit(1)
+
+
+@rules.command("resume")
+@click.argument("rule")
+@rules_option
+@option("--by", "by", required=True, help="Who resumes: one of the rule's owners.")
+@option("--reason", required=True, help="Why the rollout may go on (recorded).")
+@warehouse_option
+@at_option
+def rules_resume(rule: str, rules_file: Path, by: str, reason: str, warehouse: Path, at: str | None) -> None:
+    """Record that an owner resumed a fired stop rule (who, why, the evidence it fired on).
+
+    Example: trialhouse rules resume planner-regression-free --rules rollout/rules.yaml --by "Maria Rossi" --reason "two flaky criteria; fixed in evaluator v3" -w demo/warehouse/trialhouse.duckdb
+    """
+    from contextlib import closing
+
+    from analysis.filters import parse_time
+    from analysis.rules_check import resume_decision
+    from analysis.stop_rules import load_rules
+    from ingest.decisions import record_rule_decision
+    from warehouse import db
+
+    declared = load_rules(rules_file)
+    with closing(db.open(warehouse, read_only=True)) as con:
+        decision = resume_decision(con, declared, rule, by, reason, parse_time(at, "at"))
+    record_rule_decision(warehouse, decision, rules_file)
+    click.echo(f"resumed {rule} by {decision['decided_by']}: {decision['reason']} "
+               f"(evidence {decision['evidence_key'][:12]}, {decision['trials']} trials)")
