@@ -81,3 +81,32 @@ def rules_resume(rule: str, rules_file: Path, by: str, reason: str, warehouse: P
     record_rule_decision(warehouse, decision, rules_file)
     click.echo(f"resumed {rule} by {decision['decided_by']}: {decision['reason']} "
                f"(evidence {decision['evidence_key'][:12]}, {decision['trials']} trials)")
+
+
+@app.command()
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@option("--policy", type=click.Path(path_type=Path), required=True,
+        help="Retention policy (YAML/JSON): raw_output_days, workspace_days after a run finished.")
+@option("--apply", is_flag=True, help="Remove (default: a dry run that lists what would go).")
+@at_option
+@json_option("json")
+def gc(runs: tuple[Path, ...], policy: Path, apply: bool, at: str | None, json: bool) -> None:
+    """Remove raw stage output and workspaces older than a retention policy (dry run by default).
+
+    RUNS are run directories or directories holding runs. Events, seals, report.json, inputs
+    (evaluator versions), patches, checkpoints, verdicts and prompts are kept, and the
+    warehouse is not touched, so every analysis gives the same numbers after gc. What is
+    removed is appended to each run's retention.jsonl.
+
+    Example: trialhouse gc demo/runs --policy rollout/retention.yaml --apply
+    """
+    from analysis.filters import parse_time
+    from runner.retention import collect
+    from trialhouse.rollout_views import gc_lines
+
+    result = collect(list(runs), policy, apply=apply, at=parse_time(at, "at"))
+    if json:
+        echo_json(result.as_dict())
+        return
+    for line in gc_lines(result):
+        click.echo(line)

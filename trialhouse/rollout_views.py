@@ -28,3 +28,33 @@ def rules_lines(check: Any) -> list[str]:
         "; the rollout stops until an owner resumes (trialhouse rules resume RULE --by NAME --reason TEXT)"
         if fired else ""))
     return out
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def gc_lines(result: Any) -> list[str]:
+    """One line per run (what goes, by kind), the skipped runs with why, and the total."""
+    out = []
+    for run in result.runs:
+        name = run.run_id or run.run_dir.name
+        if run.skipped:
+            out.append(f"skipped  {run.run_dir} ({name}): {run.skipped}")
+            continue
+        kinds: dict[str, list[int]] = {}
+        for r in run.removals:
+            k = kinds.setdefault(r.kind, [0, 0, 0])
+            k[0], k[1], k[2] = k[0] + 1, k[1] + r.files, k[2] + r.bytes
+        what = "; ".join(f"{kind} {d} dir(s), {f:,} file(s), {_size(b)}" for kind, (d, f, b) in kinds.items())
+        out.append(f"{'removed' if result.applied else 'would remove'}  {run.run_dir} ({name}, finished "
+                   f"{run.finished_at:%Y-%m-%d %H:%M} UTC): {what or 'nothing older than the policy'}")
+    verb = "removed" if result.applied else "would remove (dry run; --apply removes)"
+    out.append(f"{verb}: {result.files:,} file(s), {_size(result.bytes)} in {len(result.runs)} run(s); "
+               "kept: events, seals, report.json, inputs, patches, checkpoints, verdicts, prompts; "
+               "the warehouse is not touched" + ("; recorded in each run's retention.jsonl" if result.applied else ""))
+    return out
