@@ -55,7 +55,9 @@ def _grid_rubric(path: Path | None) -> tuple[str | None, dict[str, list[str]], l
     return f"{doc.get('id', path.stem)}@{doc['version']}", items, [str(c) for c in doc.get("reason_codes", [])]
 
 
-def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any], str]]:
+def read_rows(path: Path, text: str) -> list[tuple[int, dict[str, Any], str]]:
+    """(line, record, raw text) of a CSV or JSONL file of rows (reviews, cohort tickets); a JSONL
+    line that is not an object is ``{"_bad": why}``."""
     if path.suffix == ".jsonl":
         out = []
         for i, line in enumerate(text.splitlines(), start=1):
@@ -102,7 +104,7 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
             finally:
                 con.close()
             rows, quarantine, now = [], [], datetime.now(UTC)
-            for line, rec, raw in _rows(path, text):
+            for line, rec, raw in read_rows(path, text):
                 reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
                 if reason:
                     quarantine.append(QuarantineRow(str(path), line, reason, raw[:4096]))

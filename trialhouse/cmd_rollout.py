@@ -110,3 +110,31 @@ def gc(runs: tuple[Path, ...], policy: Path, apply: bool, at: str | None, json: 
         return
     for line in gc_lines(result):
         click.echo(line)
+
+
+@app.command()
+@warehouse_option
+@option("--run", metavar="RUN_ID", multiple=True, help="Benchmark runs the cohorts stand beside (default: all).")
+@json_option("json")
+def cohorts(warehouse: Path, run: tuple[str, ...], json: bool) -> None:
+    """Observational cohorts beside the benchmark, and randomised control groups with an interval.
+
+    Cohorts (trialhouse ingest --cohort production|shadow FILE) never enter a comparison, a
+    rate or a Pareto front: they are shown here, with the caveat, and in the report.
+
+    Example: trialhouse cohorts -w demo/warehouse/trialhouse.duckdb
+    """
+    from contextlib import closing
+
+    from analysis.cohorts import cohorts as cohort_figures
+    from analysis.filters import Filters
+    from trialhouse.render import print_view
+    from trialhouse.rollout_views import cohort_view
+    from warehouse import db
+
+    with closing(db.open(warehouse, read_only=True)) as con:
+        result = cohort_figures(con, Filters(runs=run))
+    if json:
+        echo_json(result.as_dict())
+    else:
+        print_view(cohort_view(result))

@@ -58,3 +58,21 @@ def gc_lines(result: Any) -> list[str]:
                "kept: events, seals, report.json, inputs, patches, checkpoints, verdicts, prompts; "
                "the warehouse is not touched" + ("; recorded in each run's retention.jsonl" if result.applied else ""))
     return out
+
+
+def cohort_view(result: Any) -> Any:
+    """``trialhouse cohorts``: the caveat, each cohort beside the benchmark, the control groups."""
+    from analysis.rollout_cohort_tables import cohort_table, control_table
+    from trialhouse.render import View
+
+    view = View(lines=[result.caveat])
+    if not result.rows and not result.controls:
+        view.lines.append("No cohort ticket in the warehouse; load one with: trialhouse ingest --cohort "
+                          "production FILE (docs/rollout.md)")
+        return view
+    if result.rows:
+        view.tables.append(cohort_table(result))
+    if result.controls:
+        view.tables.append(control_table(result))
+        view.notes += [f"{c.cohort}: {w}" for c in result.controls for w in c.warnings]
+    return view

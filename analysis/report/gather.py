@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from analysis.cohorts import Cohorts
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
     from analysis.eligibility import Blockers, Eligibility, Gates
@@ -81,6 +82,7 @@ class ReportData:
     """Judgments with calibration status, calibrations, grader–reviewer agreement, review
     minutes (``analysis.review.judged_and_reviewed``)."""
     stop_rules: RulesCheck | None = None  # None: no rules file given (``report --rules``)
+    cohorts: Cohorts | None = None  # None: no cohort ticket in the warehouse
 
 
 _RUNS_SQL = """
@@ -182,6 +184,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     """Ask every analysis its question; an analysis that cannot answer says why. ``rules``:
     the stop rules, evaluated at ``rules_at`` (the window's end, else now)."""
     from analysis import consistency, failures, familiarity, flags, latency, matrix
+    from analysis.cohorts import cohorts, has_cohorts
     from analysis.data import load_trials, require_trials
     from analysis.eligibility import assess
     from analysis.headline import headline
@@ -226,7 +229,8 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
-        stop_rules=check_rules(con, rules, rules_at) if rules is not None else None)
+        stop_rules=check_rules(con, rules, rules_at) if rules is not None else None,
+        cohorts=cohorts(con, filters) if has_cohorts(con) else None)
 
 
 _HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
