@@ -236,4 +236,5 @@ def resume_decision(con: duckdb.DuckDBPyConnection, rules: RulesFile, rule_id: s
     return {"rule_id": rule.id, "rule_sha256": rule.sha256, "decision": "resume",
             "decided_by": by.strip(), "reason": reason.strip(), "evidence_key": result.evidence_key,
             "value": result.value if result.value != float("inf") else None, "trials": result.n,
-            "window_json": json.dumps(clean(result.window), sort_keys=True), "decided_at": at}
+            "window_json": json.dumps(clean(result.window), sort_keys=True),
+            "decided_at": datetime.now(UTC)}  # when it was decided, whatever time the rule was evaluated at
