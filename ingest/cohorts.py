@@ -24,6 +24,7 @@ from typing import Any
 
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
+from ingest.csv_records import TooManyRecords
 from ingest.judges import read_rows
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
@@ -142,10 +143,6 @@ def import_cohort(path: Path, warehouse: Path, cohort: str, *, allow_quarantine:
         raise IngestInputError(f"{path}: no such file")
     if path.suffix.lower() not in (".jsonl", ".csv"):
         raise IngestInputError(f"{path}: a cohort file is .jsonl or .csv (docs/rollout.md)")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise IngestInputError(f"{path}: not UTF-8 text") from None
     db.check_warehouse_path(warehouse)
     files = file_meta([path])
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
@@ -159,11 +156,15 @@ def import_cohort(path: Path, warehouse: Path, cohort: str, *, allow_quarantine:
         else:
             known = _known(warehouse)
             rows, quarantine, seen = [], [], set[str]()
-            for line, rec, raw in read_rows(path.with_suffix(path.suffix.lower()), text):
+            with path.open("rb") as f:
                 try:
-                    rows.append(cohort_row(rec, cohort, known, seen, str(path), line))
-                except ValueError as exc:
-                    quarantine.append(QuarantineRow(str(path), line, str(exc), raw[:4096]))
+                    for line, rec, raw in read_rows(path.with_suffix(path.suffix.lower()), f):
+                        try:
+                            rows.append(cohort_row(rec, cohort, known, seen, str(path), line))
+                        except ValueError as exc:
+                            quarantine.append(QuarantineRow(str(path), line, str(exc), raw[:4096]))
+                except TooManyRecords as e:
+                    raise IngestInputError(f"{path}: {e}") from None
             unmatched = sum(1 for r in rows if r["config_id"] is None and r["arm"] != "control")
             notes = [f"{unmatched} ticket(s) name a configuration the warehouse does not know; "
                      "they are shown without benchmark figures"] if unmatched else []

@@ -24,8 +24,8 @@ def test_every_example_ticket_is_a_valid_row() -> None:
     for cohort, name in (("production", "production.csv"), ("shadow", "shadow.jsonl")):
         path = EXAMPLES / name
         seen: set[str] = set()
-        rows = [cohort_row(rec, cohort, {}, seen, str(path), line)
-                for line, rec, _raw in read_rows(path, path.read_text(encoding="utf-8"))]
+        with path.open("rb") as f:
+            rows = [cohort_row(rec, cohort, {}, seen, str(path), line) for line, rec, _raw in read_rows(path, f)]
         assert rows and len(seen) == len(rows)
     arms = {r["arm"] for r in rows}
     assert arms == {"treatment", "control"} and {r["assignment_seed"] for r in rows} == {"20261130"}
