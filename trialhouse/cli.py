@@ -12,6 +12,7 @@ from trialhouse import (  # noqa: E402,F401,I001
     cmd_judges,
     cmd_regrade,
     cmd_report,
+    cmd_rollout,
     cmd_runner,
     cmd_stats,
     cmd_view,

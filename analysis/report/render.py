@@ -187,5 +187,7 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
         "trajectory": d.trajectory.as_dict()["rows"] if d.trajectory is not None else None,
         "previous_period": d.period.as_dict() if d.period is not None else None,
         "judgments_and_review": {k: v.to_dicts() for k, v in d.review.items()},
+        "stop_rules": d.stop_rules.as_dict() if d.stop_rules is not None else None,
+        "cohorts": d.cohorts.as_dict() if d.cohorts is not None else None,
         "charts": charts, "charts_skipped": skipped,
     })

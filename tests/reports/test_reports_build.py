@@ -19,7 +19,7 @@ TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse"
             "summary",
             "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
             "matrix_absent", "failures", "flags", "familiarity", "latency", "trajectory", "previous_period",
-            "judgments_and_review", "charts",
+            "judgments_and_review", "stop_rules", "cohorts", "charts",
             "charts_skipped"]
 SECTIONS = ["headline", "controls", "eligibility", "summary", "comparison", "consistency", "pareto", "matrix",
             "failures", "flags", "judgments", "familiarity", "distributions", "period", "glossary"]

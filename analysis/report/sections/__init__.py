@@ -10,6 +10,7 @@ from __future__ import annotations
 from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
+    cohorts,
     comparison,
     consistency,
     controls,
@@ -24,11 +25,12 @@ from analysis.report.sections import (
     matrix,
     pareto,
     period,
+    stop_rules,
     summary,
     trajectory,
 )
 
-ORDER = (headline, controls, eligibility, summary, comparison, consistency, pareto, matrix,
+ORDER = (stop_rules, headline, controls, eligibility, summary, cohorts, comparison, consistency, pareto, matrix,
          failures, flags, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
