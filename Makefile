@@ -15,7 +15,7 @@ RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main
 BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test test-scale lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
+.PHONY: help venv demo test test-recipes test-scale lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -55,13 +55,16 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium bubblewrap tools recipe-tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
+test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite (the aider/OpenHands recipes: make test-recipes)
 	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
 	$(BIN)/mypy contract runner ingest warehouse analysis viewer trialhouse
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster and not recipes"
 	@# the Ray-cluster tests after the rest, with the machine to themselves: a raylet started under
 	@# load can miss its dashboard-agent start window (ray-project/ray#65983)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 -m "ray_cluster and not scale"
+
+test-recipes: $(STAMP) bubblewrap recipe-tools ## the aider and OpenHands command-agent recipes against their pinned PyPI releases (~1.5 GB of installs, kept out of make test's 15 minutes)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m recipes tests/runner/agents/test_command_recipes.py
 
 test-scale: $(STAMP) bubblewrap ## the Ray executor tests with the large sizes (a 500 MB repository; a few minutes)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
