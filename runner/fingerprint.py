@@ -47,6 +47,9 @@ def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], ini
             "judge": judge, "files": {f: hashes.get(f) for f in sorted(files)},
             "timeout_seconds": c.timeout_seconds, "success_token": c.success_token,
             "flaky_fixed": c.flaky_fixed,
+            # visible: the agent could run it (a different task); absent, so the fingerprints
+            # of hidden criteria are what they were before visibility existed
+            **({"visible": True} if c.visible else {}),
         })
     payload = {
         "grading_semantics": GRADING_SEMANTICS,

@@ -26,6 +26,7 @@ from contract.run_events import (
     CriterionInfo,
     ExecutorInfo,
     IsolationInfo,
+    RotationInfo,
     RunFinished,
     RunStarted,
     VariantInfo,
@@ -36,11 +37,12 @@ from runner.eventlog import EventLog, read_events, read_verified, repair_tail
 from runner.fingerprint import GRADING_SEMANTICS, case_fingerprint
 from runner.git import GitError, git_version
 from runner.ids import new_run_id, trial_id
-from runner.manifest import Case, Criterion, Manifest, Variant, config_id
+from runner.manifest import Case, Criterion, Manifest, Variant, config_id, sweep_budget
 from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
 from runner.pristine import remove_tree
 from runner.prompts import instruction_texts
 from runner.report import write_report
+from runner.rotation import rotate
 from runner.validate import load_valid_manifest, protected_paths, repo_path
 
 SETUP_MARKER = ".trialhouse-setup"
@@ -70,6 +72,9 @@ class RunSetup:
     """Lines of a resumed events.jsonl its hash chain refused (reported, never data)."""
     harnesses: dict[str, Any] = field(default_factory=dict)
     """Variant id → ``ResolvedHarness`` for the harness kinds."""
+    rotation: RotationInfo | None = None
+    """How the cases' hidden pools were drawn (``runner.rotation``); ``manifest`` holds
+    the drawn criteria."""
 
 
 @dataclass
@@ -248,6 +253,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     start = _resumed(run_dir, manifest_path, manifest, base, manifest_sha) if resume \
         else _fresh(run_dir, manifest, base)
     snapshot = start.snapshot
+    manifest, rotation = rotate(manifest, start.run_id, start.prior)
     secrets = run_secrets(manifest)
     redactor = Redactor(secrets)
     harnesses = resolve_harnesses(manifest, base, protected_paths(manifest, base, run_dir))
@@ -261,7 +267,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     log = EventLog(run_dir / "events.jsonl", start.run_id, start.next_seq, listener=listener,
                    last_line=start.last_line, lines=start.lines, redactor=redactor)
     s = RunSetup(manifest, manifest_path, base, run_dir, start.run_id, log, snapshot, texts, config_ids,
-                 start.prior, containment, fingerprints, redactor, start.refused, harnesses)
+                 start.prior, containment, fingerprints, redactor, start.refused, harnesses, rotation)
     _emit_run_started(s, {v: r[0] for v, r in records.items()}, manifest_sha,
                       validation_only=validation_only, jobs=jobs, resumed=resume,
                       control_repeats=control_repeats, controls_from=controls_from, executor=executor)
@@ -279,9 +285,19 @@ def _variant_infos(s: RunSetup, settings: dict[str, dict[str, Any]]) -> list[Var
             service_tier=v.service_tier, settings=settings[v.id], agent_kind=v.agent.kind,
             simulated=v.agent.kind == "simulated",
             stage_instruction_hashes={p: s.snapshot.hashes[p] for p in s.texts[v.id]},
+            **_budget_fields(s.manifest, v),
         )
         for v in s.manifest.variants
     ]
+
+
+def _budget_fields(manifest: Manifest, v: Variant) -> dict[str, Any]:
+    """A variant's own budgets and, for a sweep's point, the sweep and its value."""
+    out: dict[str, Any] = {"timeout_seconds": v.timeout_seconds, "max_cost_usd": v.max_cost_usd}
+    if v.sweep is not None:
+        budget = sweep_budget([w for w in manifest.variants if w.sweep == v.sweep])
+        out.update(sweep=v.sweep, sweep_budget=budget, sweep_value=getattr(v, budget) if budget else None)
+    return out
 
 
 def _severity(criterion: Criterion) -> Literal["blocker", "major", "minor"]:
@@ -293,6 +309,7 @@ def _severity(criterion: Criterion) -> Literal["blocker", "major", "minor"]:
 
 
 def _case_infos(s: RunSetup) -> list[CaseInfo]:
+    pooled = s.rotation.chosen if s.rotation is not None else {}
     return [
         CaseInfo(
             case_id=c.id, holdout=c.holdout,
@@ -301,8 +318,9 @@ def _case_infos(s: RunSetup) -> list[CaseInfo]:
             criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,
                                     kind="command" if k.command else "judge",
                                     description=k.description,
-                                    severity=_severity(k)) for k in c.criteria],
-            fingerprint=s.fingerprints[c.id],
+                                    severity=_severity(k), visible=k.visible,
+                                    pooled=k.id in pooled.get(c.id, ())) for k in c.criteria],
+            fingerprint=s.fingerprints[c.id], timeout_seconds=c.timeout_seconds, max_cost_usd=c.max_cost_usd,
         )
         for c in s.manifest.cases
     ]
@@ -329,7 +347,7 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
         isolation=IsolationInfo(backend=manifest.isolation.backend, isolated=box.backend.isolated,
                                 version=box.backend.version, network=box.network),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
-        grading_semantics=GRADING_SEMANTICS,
+        grading_semantics=GRADING_SEMANTICS, rotation=s.rotation,
         gateway=box.gateway.info() if box.gateway is not None else None,
         executor=executor or ExecutorInfo(kind="local"),
     )

@@ -26,7 +26,13 @@ from contract.call_events import Provider
 from contract.values import MAX_DEPTH
 from runner import git
 from runner.errors import RunnerError
-from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
+from runner.manifest import (
+    CASE_VARIANT_ID_MAX,
+    Manifest,
+    expand_sweeps,
+    path_problem,
+    value_problems,
+)
 from runner.paths import check_input, input_refs
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -115,6 +121,26 @@ def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
     return loc, msg[0].lower() + msg[1:] if msg else typ
 
 
+_BRANCH = re.compile(r"^(list\[)?constrained-float\]?$")
+"""How pydantic names the branches of a budget that is a number or a list (a sweep)."""
+
+
+def _without_branch(raw: Any, loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``loc`` without the name of a union branch (``variants[1].timeout_seconds[1]``, not
+    ``….list[constrained-float][1]``); None for an error of the branch the value is not."""
+    value = raw
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and _BRANCH.match(part):
+            if isinstance(value, list) != part.startswith("list["):
+                return None
+            return loc[:i] + loc[i + 1:]
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            value = None
+    return loc
+
+
 def _load(path: Path) -> tuple[Any, list[Problem]]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -167,11 +193,15 @@ def validate_manifest(path: Path) -> ValidationReport:
         # The checks that need this machine import the agents, the gateway and the judges
         # (aiohttp among them): only for a manifest that parsed, so a broken one fails fast.
         from runner.judges.config import judge_problems
+        from runner.visible import check_problems
 
         _check_agents(report, manifest, base)
         for loc, msg in judge_problems(manifest, base):
             report.add(Problem(loc, msg))
-    report.manifest = manifest
+        for loc, msg in check_problems(manifest):
+            report.add(Problem(loc, msg))
+    # What runs is the expanded manifest: one variant per budget point of a sweep.
+    report.manifest = expand_sweeps(manifest) if manifest is not None else None
     return report
 
 
@@ -186,8 +216,10 @@ def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | No
             manifest = Manifest.model_validate(raw)
         except ValidationError as exc:
             for err in exc.errors():
-                where, message = _message(err)
-                report.add(Problem(json_path(where), message))
+                plain = _without_branch(raw, tuple(err["loc"]))
+                if plain is not None:
+                    where, message = _message({**err, "loc": plain})
+                    report.add(Problem(json_path(where), message))
         if unusable:
             manifest = None
     if manifest is None:
