@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from analysis.budget_curve import BudgetCurve
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
     from analysis.eligibility import Blockers, Eligibility, Gates
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from analysis.summary import Checked, Summary
     from analysis.trajectory import TrajectorySummary
     from analysis.unscored import Unscored
+    from analysis.visibility import Visibility
 
 
 @dataclass
@@ -77,6 +79,9 @@ class ReportData:
     review: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Judgments with calibration status, calibrations, grader–reviewer agreement, review
     minutes (``analysis.review.judged_and_reviewed``)."""
+    budget_curve: BudgetCurve | None = None  # None: no sweep, or why not (budget_curve_absent)
+    budget_curve_absent: str | None = None
+    visibility: Visibility | None = None  # None: no visible check in the selection
 
 
 _RUNS_SQL = """
@@ -218,7 +223,20 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         period=period, unscored=checked.unscored, sanity=checked.sanity,
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
-        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids))
+        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
+        **_budgets_and_checks(con, filters))
+
+
+def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Any]:
+    """The budget curve and the visible/hidden checks, when the selection has a sweep and a
+    visible check (an absent sweep is no section; a sweep that cannot be drawn says why)."""
+    from analysis.budget_curve import NO_SWEEP, budget_curve
+    from analysis.visibility import visibility
+
+    curve, why = _optional(budget_curve, con, filters)
+    vis, _absent = _optional(visibility, con, filters)
+    return {"budget_curve": curve, "budget_curve_absent": None if why is None or why.startswith(NO_SWEEP) else why,
+            "visibility": vis}
 
 
 _HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"

@@ -18,13 +18,13 @@ SWEEP_CASES = ("order-quantity-validation", "sku-format-validation", "format-cen
 SWEEP_BUDGETS = [0.1, 0.2, 0.4]
 """``max_cost_usd`` per trial: the hard cases cannot finish on the first, the agent buys
 more build rounds with each (``runner.agents.builtin.affordable_rounds``)."""
-VISIBLE_CASE = "order-quantity-validation"
+VISIBLE_CASE = "transfer-insufficient-funds"
 VISIBLE_CRITERION = {
-    "id": "rejects-zero-quantity",
-    "description": "create_order raises OrderError for a quantity of 0 (run it: $TRIALHOUSE_CHECKS/run_check.py)",
+    "id": "raises-on-overdraft",
+    "description": "transfer raises InsufficientFunds when the source balance is too low",
     "layer": "target",
-    "command": ["python3", "{inputs}/graders/visible_orders.py", "order_zero_rejected"],
-    "files": ["graders/visible_orders.py", "graders/_harness.py"],
+    "command": ["python3", "{inputs}/graders/visible_ledger.py", "transfer_raises_on_overdraft"],
+    "files": ["graders/visible_ledger.py", "graders/_harness.py"],
     "timeout_seconds": 30,
     "success_token": True,
     "visible": True,

@@ -11,6 +11,7 @@ from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
     blockers,
+    budget,
     comparison,
     consistency,
     controls,
@@ -25,10 +26,11 @@ from analysis.report.sections import (
     period,
     summary,
     trajectory,
+    visibility,
 )
 
-ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, matrix,
-         failures, flags, judgments, familiarity, trajectory, distributions, period)
+ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, budget, matrix,
+         failures, flags, visibility, judgments, familiarity, trajectory, distributions, period)
 
 
 def build(data: ReportData) -> list[Section]:
