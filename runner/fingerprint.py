@@ -6,6 +6,10 @@ them leaves the manifest's own bytes unchanged. The fingerprint therefore hashes
 reference patch, the prepare commands, the initial commit and the runner's grading
 semantics. Analyses treat (case, fingerprint) as the task: trials of one case with two
 fingerprints are two task versions, named as such, never one pooled rate.
+
+The criteria are the run's: a hidden pool's drawn criteria are among them
+(``runner.rotation``), so another draw is another version, and a visible check is marked
+as such (docs/runner.md, "Visible and hidden checks").
 """
 
 from __future__ import annotations
