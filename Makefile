@@ -47,15 +47,15 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) inspect-queue --warehouse $(WH) --run $$($(RUN_ID)) --runs-root $(DEMO)/runs/main
 	$(TH) summarize --warehouse $(WH)
 	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE)
-	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest
+	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
+	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest --bundle $(DEMO)/reports/viewer
 	$(TH) budget-curve --warehouse $(WH) --run $$($(SWEEP_ID))
 	$(TH) visibility --warehouse $(WH) --run $$($(SWEEP_ID))
-	$(TH) report --warehouse $(WH) --run $$($(SWEEP_ID)) --output $(DEMO)/reports/sweep
+	$(TH) report --warehouse $(WH) --run $$($(SWEEP_ID)) --output $(DEMO)/reports/sweep --bundle $(DEMO)/reports/viewer
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
 	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
-	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
-	@echo "report:     $(DEMO)/reports/latest/report.html"
+	@echo "report:     $(DEMO)/reports/latest/report.html  (trial ids link to the bundle's pages)"
 	@echo "sweep:      $(DEMO)/reports/sweep/report.html  (quality at several budgets; visible and hidden checks)"
 	@echo "viewer:     $(TH) view -w $(WH) --reviews $(DEMO)/reviews.jsonl --rubric $(DEMO)/corpus/reviews/grid.yaml"
 	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"

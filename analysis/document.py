@@ -22,6 +22,9 @@ class Link:
 
     text: str
     href: str | None = None
+    trial: tuple[str, str] | None = None
+    """(run id, trial id) when the link names a trial: a report written with a trial viewer
+    (``--viewer-url``/``--bundle``) points it at the trial's page instead of ``href``."""
 
 
 Cell = str | Link | tuple[Link, ...]

@@ -4,7 +4,7 @@ One place for the rule, so ``compare``, ``pareto``, the headline and the report 
 
 - **Baselines** are reference points, never contenders: configurations whose agent kind
   is ``null`` (changes nothing: the floor) or ``reference`` (applies the known answer:
-  the ceiling). They are never a candidate, never in a Holm family, never a blocker,
+  the ceiling). They are never a candidate, never in a Holm family, never ineligible,
   never ranked on a Pareto front, and never the *default* baseline of a comparison (a
   user may still name one with ``--baseline``).
 - **Candidates** are every other configuration. A candidate is **ineligible** (never on
@@ -17,10 +17,14 @@ One place for the rule, so ``compare``, ``pareto``, the headline and the report 
   ineligible: their problems are notes.
 - **Default baseline**: the manifest's first non-baseline variant (lowest
   ``variant_order`` in the earliest run), else the first non-baseline configuration.
-- **Blockers** (shown in the report): a candidate with any invalid trial, and a
+- **Ineligible** is the one word for a disqualified candidate on every surface (the
+  ``eligibility`` command, ``compare``'s headline, the report); ``blockers`` lists one
+  message per gate it failed ("blocker" alone names a criterion's severity).
+- **Significant regressions** (shown in the report beside the gates, never one of them): a
   candidate that regressed significantly (sign test, Holm-adjusted over the candidates,
-  regressions > improvements, p < 0.05) against the baseline or against its own
-  previous period.
+  regressions > improvements, p < 0.05) against the baseline or against its own previous
+  period. Its trials are sound, so it stays eligible: it is distinguishably worse, never
+  the pick (``analysis.decision``), yet it may still be the cheap end of the Pareto front.
 """
 
 from __future__ import annotations
@@ -163,13 +167,18 @@ class RegressionCheck:
 
 @dataclass
 class Blockers:
-    """The blockers found, plus notes about baselines (reported, never blocking)."""
+    """Why candidates are ineligible (one per gate), their significant regressions
+    (reported, never disqualifying), and notes about baselines (never ineligible)."""
 
     found: list[Blocker] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    regressions: list[Blocker] = field(default_factory=list)
 
     def as_list(self) -> list[dict[str, Any]]:
         return [b.as_dict() for b in self.found]
+
+    def regression_list(self) -> list[dict[str, Any]]:
+        return [b.as_dict() for b in self.regressions]
 
 
 SIGNIFICANT = 0.05
@@ -179,9 +188,9 @@ def blockers(invalid: Mapping[str, int], names: Mapping[str, Mapping[str, Any]],
              checks: Iterable[RegressionCheck], roles: Mapping[str, Eligibility],
              simulated: frozenset[str] = frozenset(),
              found_gates: Mapping[str, Gates] | None = None) -> Blockers:
-    """Invalid trials, the other eligibility gates (``found_gates``: blocker regressions,
-    integrity, leaked secrets) and significant regressions of candidates (baselines never
-    block).
+    """Invalid trials and the other eligibility gates (``found_gates``: blocker regressions,
+    integrity, leaked secrets) of candidates, in ``found``; their significant regressions,
+    in ``regressions`` (baselines are never ineligible: their invalid trials are notes).
 
     ``invalid``: config_id → number of invalid trials; ``names``: config_id → config
     record (for messages); ``checks``: sign tests to judge (p already Holm-adjusted where
@@ -211,7 +220,7 @@ def blockers(invalid: Mapping[str, int], names: Mapping[str, Mapping[str, Any]],
         name = fmt.label(names.get(cid, {"config_id": cid}), simulated)
         if _role(roles, cid).is_baseline:
             out.notes.append(f"Baseline {name} has {n} invalid trial(s): its reference numbers "
-                             "cannot be trusted until rerun (a baseline is never a blocker).")
+                             "cannot be trusted until rerun (a baseline is never ineligible).")
             continue
         out.found.append(Blocker(
             "invalid_trials", cid, count=n,
@@ -223,7 +232,7 @@ def blockers(invalid: Mapping[str, int], names: Mapping[str, Mapping[str, Any]],
             continue
         if c.regressions > c.improvements and c.p < SIGNIFICANT:
             name = fmt.label(c.config, simulated)
-            out.found.append(Blocker(
+            out.regressions.append(Blocker(
                 "severe_regression", cid, against=c.against, regressions=c.regressions,
                 improvements=c.improvements, p=c.p,
                 message=f"{name} regressed on {c.regressions} task(s) and improved on "

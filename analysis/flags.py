@@ -30,12 +30,13 @@ class Flags(RowsResult):
     SCHEMA: ClassVar[dict[str, str]] = {
         **CONFIG_SCHEMA, "kind": "String", "flags": "Int64", "trials_flagged": "Int64",
         "trials": "Int64", "paths": "List(String)", "trial_ids": "List(String)",
-        "evidence": "List(String)"}
+        "run_ids": "List(String)", "evidence": "List(String)"}
 
 
 _FLAG_ROWS_SQL = """
 SELECT t.config_id, {variant} AS variant, {model} AS model, {harness} AS harness,
-       {harness_version} AS harness_version, f.kind, f.trial_id, f.path, r.source_path
+       {harness_version} AS harness_version, f.kind, f.trial_id, f.path, r.source_path,
+       t.run_id
 FROM flags f
 JOIN {trials} t ON t.run_id = f.run_id AND t.trial_id = f.trial_id
 LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
@@ -95,7 +96,7 @@ def evidence_dir(source_path: str | None, trial_id: str) -> str | None:
 
 def flags(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Flags:
     """Per configuration and flag kind: flags, trials flagged (of complete trials), the
-    files named, and up to ``EXAMPLES`` flagged trials with their evidence directory."""
+    files named, and up to ``EXAMPLES`` flagged trials with their run and evidence directory."""
     from analysis import scope
 
     filters = scope.resolve(con, filters)
@@ -104,21 +105,22 @@ def flags(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> Fla
                                 **{k: COLUMN_SQL[k] for k in CONFIG_KEYS[1:]})
     counts = flag_counts(con, filters)
     groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for cid, variant, model, harness, version, kind, trial_id, path, source in (
+    for cid, variant, model, harness, version, kind, trial_id, path, source, run in (
             con.execute(sql, params).fetchall()):
         g = groups.setdefault((cid, kind), {
             "config_id": cid, "variant": variant, "model": model, "harness": harness,
             "harness_version": version, "kind": kind, "flags": 0, "trials_flagged": 0,
             "trials": counts.get(cid, {}).get("trials"), "paths": [], "trial_ids": [],
-            "evidence": [], "_seen": set()})
+            "run_ids": [], "evidence": [], "_seen": set()})
         g["flags"] += 1
         if path and path not in g["paths"]:
             g["paths"].append(path)
-        if trial_id not in g["_seen"]:
-            g["_seen"].add(trial_id)
+        if (run, trial_id) not in g["_seen"]:
+            g["_seen"].add((run, trial_id))
             g["trials_flagged"] += 1
             if len(g["trial_ids"]) < EXAMPLES:
                 g["trial_ids"].append(trial_id)
+                g["run_ids"].append(run)
                 g["evidence"].append(evidence_dir(source, trial_id))
     rows = [{k: v for k, v in g.items() if k != "_seen"} for g in groups.values()]
     rows.sort(key=lambda r: (-r["flags"], str(r["variant"] or r["config_id"]), r["kind"]))

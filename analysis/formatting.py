@@ -96,6 +96,20 @@ def secs(v: Any) -> str:
     return DASH if f is None else f"{f:,.1f}s"
 
 
+def when(v: Any) -> str:
+    """A point in time to the minute, in UTC: ``2026-11-23 09:15 UTC``; a UTC midnight is
+    the date alone (``2026-11-23``). Takes a datetime or an ISO string; ``—`` when unknown."""
+    from datetime import UTC, datetime
+
+    if v is None or v == "":
+        return DASH
+    t = v if isinstance(v, datetime) else datetime.fromisoformat(str(v))
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    if (t.hour, t.minute, t.second, t.microsecond) == (0, 0, 0, 0):
+        return t.date().isoformat()
+    return t.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def pval(p: Any) -> str:
     """A p-value: three decimals, ``<0.001`` below that."""
     f = _float(p)

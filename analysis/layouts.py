@@ -30,6 +30,14 @@ def _trajectory_cell(r: Mapping[str, Any], prefix: str) -> str:
             f" (n={fmt.count(r[f'{prefix}n'])})")
 
 
+def has_trajectory_data(r: Mapping[str, Any]) -> bool:
+    """Whether a trajectory row says anything: a metric measured on some stage, or a
+    ``final_check`` category other than a wholly unknown one (the report folds the rest)."""
+    if r["metric"] == "final_check":
+        return r["category"] != "unknown" or (r["share"] is not None and r["share"] < 1)
+    return bool(r["n"] or r["accepted_n"] or r["other_n"])
+
+
 def trajectory_table(rows: Sequence[Mapping[str, Any]],
                      label: Callable[[Mapping[str, Any]], str]) -> Table:
     """One row per configuration, stage and metric (``analysis.trajectory.summary``):

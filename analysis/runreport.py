@@ -62,13 +62,15 @@ def _report_rows(path: Path, data: dict) -> list[dict]:
             "outcome": t.get("outcome"), "complete": t.get("outcome") is not None,
             "holdout": bool(t.get("holdout")), "duration_s": t.get("duration_s"),
             "cost_usd": usage.get("cost_usd"),
+            "simulated": bool(t.get("simulated") or (info.get(variant) or {}).get("simulated")),
         })
     return rows
 
 
 def compare_report(report_json_path: str | Path, baseline: str | None = None,
                    candidates: Sequence[str] | None = None) -> ComparisonSet:
-    """The same comparison straight from a runner ``report.json`` (no warehouse)."""
+    """The same comparison straight from a runner ``report.json`` (no warehouse); a trial
+    or variant the runner marked simulated keeps its SIMULATED label."""
     import polars as pl
 
     path = Path(report_json_path)
@@ -78,7 +80,7 @@ def compare_report(report_json_path: str | Path, baseline: str | None = None,
               "variant_order": pl.Int64, "run_started_at": pl.Datetime("us", "UTC"),
               "run_id": pl.String, "case_id": pl.String, "rep": pl.Int64, "outcome": pl.String,
               "complete": pl.Boolean, "holdout": pl.Boolean, "duration_s": pl.Float64,
-              "cost_usd": pl.Float64}
+              "cost_usd": pl.Float64, "simulated": pl.Boolean}
     return compare_frame(pl.DataFrame(_report_rows(path, data), schema=schema), baseline,
                          candidates)
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from analysis import scope, stats, tasks
 from analysis.checks import staged_counts
+from analysis.containment import containment_notes
 from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
 from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
@@ -334,7 +335,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
     out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,
-                  warnings=[*coverage_notes(con, filters), *tasks.version_warning(changed),
+                  warnings=[*coverage_notes(con, filters), *containment_notes(con, filters),
+                            *tasks.version_warning(changed),
                             *_warnings(rows, excluded)],
                   universes=st.universes, task_versions=[c.as_dict() for c in changed])
     return _checked(con, filters, out, found, counted or {}) if checks else out
@@ -355,7 +357,7 @@ def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
                   for cid, e in sorted(roles.items()) if e.reasons]
-    baseline_notes = [f"baseline {cid[:12]} (never a blocker): " + "; ".join(e.notes)
+    baseline_notes = [f"baseline {cid[:12]} (never ineligible): " + "; ".join(e.notes)
                       for cid, e in sorted(roles.items()) if e.notes]
     out.warnings = [*gone.notes(), *ineligible, *baseline_notes,
                     *(w.message for w in found), *out.warnings]

@@ -109,6 +109,38 @@ class ModelCall(BaseEvent, ModelCallFields):
     """When the request arrived at the gateway: seconds since the Unix epoch (UTC)."""
 
 
+class NetworkConnectionFields(BaseModel):
+    """One connection an agent asked the gateway's proxy for (``isolation.network: gateway``).
+
+    Shared by the gateway's own record (``runner.gateway.proxy.ConnectionRecord``) and the
+    ``network_connection`` event (docs/gateway.md, "The proxy")."""
+
+    model_config = MODEL_CONFIG
+
+    stage: str | None = None
+    attempt: Positive32 | None = None
+    host: str
+    """The host name (or address) asked for, lower-cased."""
+    port: Int32
+    method: str
+    """``CONNECT`` (an HTTPS tunnel) or the method of a plain-HTTP request."""
+    allowed: bool
+    """The host was on ``isolation.allow_hosts``; refused connections are recorded too."""
+    reason: str | None = None
+    """Why it was refused or failed (not on the list, not resolvable, unreachable, …)."""
+    bytes_up: Count64 = 0
+    """Bytes from the agent to the host (after the request head)."""
+    bytes_down: Count64 = 0
+    duration_s: float = Field(default=0.0, ge=0)
+    started_at_unix: float = Field(ge=0)
+
+
+class NetworkConnection(BaseEvent, NetworkConnectionFields):
+    """One proxy connection of a stage: host, port, allowed or refused, bytes, duration."""
+
+    event: Literal["network_connection"] = "network_connection"
+
+
 StepKind = Literal["model", "tool"]
 Action = Literal["read", "edit", "run", "search", "other"]
 """What a tool call did to the workspace: ``read`` files, ``edit`` files, ``run`` a command

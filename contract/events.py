@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
-from contract.call_events import ModelCall, TrajectoryStep
+from contract.call_events import ModelCall, NetworkConnection, TrajectoryStep
 from contract.envelope import SCHEMA_VERSION, BaseEvent
 from contract.run_events import CaseValidated, ControlResult, RunFinished, RunStarted
 from contract.stage_events import Judgment, StageFinished, StageStarted
@@ -53,6 +53,7 @@ Event = Annotated[
     | Flag
     | AttemptFinished
     | ModelCall
+    | NetworkConnection
     | TrajectoryStep
     | TrialFinished,
     Field(discriminator="event"),

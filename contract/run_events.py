@@ -54,6 +54,9 @@ class CriterionInfo(BaseModel):
     """The agent could run this check (``$TRIALHOUSE_CHECKS``); hidden otherwise."""
     pooled: bool = False
     """Drawn from the case's hidden pool for this run (``RunStarted.rotation``)."""
+    in_process: bool = False
+    """The manifest declares that its grader imports workspace code in its own process:
+    labelled ``in-process`` in reports (docs/security.md, "The verdict channel")."""
 
 
 class IsolationInfo(BaseModel):
@@ -66,7 +69,13 @@ class IsolationInfo(BaseModel):
     """False for ``none``: reports say "not isolated" next to every result of the run."""
     version: str | None = None
     network: bool = True
-    """Whether sandboxed agents (and graders) could reach the network."""
+    """Whether agents had the host's network (``network_policy`` ``open``); graders never do."""
+    network_policy: Literal["none", "gateway", "open"] | None = None
+    """What agents could reach: loopback only, the run's model gateway only, or the host's
+    network (labelled "network open"). None in runs written before the three policies
+    (``network`` then says on or off)."""
+    allow_hosts: list[str] = Field(default_factory=list)
+    """``gateway`` policy: host names the gateway's proxy let agents reach."""
 
 
 class ExecutorInfo(BaseModel):

@@ -115,8 +115,10 @@ class Grading(BaseEvent):
 
 class Budget(BaseEvent):
     event: Literal["budget"] = "budget"
-    type: Literal["time", "cost", "workspace"]
-    """``workspace``: the workspace (with the trial's HOME and TMP) outgrew ``max_workspace_mb``."""
+    type: Literal["time", "cost", "workspace", "gateway"]
+    """``workspace``: the workspace (with the trial's HOME and TMP) outgrew ``max_workspace_mb``;
+    ``gateway``: the trial went over a gateway cap (``limit``, ``used``: connections at once or
+    requests; the reason names which)."""
     status: Literal["exceeded", "unknown"]
     limit: float | None = None
     used: float | None = None
@@ -134,7 +136,12 @@ class Flag(BaseEvent):
         "broad_exception",
         "dependency_manifest",
         "generated_file",
+        "grader_introspection",
+        "grader_helper",
     ]
+    """``grader_introspection``: code that reaches for frames, ``gc``, process memory or
+    ``sys.modules``; ``grader_helper``: code naming a grader's own module or helpers (both
+    ways to read or rewrite an in-process grader; docs/security.md)."""
     path: str
     detail: str = ""
 

@@ -75,7 +75,8 @@ def run_row(started: list[RunStarted], fin: RunFinished | None, source_file: str
             run[k] = getattr(rs, k)
         iso = rs.isolation
         if iso is not None:
-            run.update(isolation_backend=iso.backend, isolated=iso.isolated, network=iso.network)
+            run.update(isolation_backend=iso.backend, isolated=iso.isolated, network=iso.network,
+                       network_policy=iso.network_policy or ("open" if iso.network else "none"))
         ex = rs.executor
         if ex is not None:
             run.update(executor=ex.kind, executor_address=ex.address, ray_version=ex.ray_version)
@@ -125,7 +126,7 @@ def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
     return [
         {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
          "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint,
-         "visible": k.visible, "pooled": k.pooled}
+         "visible": k.visible, "pooled": k.pooled, "in_process": k.in_process}
         for c in (rs.cases if rs else []) for k in c.criteria
     ]
 

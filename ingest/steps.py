@@ -1,5 +1,6 @@
-"""``step`` and ``model_call`` events → the ``steps`` and ``model_calls`` tables, and the
-harness/gateway columns of ``stages`` and ``trials`` (warehouse/trajectory_tables.py).
+"""``step``, ``model_call`` and ``network_connection`` events → the ``steps``, ``model_calls`` and
+``network_connections`` tables, and the harness/gateway columns of ``stages`` and ``trials``
+(warehouse/trajectory_tables.py).
 
 Called from ``ingest.trial_rows`` (three hooks there: the table list, the
 per-event branch of ``TrialRows._event_rows`` and the stage/trial rows), for the events of a trial after
@@ -21,8 +22,8 @@ import msgspec
 
 _json = msgspec.json.Encoder().encode
 
-TABLES = ("steps", "model_calls")
-KINDS = frozenset({"step", "model_call"})
+TABLES = ("steps", "model_calls", "network_connections")
+KINDS = frozenset({"step", "model_call", "network_connection"})
 
 _STEP = ("attempt", "stage", "index", "kind", "source", "tool", "action", "command", "exit_code", "ok",
          "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "call_id", "tokens_from")
@@ -32,12 +33,15 @@ _CALL = ("attempt", "stage", "call_index", "started_at_unix", "mode", "provider"
          "stop_reason", "tool_calls", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
          "reasoning_tokens", "latency_s", "ttft_s", "error_type", "error", "gateway_error", "usage_note")
 
+_CONN = ("attempt", "stage", "host", "port", "method", "allowed", "reason", "bytes_up", "bytes_down", "duration_s")
+
 COLUMNS: dict[str, tuple[str, ...]] = {
     "steps": ("trial_id", "attempt", "stage", "step_index", "kind", "source", "tool", "action", "command",
               "exit_code", "ok", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
               "call_id", "tokens_from", "paths_json", "started_at", "ended_at", "duration_s"),
     "model_calls": ("trial_id", "attempt", "stage", "call_index", "started_at", *_CALL[4:18], "tool_calls_json",
                     *_CALL[19:]),
+    "network_connections": ("trial_id", *_CONN, "started_at"),
 }
 """Column order of the row tuples per table (``ingest.trial_rows.TRIAL_COLUMNS`` takes them in)."""
 
@@ -56,6 +60,7 @@ _get_step_conv = attrgetter("paths", "started_at_unix", "ended_at_unix")
 _get_call_head = attrgetter(*_CALL[:3])
 _get_call_mid = attrgetter(*_CALL[4:18])
 _get_call_tail = attrgetter(*_CALL[19:])
+_get_conn = attrgetter(*_CONN)
 _get_stage = attrgetter("harness_version", "session_id", "claimed_cost_usd", "cost_basis", "permission_denials",
                         "context_exhausted", "tokens_from", "trajectory_steps", "gateway_usage")
 _get_gateway = attrgetter("calls", "failed_calls", "retries", "input_tokens", "output_tokens", "cache_read_tokens",
@@ -69,9 +74,12 @@ def _list(values: list[str]) -> str:
 
 
 def add(kind: str, event: Any, trial_id: str, out: dict[str, list]) -> None:
-    """One ``step`` or ``model_call`` event → one row tuple in ``out[table]``.
+    """One ``step``, ``model_call`` or ``network_connection`` event → one row tuple in ``out[table]``.
 
     Unix seconds become microseconds (rounded half up; the sources carry milliseconds)."""
+    if kind == "network_connection":
+        out["network_connections"].append((trial_id, *_get_conn(event), int(event.started_at_unix * 1_000_000 + 0.5)))
+        return
     if kind == "step":
         paths, start, end = _get_step_conv(event)
         if start is None or end is None:

@@ -27,6 +27,10 @@ class Containment:
     backend: sandbox.Backend
     store: RunStore
     network: bool = True
+    """Agents (and prepare commands, judges) get the host's network: ``network_policy`` open.
+    Graders never do."""
+    network_policy: str = "open"
+    """``none`` | ``gateway`` | ``open`` (``Manifest.network_policy``; docs/security.md, "Network")."""
     read_only: tuple[Path, ...] = ()
     excludes: tuple[str, ...] = DEFAULT_EXCLUDES
     max_workspace_bytes: int = 4096 * 1024 * 1024
@@ -56,7 +60,7 @@ def build_containment(manifest: Manifest, run_dir: Path, redactor: Redactor,
     excludes = tuple(manifest.checkpoint_exclude) if manifest.checkpoint_exclude is not None else DEFAULT_EXCLUDES
     return Containment(
         backend=backend, store=RunStore(run_dir / ".runner" / "store.git"),
-        network=manifest.isolation.network,
+        network=manifest.network_policy == "open", network_policy=manifest.network_policy,
         read_only=tuple(Path(p) for p in manifest.isolation.read_only_paths),
         excludes=excludes, max_workspace_bytes=int(manifest.max_workspace_mb * 2**20),
         redactor=redactor, gateway=gateway,

@@ -22,7 +22,7 @@ from runner.capture import TrialGit
 from runner.errors import RunnerError
 from runner.eventlog import read_events, read_verified
 from runner.git import GitError, git
-from runner.grading import GradingContext, argv_paths, grade_tree
+from runner.grading import GradingContext, argv_paths, case_inputs, grade_tree
 from runner.manifest import Case
 from runner.paths import input_refs, read_inputs, sha256_file
 from runner.pool import RunInterrupted, progress_bar, run_pool
@@ -83,8 +83,8 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         if tree is None:
             problems.append(f"{control} control: {why}")
             continue
-        ctx = GradingContext(box.backend, s.snapshot, tgit, where / ".runner" / "grade",
-                             network=box.network, read_only=box.read_only, redactor=s.redactor)
+        ctx = GradingContext(box.backend, case_inputs(s.snapshot, case), tgit, where / ".runner" / "grade",
+                             read_only=box.read_only, redactor=s.redactor)
         log_dir = s.run_dir / "controls" / case.id / f"{control}-logs"
         for repeat in range(1, repeats + 1):
             run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored, log_dir=log_dir,

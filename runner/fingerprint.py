@@ -20,9 +20,11 @@ import json
 from runner.manifest import Case, Criterion, Manifest
 from runner.paths import inputs_in_argv
 
-GRADING_SEMANTICS = 2
+GRADING_SEMANTICS = 3
 """1: graders ran in the agent's workspace (before isolation). 2: graders run on fresh
-copies of a runner-captured tree in the sandbox, with success tokens."""
+copies of a runner-captured tree in the sandbox, with success tokens. 3: graders contained
+like agents: their own case's inputs only, no network, the workspace read-only, a private
+size-capped /tmp (docs/security.md, "The verdict channel")."""
 
 
 def judge_keys(manifest: Manifest, criterion: Criterion) -> list[dict[str, object]]:
@@ -61,7 +63,6 @@ def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], ini
         "reference_patch": hashes.get(case.reference_patch),
         "prepare_commands": manifest.prepare_commands,
         "checkpoint_exclude": manifest.checkpoint_exclude,
-        "network": manifest.isolation.network,
         "criteria": criteria,
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))

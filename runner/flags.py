@@ -1,7 +1,10 @@
 """Patch inspection: things a reviewer should look at in an agent's change.
 
 Flags never fail a trial; they point at changes that often hide a bad fix (skipped
-tests, weakened assertions, swallowed exceptions, edits outside the task's scope).
+tests, weakened assertions, swallowed exceptions, edits outside the task's scope) or reach
+for the grader that imports them (frames, ``gc``, process memory, ``sys.modules``, the
+runner's result file, a grader's own modules and helpers: docs/security.md, "The verdict
+channel").
 The diff is parsed with ``unidiff``. ``allowed_paths`` entries are globs when they
 contain ``*``, ``?`` or ``[`` (``fnmatch``: ``*`` also crosses ``/``), otherwise
 path prefixes matched on whole components (``shop`` allows ``shop/x.py``, not
@@ -10,9 +13,11 @@ path prefixes matched on whole components (``shop`` allows ``shop/x.py``, not
 
 from __future__ import annotations
 
+import ast
 import codecs
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
@@ -57,12 +62,65 @@ DEPENDENCY_FILES = frozenset(
 _DEPENDENCY_NAME = re.compile(r"^(requirements|constraints)[\w.-]*\.(txt|in)$")
 _GENERATED_NAME = re.compile(r"(_pb2(_grpc)?\.py|_pb2\.pyi|\.pb\.go|\.snap|\.min\.(js|css))$|\.generated\.|\.g\.dart$")
 _HEADER_LINES = 5
+_INTROSPECTION = re.compile(
+    r"\bsys\._getframe\b|\binspect\.(stack|currentframe|getouterframes|getinnerframes|trace)\b|"
+    r"\b(f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame)\b|\bgc\.get_(objects|referrers|referents)\b|"
+    r"/proc/[^\s'\"]*/mem\b|/proc/[^\s'\"]*/maps\b|\bprocess_vm_readv\b|\bPTRACE_|\bptrace\b|"
+    r"\bsys\.modules\s*\[[^\]]*\]\s*=(?!=)|\bsys\.modules\.(update|setdefault|pop|__setitem__)\b|"
+    r"\bimport\s+__main__\b|['\"]__main__['\"]\s*\]|\bTRIALHOUSE_RESULT_FILE\b"
+)
+"""Code that reaches into the process importing it: its frames, its heap, its memory, its
+module table, or the runner's result file (a grader's, never the code under test's)."""
 
 
-def inspect_patch(diff_text: str, allowed_paths: list[str] | None) -> list[FlagFinding]:
+@dataclass(frozen=True)
+class GraderNames:
+    """A case's grader modules and the names each defines at top level (``grader_names``)."""
+
+    modules: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def pattern(self) -> re.Pattern[str] | None:
+        """Code naming a grader's helper through its module, importing a private grader
+        module (``_harness``), or rebinding one of its attributes by ``setattr``."""
+        if not self.modules:
+            return None
+        qualified = [rf"\b{re.escape(m)}\.({'|'.join(map(re.escape, sorted(names)))})\b"
+                     for m, names in sorted(self.modules.items()) if names]
+        private = [re.escape(m) for m in sorted(self.modules) if m.startswith("_")]
+        parts = qualified + [rf"\bsetattr\(\s*({'|'.join(map(re.escape, sorted(self.modules)))})\s*,"]
+        if private:
+            parts.append(rf"\b(import|from)\b[^#\n]*\b({'|'.join(private)})\b")
+            parts.append(rf"['\"]({'|'.join(private)})['\"]")
+        return re.compile("|".join(parts))
+
+
+def grader_names(sources: Mapping[str, bytes]) -> GraderNames:
+    """The modules (``graders/x.py`` → ``x``) and top-level names of a case's Python grader
+    inputs; a file that does not parse gives its module name alone."""
+    modules: dict[str, frozenset[str]] = {}
+    for rel, data in sources.items():
+        if not rel.endswith(".py"):
+            continue
+        names: set[str] = set()
+        try:
+            tree = ast.parse(data.decode("utf-8", "replace"))
+        except (SyntaxError, ValueError):
+            tree = ast.Module(body=[], type_ignores=[])
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        modules[PurePosixPath(rel).stem] = frozenset(names)
+    return GraderNames(modules)
+
+
+def inspect_patch(diff_text: str, allowed_paths: list[str] | None,
+                  graders: GraderNames | None = None) -> list[FlagFinding]:
     """Findings for one unified diff (``git diff`` output), in diff order.
 
-    At most one finding per (kind, path). ``allowed_paths`` None means no scope rule.
+    At most one finding per (kind, path). ``allowed_paths`` None means no scope rule;
+    ``graders``: the case's grader modules and helpers, whose names in the code are flagged.
     Raises :class:`RunnerError` only when the text is not a unified diff at all.
     """
     try:
@@ -70,6 +128,7 @@ def inspect_patch(diff_text: str, allowed_paths: list[str] | None) -> list[FlagF
     except UnidiffParseError as exc:
         raise RunnerError(f"changes.patch: not a unified diff ({exc}); regenerate it with git diff") from exc
     findings: list[FlagFinding] = []
+    helper = graders.pattern() if graders is not None else None
     for pf in patch:
         source = _strip(pf.source_file)
         target = _strip(pf.target_file)
@@ -101,7 +160,20 @@ def inspect_patch(diff_text: str, allowed_paths: list[str] | None) -> list[FlagF
         generated = _generated_reason(pf, paths)
         if generated:
             findings.append(FlagFinding("generated_file", path, generated))
+        findings += _grader_findings(path, added, removed, helper)
     return findings
+
+
+def _grader_findings(path: str, added: list[str], removed: list[str],
+                     helper: re.Pattern[str] | None) -> list[FlagFinding]:
+    out = []
+    reach = _net_new(_INTROSPECTION, added, removed)
+    if reach:
+        out.append(FlagFinding("grader_introspection", path, "reaches into its importer: " + "; ".join(reach[:3])))
+    named = _net_new(helper, added, removed) if helper is not None else []
+    if named:
+        out.append(FlagFinding("grader_helper", path, "names a grader's module or helpers: " + "; ".join(named[:3])))
+    return out
 
 
 def is_allowed(path: str, allowed_paths: list[str]) -> bool:

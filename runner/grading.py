@@ -5,13 +5,16 @@ Exit 0 = passed, 1 = failed (behaviour absent); any other code, a signal or a ti
 
 Graders never run on the agent's workspace. Each criterion gets a fresh copy of the
 runner-captured tree (plus the ignored files ``prepare_commands`` produced) and a fresh
-copy of the input snapshot written from the runner's memory; both run inside the
-isolation backend with a clean environment (nothing of the runner's but the
-allow-list), after every process of the agent is gone. The input copy is read-only
-inside and checked as a whole tree afterwards. A criterion with ``success_token`` is
-given a one-time token on stdin and passes only if the grader wrote it to
-``$TRIALHOUSE_RESULT_FILE``: workspace code that ends the grader early with
-``os._exit(0)`` makes it fail, not pass.
+copy of its own case's inputs (``case_inputs``: the files its criteria name, never another
+case's reference patch or graders) written from the runner's memory; both run inside the
+isolation backend with a clean environment (nothing of the runner's but the allow-list),
+after every process of the agent is gone, contained like an agent: no network (its own
+network namespace, loopback only), the workspace and the inputs read-only, a private
+size-capped /tmp (Python's byte-code goes there: ``PYTHONPYCACHEPREFIX``) and an empty
+HOME as the only writable places. The input copy is checked as a whole tree afterwards. A
+criterion with ``success_token`` is given a one-time token on stdin and passes only if the
+grader wrote it to ``$TRIALHOUSE_RESULT_FILE``: workspace code that ends the grader early
+with ``os._exit(0)`` makes it fail, not pass (docs/security.md, "The verdict channel").
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from contract.trial_events import Grading
 from runner import sandbox
 from runner.capture import TrialGit
 from runner.evidence import read_capped
-from runner.manifest import Criterion
-from runner.paths import Snapshot, sha256_file, verify_tree
+from runner.manifest import Case, Criterion
+from runner.paths import Snapshot, inputs_in_argv, sha256_file, verify_tree
 from runner.pristine import Pristine, remove_tree
 from runner.procs import ProcResult, ordinary_env
 
 GRADER_OUTPUT_LIMIT = 256 * 1024
+GRADER_TMP_BYTES = 512 * 1024 * 1024
+"""Size of a grader's private /tmp (a tmpfs: memory, so capped)."""
 GRADER_TAIL = 2000
 """Characters of grader output handed to a retry when ``reveal_grader_output`` is set."""
 
@@ -90,7 +95,6 @@ class GradingContext:
     git: TrialGit
     scratch: Path
     """Runner-owned directory for the fresh copies (never visible to an agent)."""
-    network: bool = True
     read_only: tuple[Path, ...] = ()
     redactor: Redactor | None = None
     """Applied to every grader output kept as evidence."""
@@ -126,6 +130,17 @@ class GradingRun:
 
     results: list[GradeResult]
     violations: list[str]
+
+
+def case_inputs(snapshot: Snapshot, case: Case) -> Snapshot:
+    """The inputs ``case``'s graders may see: the files its command criteria name (``files``
+    and ``{inputs}/…`` in their argv), never another case's, nor any reference patch."""
+    wanted: set[str] = set()
+    for crit in case.criteria:
+        if crit.command is not None:
+            wanted |= set(crit.files) | set(inputs_in_argv(crit.command))
+    keep = sorted(r for r in snapshot.hashes if r in wanted)
+    return Snapshot(snapshot.root, {r: snapshot.hashes[r] for r in keep}, {r: snapshot.contents[r] for r in keep})
 
 
 def grade_tree(ctx: GradingContext, criteria: list[Criterion], tree: str, *,
@@ -168,9 +183,11 @@ def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run
     result_file = run_dir / "result" / "result"
     ws_s, inp = str(ws), str(inputs)
     argv = substitute(crit.command, {"inputs": inp, "workspace": ws_s})
+    # The workspace is read-only: byte-code a grader writes (compileall) goes to its own /tmp.
+    pycache = "/tmp/.pycache" if ctx.backend.isolated else str(home / ".pycache")
     env = ordinary_env({"TRIALHOUSE_WORKSPACE": ws_s, "TRIALHOUSE_INPUTS": inp,
                         "TRIALHOUSE_RESULT_FILE": str(result_file), "HOME": str(home),
-                        "PYTHONNOUSERSITE": "1"})
+                        "PYTHONNOUSERSITE": "1", "PYTHONPYCACHEPREFIX": pycache})
     token = secrets.token_hex(16) if crit.success_token else None
     out = err = None
     if log_dir is not None:
@@ -179,8 +196,8 @@ def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run
         err = log_dir / f"{crit.id}{tag}.err"
     req = sandbox.Request(
         argv=argv, cwd=inputs, env=env,
-        read_only=[inputs, Path(sys.prefix), *ctx.read_only, *argv_paths(argv)],
-        read_write=[ws, home, result_file.parent], tmp=None, network=ctx.network,
+        read_only=[inputs, ws, Path(sys.prefix), *ctx.read_only, *argv_paths(argv)],
+        read_write=[home, result_file.parent], tmp=None, network=False, tmp_bytes=GRADER_TMP_BYTES,
     )
     res = sandbox.run(ctx.backend, req, timeout=crit.timeout_seconds, stdout_path=out,
                       stderr_path=err, limit=GRADER_OUTPUT_LIMIT,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
+import resource
 import sys
 import time
 from dataclasses import dataclass, field
@@ -147,6 +148,21 @@ def variant_record(manifest: Manifest, v: Variant, harness: Any, gateway: Any) -
     return settings, extra
 
 
+def raise_fd_limit() -> tuple[int, int]:
+    """Raise the runner's soft ``RLIMIT_NOFILE`` to its hard limit (at start): the runner's own
+    descriptors are budgeted apart from the agents', whose connections to the gateway are
+    capped per trial (``runner.gateway.links``). Returns (soft, hard) as they are now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            return soft, hard
+        soft = target
+    return soft, hard
+
+
 def _sources(manifest: Manifest, base: Path) -> list[tuple[Path, str]]:
     pairs = {(repo_path(base, manifest.repository), manifest.initial_commit)}
     pairs |= {case_source(manifest, base, c) for c in manifest.cases}
@@ -227,7 +243,7 @@ def _contain(manifest: Manifest, base: Path, run_dir: Path, snapshot: Snapshot, 
 
         if judge_criteria(manifest):
             containment = dataclasses.replace(containment, judges=JudgeRuntime.build(
-                manifest, base, snapshot, containment.backend, network=containment.network,
+                manifest, base, snapshot, containment.backend, network=containment.network_policy,
                 read_only=containment.read_only, redactor=redactor, secrets=secrets))
     try:
         for repo, commit in _sources(manifest, base):
@@ -243,6 +259,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     """Open (or resume) the run of ``manifest_path`` in ``output_dir`` and emit ``run_started``."""
     manifest_path = Path(manifest_path)
     manifest = load_valid_manifest(manifest_path)
+    raise_fd_limit()  # the runner's descriptors are budgeted apart from the agents' (docs/gateway.md)
     base = manifest_path.resolve().parent
     # Absolute: agents and graders run with other working directories.
     run_dir = Path(output_dir).resolve()
@@ -317,7 +334,7 @@ def _case_infos(s: RunSetup) -> list[CaseInfo]:
             initial_commit=case_source(s.manifest, s.manifest_dir, c)[1],
             criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,
                                     kind="command" if k.command else "judge",
-                                    description=k.description,
+                                    description=k.description, in_process=k.in_process,
                                     severity=_severity(k), visible=k.visible,
                                     pooled=k.id in pooled.get(c.id, ())) for k in c.criteria],
             fingerprint=s.fingerprints[c.id], timeout_seconds=c.timeout_seconds, max_cost_usd=c.max_cost_usd,
@@ -345,7 +362,9 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
         simulated=any(v.agent.kind == "simulated" for v in manifest.variants),
         # The backend is the one the manifest names (``build_containment``), typed there.
         isolation=IsolationInfo(backend=manifest.isolation.backend, isolated=box.backend.isolated,
-                                version=box.backend.version, network=box.network),
+                                version=box.backend.version, network=box.network,
+                                network_policy=manifest.network_policy,
+                                allow_hosts=list(manifest.isolation.allow_hosts)),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
         grading_semantics=GRADING_SEMANTICS, rotation=s.rotation,
         gateway=box.gateway.info() if box.gateway is not None else None,

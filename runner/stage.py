@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from contract.call_events import ModelCall, TrajectoryStep
+from contract.call_events import ModelCall, NetworkConnection, TrajectoryStep
 from contract.redact import Redactor
 from contract.stage_events import PermissionDenial, StageFinished, StageStarted, Usage
+from contract.trial_events import Budget
 from contract.values import as_text
 from runner import sandbox
 from runner.agents.agent_report import AgentReport
@@ -116,6 +117,7 @@ class _Invocation:
     harness: Any
     raw_out: Path
     raw_err: Path
+    connections: list[Any]
 
 
 def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: TrialEmit,
@@ -145,9 +147,11 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
             remove_tree(dirs.root)
             return StageResult(stage, attempt, res, AgentReport(), None, [],
                                stop=Stop("infra_error", why, grade=False), redactions=hidden)
-    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, (time_left, budget), base)
+    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, (time_left, budget), base, emit)
     for call in inv.calls:  # the gateway's own records: what crossed the wire, whatever the agent says
         emit(ModelCall, **to_event_fields(call))
+    for conn in inv.connections:  # every connection through the gateway's proxy, allowed or not
+        emit(NetworkConnection, **conn.model_dump(exclude={"trial_id"}))
     if files.problems():  # not isolated, and it replaced our directories: write nothing
         res = inv.res
         budget.spend(StageSpend(Usage(), res.duration_s, inv.measured))
@@ -159,7 +163,8 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
 
 
 def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, stage: str, attempt: int,
-            findings: list[str], clock: tuple[float, TrialBudget], base: str | None) -> _Invocation:
+            findings: list[str], clock: tuple[float, TrialBudget], base: str | None,
+            emit: TrialEmit) -> _Invocation:
     """The agent's one sandboxed run, with the gateway's records of its calls; ``clock``:
     the stage's time and the trial's budget (the spend so far goes into the context)."""
     case, variant = setup.case, setup.variant
@@ -178,19 +183,26 @@ def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, sta
     )
     gw = setup.gateway
     raw_out, raw_err = files.dir / "logs" / f"{tag}.stdout.raw", files.dir / "logs" / f"{tag}.stderr.raw"
+    link = gw.link(setup.trial_id, stage, attempt) if gw is not None and base is not None else None
     try:
         req = build_request(variant, case, ctx, setup.snapshot, dirs, network=setup.network,
-                            read_only=list(setup.read_only), harness=setup.harness, base_url=base)
+                            read_only=list(setup.read_only), harness=setup.harness, base_url=base, link=link)
         started = datetime.now(UTC)
         res = sandbox.run(setup.backend, req.request, timeout=time_left, stdout_path=raw_out,
                           stderr_path=raw_err,
                           limit=HARNESS_STDOUT_LIMIT if req.harness is not None else STAGE_OUTPUT_LIMIT)
     finally:
-        calls = gw.close(setup.trial_id, stage, attempt) if gw is not None and base is not None else []
+        route = gw.close(setup.trial_id, stage, attempt) if gw is not None and base is not None else None
+    calls = route.calls if route is not None else []
     measured = gateway_usage(calls) if base is not None else None
     failure = gateway_failure(calls)
-    return _Invocation(res, calls, measured, Stop("infra_error", failure, grade=False) if failure else None,
-                       started, req.harness, raw_out, raw_err)
+    stop = Stop("infra_error", failure, grade=False) if failure else None
+    if route is not None and route.breach is not None:  # the agent went over a gateway cap
+        b = route.breach
+        emit(Budget, type="gateway", status="exceeded", limit=float(b.limit), used=float(b.used))
+        stop = Stop("budget_exhausted", b.reason, grade=False)
+    return _Invocation(res, calls, measured, stop, started, req.harness, raw_out, raw_err,
+                       route.connections if route is not None else [])
 
 
 def _finish(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: TrialEmit, dirs: StageDirs,

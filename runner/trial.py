@@ -37,6 +37,7 @@ from runner.grading import (
     GradeResult,
     GradingContext,
     argv_paths,
+    case_inputs,
     emit_gradings,
     grade_tree,
     retry_findings,
@@ -309,8 +310,8 @@ class _Trial:
     def grade(self, attempt: int) -> tuple[list[GradeResult], list[str]]:
         assert self.current is not None
         if self.grading is None:  # one per trial: its copies serve every attempt while intact
-            self.grading = GradingContext(self.box.backend, self.spec.snapshot, self.git,
-                                          self.files.dir / ".runner" / "grade", network=self.box.network,
+            self.grading = GradingContext(self.box.backend, case_inputs(self.spec.snapshot, self.spec.case),
+                                          self.git, self.files.dir / ".runner" / "grade",
                                           read_only=self.box.read_only, redactor=self.box.redactor)
         run = grade_tree(self.grading, list(self.spec.case.criteria), self.current.tree,
                          overlay=self.ignored_tree, log_dir=self.files.dir / "grading" / f"a{attempt}",
@@ -335,9 +336,10 @@ class _Trial:
     # -- the end ----------------------------------------------------------------
     def finish(self, outcome: Outcome, reason: str, attempts: int) -> TrialOutcome:
         spec, budget = self.spec, self.budget
+        graders = case_inputs(spec.snapshot, spec.case).contents  # their names are flagged in the patch
         kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
                                self.current.tree if self.current else None, spec.case.allowed_paths,
-                               self.emit, budget.for_evidence)
+                               self.emit, budget.for_evidence, graders)
         self.redactions += kept.redactions
         if kept.patch is not None and kept.patch.summarised:
             reason += f" (changes.patch summarises {len(kept.patch.summarised)} large file(s))"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +35,7 @@ from contract.trial_events import Checkpoint, Flag, IntegrityCheck
 from runner.budget import TrialEmit
 from runner.capture import TrialGit
 from runner.evidence import read_capped, write_atomic
-from runner.flags import inspect_patch
+from runner.flags import GraderNames, grader_names, inspect_patch
 from runner.git import GitError, git
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
@@ -152,10 +152,11 @@ class TrialFiles:
 
     def keep(self, tgit: TrialGit, store: RunStore, redactor: Redactor, trees: tuple[str | None, str | None],
              final_tree: str | None, allowed_paths: list[str] | None, emit: TrialEmit,
-             timeout: Callable[[], float]) -> Kept:
+             timeout: Callable[[], float], graders: Mapping[str, bytes] | None = None) -> Kept:
         """The end of a trial: ``changes.patch`` against the prepared tree and its flags, the
         changed paths, then the workspace's files (redacted). Nothing is written when the
-        evidence directories were replaced. ``trees`` = (prepared, ignored by git)."""
+        evidence directories were replaced. ``trees`` = (prepared, ignored by git);
+        ``graders``: the case's grader inputs, whose modules and helpers the flags look for."""
         prepared, _ignored = trees
         if self.problems():
             return Kept()
@@ -165,7 +166,7 @@ class TrialFiles:
                                                 redactor, timeout())
             if patch is not None:
                 data, _cut = read_capped(self.dir / "changes.patch", 2 * patch.bytes + 4096)
-                flags = flag(data, allowed_paths, emit)
+                flags = flag(data, allowed_paths, emit, grader_names(graders) if graders else None)
         paths = None  # read before the runner's git directory goes
         if final_tree is not None and prepared is not None:
             try:
@@ -209,9 +210,10 @@ class TrialFiles:
         return redactions
 
 
-def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit) -> int:
+def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,
+         graders: GraderNames | None = None) -> int:
     """Patch-inspection findings (``runner.flags``) as ``flag`` events; returns how many."""
-    findings = inspect_patch((patch or b"").decode("utf-8", errors="replace"), allowed_paths)
+    findings = inspect_patch((patch or b"").decode("utf-8", errors="replace"), allowed_paths, graders)
     for f in findings:
         emit(Flag, kind=f.kind, path=f.path, detail=f.detail)
     return len(findings)

@@ -200,9 +200,25 @@ def validate_manifest(path: Path) -> ValidationReport:
             report.add(Problem(loc, msg))
         for loc, msg in check_problems(manifest):
             report.add(Problem(loc, msg))
+        report.notes.append(network_note(manifest))
     # What runs is the expanded manifest: one variant per budget point of a sweep.
     report.manifest = expand_sweeps(manifest) if manifest is not None else None
     return report
+
+
+NETWORK_WORDS = {"none": "agents have loopback only", "gateway": "agents reach the model gateway only",
+                 "open": "agents have the host's network: results are labelled \"network open\""}
+
+
+def network_note(manifest: Manifest) -> str:
+    """What ``isolation.network`` resolved to, in words (``validate`` prints it)."""
+    policy, declared = manifest.network_policy, manifest.isolation.network
+    text = f"isolation.network: {policy} ({NETWORK_WORDS[policy]}; graders have no network)"
+    if isinstance(declared, bool):
+        text += f"; {str(declared).lower()} is the old spelling of {policy}"
+    if manifest.isolation.allow_hosts:
+        text += f"; allowed through the gateway's proxy: {', '.join(manifest.isolation.allow_hosts)}"
+    return text
 
 
 def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | None:

@@ -165,6 +165,56 @@ def test_report_links_each_flagged_trial_to_its_evidence(pipeline: dict[str, Pat
         assert href.endswith(f"trials/{trial}/changes.patch") and (out / href).is_file(), href
 
 
+def test_compare_from_the_run_report_keeps_the_simulated_labels(pipeline: dict[str, Path]) -> None:
+    """compare --report RUN/report.json names simulated configurations SIMULATED, as compare
+    over the warehouse does (it used to drop every label), and decides alike."""
+    run = json.loads((pipeline["run"] / "report.json").read_text())
+    simulated = {v["name"] for v in run["variants"] if v.get("simulated")}
+    assert simulated, "the example's agents are simulated"
+    from_report = th("compare", "--report", str(pipeline["run"] / "report.json")).stdout
+    for name in simulated:  # once per name in the headline, at its first mention
+        assert f"{name} SIMULATED" in from_report, name
+    doc = json.loads(th("compare", "--report", str(pipeline["run"] / "report.json"), "--json").stdout)
+    warehouse = json.loads(th("compare", "--warehouse", str(pipeline["wh"]), "--run", run["run_id"],
+                              "--json").stdout)
+    assert doc["headline"]["decision"]["verdict"] == warehouse["headline"]["decision"]["verdict"]
+    assert [ln["sentence"].split(" (")[0] for ln in doc["headline"]["lines"]] == [
+        ln["sentence"].split(" (")[0] for ln in warehouse["headline"]["lines"]]
+
+
+def test_report_links_trial_ids_to_the_viewer_bundle_or_url(pipeline: dict[str, Path]) -> None:
+    """--bundle DIR links each trial id to its page in the bundle (a relative file that
+    exists and names the trial); --viewer-url links it under the running viewer's URL."""
+    import re
+    from urllib.parse import unquote
+
+    bundle = pipeline["base"] / "viewer bundle"
+    th("view", "--warehouse", str(pipeline["wh"]), "--bundle", str(bundle))
+    out = pipeline["base"] / "report-bundle"
+    th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out), "--bundle", str(bundle))
+    doc = json.loads((out / "report.json").read_text())
+    flagged = [(run, t) for r in doc["flags"] for run, t in zip(r["run_ids"], r["trial_ids"], strict=True)]
+    assert flagged
+    html = (out / "report.html").read_text()
+    by_trial = {text: href for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', html)}
+    for run, trial in flagged:
+        href = by_trial[trial]
+        assert href.startswith("../viewer%20bundle/runs/"), href  # a URL: the space quoted
+        page = out / unquote(href)
+        assert href.endswith(f"runs/{run}/trials/{trial}/index.html") and page.is_file(), href
+        assert trial in page.read_text()
+    url = "http://127.0.0.1:8765"
+    out = pipeline["base"] / "report-url"
+    th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out), "--viewer-url", url + "/")
+    html = (out / "report.html").read_text()
+    by_trial = {text: href for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', html)}
+    for run, trial in flagged:
+        assert by_trial[trial] == f"{url}/runs/{run}/trials/{trial}/index.html"
+    both = th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out), "--viewer-url", url,
+              "--bundle", str(bundle), check=False)
+    assert both.returncode == 2 and "choose one of --viewer-url and --bundle" in both.stderr
+
+
 def test_report_is_written(pipeline: dict[str, Path]) -> None:
     out = pipeline["base"] / "report"
     th("report", "--warehouse", str(pipeline["wh"]), "--output", str(out))

@@ -33,19 +33,37 @@ from trialhouse.app import app, echo_json, json_option, listed, option, warehous
         help="Also count cases whose controls failed or disagreed (labelled in the report).")
 @option("--allow-evaluator-change", is_flag=True,
         help="Compare a case across evaluator fingerprints (refused by default; labelled).")
+@option("--viewer-url", metavar="URL",
+        help="Link each trial id to its page in a running trial viewer (trialhouse view), "
+             "e.g. http://127.0.0.1:8765.")
+@option("--bundle", type=click.Path(path_type=Path, file_okay=False),
+        help="Link each trial id to its page in a viewer bundle (trialhouse view --bundle DIR), "
+             "relative to the report.")
 @json_option()
 def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | None, until: str | None,
            baseline: str | None, candidate: tuple[str, ...], previous_period: bool,
            title: str | None, include_unvalidated: bool, allow_evaluator_change: bool,
-           json_out: bool, **selectors: tuple[str, ...]) -> None:
+           viewer_url: str | None, bundle: Path | None, json_out: bool,
+           **selectors: tuple[str, ...]) -> None:
     """Write an offline HTML report (plus Markdown, JSON and chart PNG/SVG) for runs or a time window.
 
     The headline and the comparison are compare's: same baseline, candidates and Holm family.
 
     Example: trialhouse report --warehouse demo/warehouse/trialhouse.duckdb --output reports/2026-11-30 --since 2026-11-23 --until 2026-11-30 --previous-period
     """
+    import viewer
     from analysis.report import write_report
 
+    if viewer_url and bundle:
+        raise click.UsageError("choose one of --viewer-url and --bundle")
+    if viewer_url and not viewer_url.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{viewer_url!r}: give the viewer's http:// or https:// "
+                                 "address (trialhouse view prints it)", param_hint="--viewer-url")
+    if bundle is not None and not (bundle / "index.html").is_file():
+        click.echo(f"note: {bundle} holds no viewer bundle yet; write it with: trialhouse view "
+                   f"--warehouse {warehouse} --bundle {bundle}", err=True)
+    pages = (viewer.trial_links(viewer_url=viewer_url, bundle=bundle, report_dir=output)
+             if viewer_url or bundle is not None else None)
     paths = write_report(
         warehouse,
         output,
@@ -59,6 +77,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         selectors={k: v for k, v in selectors.items() if v},
         include_unvalidated=include_unvalidated,
         allow_evaluator_change=allow_evaluator_change,
+        trial_pages=pages,
     )
     if json_out:
         echo_json(

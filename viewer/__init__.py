@@ -14,7 +14,7 @@ from pathlib import Path
 
 from viewer.errors import ViewerError
 
-__all__ = ["ViewerError", "bundle", "serve"]
+__all__ = ["ViewerError", "bundle", "serve", "trial_links"]
 
 
 def _version() -> str:
@@ -68,3 +68,13 @@ def bundle(warehouse: Path, out: Path, *, runs_roots: tuple[Path, ...] = (), rub
         return write_bundle(con, opts, out, max_bytes)
     finally:
         con.close()
+
+
+def trial_links(*, viewer_url: str | None = None, bundle: Path | None = None,
+                report_dir: Path | None = None) -> Callable[[str, str], str]:
+    """(run id, trial id) → the href of the trial's page under a running viewer's URL or in
+    a bundle (relative to ``report_dir``): how ``trialhouse report`` links trial ids
+    (``viewer.site.trial_href``)."""
+    from viewer.site import trial_href
+
+    return trial_href(viewer_url=viewer_url, bundle=bundle, from_dir=report_dir)

@@ -11,9 +11,13 @@ id can name a path outside its own directory (docs/viewer.md).
 from __future__ import annotations
 
 import hashlib
+import os
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+@=-]{0,119}")
 _HEX_MAX = 60
@@ -83,6 +87,21 @@ def file_page(run: str, trial: str, rel: str) -> str:
 
 def review_action(run: str, trial: str) -> str:
     return f"runs/{slug(run)}/trials/{slug(trial)}/review"
+
+
+def trial_href(*, viewer_url: str | None = None, bundle: Path | None = None,
+               from_dir: Path | None = None) -> Callable[[str, str], str]:
+    """(run id, trial id) → the href of the trial's page: under a running viewer's URL
+    (``http://127.0.0.1:8765/runs/…/trials/…/index.html``), or in a bundle directory as a
+    path relative to ``from_dir`` (a report's directory), so it opens from disk. The report
+    links trial ids with it (``trialhouse report --viewer-url/--bundle``)."""
+    if viewer_url:
+        root = viewer_url.rstrip("/") + "/"
+        return lambda run, trial: root + trial_page(run, trial)
+    if bundle is None or from_dir is None:
+        raise ValueError("trial_href needs viewer_url, or bundle and from_dir")
+    up = quote(Path(os.path.relpath(bundle.resolve(), from_dir.resolve())).as_posix(), safe="/@+=~")
+    return lambda run, trial: posixpath.join(up, trial_page(run, trial))
 
 
 def relative(from_page: str, to_page: str) -> str:

@@ -34,7 +34,8 @@ SPECS = {
         Column("integrity", "string"),  # hash chain: intact | unchained (older runs) | tampered or damaged: …
         Column("isolation_backend", "string"),  # bubblewrap | none | null (foreign, or before isolation)
         Column("isolated", "bool"),  # false: agents and graders were not isolated (reports say so)
-        Column("network", "bool"),
+        Column("network", "bool"),  # agents had the host's network (network_policy open)
+        Column("network_policy", "string"),  # none | gateway | open (null: foreign, or before the policies)
         Column("executor", "string"),  # where the trials ran: local | ray | null (foreign, or before executors)
         Column("executor_address", "string"),  # ray: the cluster address joined; null: a local instance
         Column("ray_version", "string"),
@@ -101,6 +102,7 @@ SPECS = {
         Column("case_fingerprint", "string"),
         Column("visible", "bool"),  # the agent could run it ($TRIALHOUSE_CHECKS); false: hidden (null: older runs)
         Column("pooled", "bool"),  # drawn from the case's hidden pool for this run (runs.details_json rotation)
+        Column("in_process", "bool"),  # declared: its grader imports workspace code in its own process
     ),
     "skipped_trials": table_spec(
         "One row per trial not run because its case was not scored (failed or flaky controls).",

@@ -68,6 +68,21 @@ SPECS = {
         Column("gateway_error", "string"),  # the gateway's own failure: the trial is infra_error
         Column("usage_note", "string"),  # why tokens are unknown when they are
     ),
+    "network_connections": table_spec(
+        "One row per connection an agent asked the gateway's proxy for (isolation.network gateway).",
+        Column("trial_id", "string", False),
+        Column("attempt", "int32"),
+        Column("stage", "string"),
+        Column("host", "string", False),  # as asked for, lower-cased
+        Column("port", "int32", False),
+        Column("method", "string", False),  # CONNECT (HTTPS tunnel) or a plain-HTTP method
+        Column("allowed", "bool", False),  # on isolation.allow_hosts; refused ones are rows too
+        Column("reason", "string"),  # why refused or failed
+        Column("bytes_up", "int64"),  # agent → host
+        Column("bytes_down", "int64"),
+        Column("duration_s", "float64"),
+        Column("started_at", "timestamp"),
+    ),
 }
 
 ADDED_COLUMNS: dict[str, TableSpec] = {

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import AnalysisError
-from analysis.report.output import ReportPaths
+from analysis.report.output import ReportPaths, TrialPages
 
-__all__ = ["ReportPaths", "write_report"]
+__all__ = ["ReportPaths", "TrialPages", "write_report"]
 
 
 def _window(since: Any, until: Any, previous_period: bool
@@ -39,10 +39,12 @@ def _window(since: Any, until: Any, previous_period: bool
 
 
 def _scope(filters: Any, run_ids: list[str]) -> str:
+    from analysis import formatting as fmt
+
     parts = []
     if filters.since or filters.until:
-        a = filters.since.date().isoformat() if filters.since else "the beginning"
-        b = filters.until.isoformat(timespec="minutes") if filters.until else "now"
+        a = fmt.when(filters.since) if filters.since else "the beginning"
+        b = fmt.when(filters.until) if filters.until else "now"
         parts.append(f"trials started from {a} until {b} (exclusive)")
     parts.append(f"runs: {', '.join(run_ids)}" if len(run_ids) <= 4 else f"{len(run_ids)} runs")
     return "; ".join(parts)
@@ -54,7 +56,8 @@ def write_report(warehouse: Path | str, output: Path | str, *,
                  candidates: list[str] | None = None, previous_period: bool = False,
                  title: str | None = None,
                  selectors: dict[str, Any] | None = None, include_unvalidated: bool = False,
-                 allow_evaluator_change: bool = False) -> ReportPaths:
+                 allow_evaluator_change: bool = False,
+                 trial_pages: TrialPages | None = None) -> ReportPaths:
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``.
 
     ``baseline``/``candidates`` resolve exactly as ``compare``'s (default baseline: the
@@ -63,6 +66,8 @@ def write_report(warehouse: Path | str, output: Path | str, *,
     ``universe``: lists of names) narrow the selection as the analysis commands do.
     ``include_unvalidated`` counts unscored cases (labelled); ``allow_evaluator_change``
     lets the comparison and the period pair a case across evaluator fingerprints.
+    ``trial_pages`` links each trial id to its page in a trial viewer (``(run id, trial
+    id) → href``, see ``viewer.site.trial_href``); without it a trial links to its evidence.
     """
     from analysis.filters import Filters
     from analysis.report import output as out
@@ -85,10 +90,12 @@ def write_report(warehouse: Path | str, output: Path | str, *,
     with closing(wdb.open(warehouse, read_only=True)) as con:
         data = gather(con, filters, window=window, baseline=baseline, candidates=candidates,
                       previous=previous)
-    return _write(data, directory, title or "trialhouse comparison report", str(warehouse))
+    return _write(data, directory, title or "trialhouse comparison report", str(warehouse),
+                  trial_pages)
 
 
-def _write(data: Any, directory: Path, title: str, warehouse: str) -> ReportPaths:
+def _write(data: Any, directory: Path, title: str, warehouse: str,
+           trial_pages: TrialPages | None = None) -> ReportPaths:
     """Sections, charts and the three renderings of gathered data, written to ``directory``."""
     import json
     from importlib.metadata import version
@@ -105,7 +112,7 @@ def _write(data: Any, directory: Path, title: str, warehouse: str) -> ReportPath
         if missing and not s.absent:
             s.warnings.append("Not drawn: " + "; ".join(
                 f"{c} ({drawn.skipped.get(c, 'no data')})" for c in missing) + ".")
-    out.localize_links(page, directory)
+    out.localize_links(page, directory, trial_pages)
     specs = {name: chart.to_dict() for name, chart in drawn.specs.items()}
     paths = {name: out.save_chart(spec, directory / "charts" / name)
              for name, spec in specs.items()}

@@ -54,7 +54,7 @@ class ReportData:
     configs: list[dict[str, Any]]
     simulated: frozenset[str]
     roles: dict[str, Eligibility]
-    trials: pl.DataFrame  # per trial: config keys, outcome, complete, cost, duration
+    trials: pl.DataFrame  # per trial: run, trial id, config keys, outcome, complete, cost, duration
     summary: Summary
     comparisons: ComparisonSet | None
     compare_absent: str | None
@@ -89,7 +89,7 @@ SELECT run_id, source_format, source_path, manifest_id, manifest_sha256, started
        finished_at, status, engine_version, os, python, git_version, repository,
        initial_commit, repetitions, max_attempts, timeout_seconds, max_cost_usd,
        simulated, prices_as_of, run_cost_usd, integrity, isolation_backend, isolated,
-       network, executor, executor_address, ray_version, control_repeats, controls_from,
+       network, network_policy, executor, executor_address, ray_version, control_repeats, controls_from,
        grading_semantics, trials_skipped
 FROM runs
 WHERE run_id IN (SELECT unnest(?::VARCHAR[]))
@@ -120,7 +120,7 @@ GROUP BY config_id
 ORDER BY min(variant_order) NULLS LAST, config_id
 """
 
-_TRIAL_COLUMNS = ["run_id", "config_id", "variant", "model", "harness", "harness_version",
+_TRIAL_COLUMNS = ["run_id", "trial_id", "config_id", "variant", "model", "harness", "harness_version",
                   "outcome", "complete", "cost_usd", "duration_s", "simulated"]
 
 

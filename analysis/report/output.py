@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -58,16 +59,29 @@ def _href(path: str | None, output: Path) -> str | None:
     return Path(os.path.relpath(target, output.resolve())).as_posix()
 
 
-def _localize(cell: Cell, output: Path) -> Cell:
+TrialPages = Callable[[str, str], str]
+"""(run id, trial id) → the href of the trial's page in a trial viewer, as seen from the
+report directory (``viewer.site.trial_href`` builds one for ``--viewer-url``/``--bundle``)."""
+
+
+def _localize(link: Link, output: Path, pages: TrialPages | None) -> Link:
+    if pages is not None and link.trial is not None:
+        return replace(link, href=pages(*link.trial))
+    return replace(link, href=_href(link.href, output))
+
+
+def _cell(cell: Cell, output: Path, pages: TrialPages | None) -> Cell:
     if isinstance(cell, Link):
-        return replace(cell, href=_href(cell.href, output))
+        return _localize(cell, output, pages)
     if isinstance(cell, tuple):
-        return tuple(replace(c, href=_href(c.href, output)) for c in cell)
+        return tuple(_localize(c, output, pages) for c in cell)
     return cell
 
 
-def localize_links(sections: list[Section], output: Path) -> None:
-    """Point every link at the evidence as seen from the report directory."""
+def localize_links(sections: list[Section], output: Path, pages: TrialPages | None = None
+                   ) -> None:
+    """Point every link at the evidence as seen from the report directory, or each trial's
+    link at its page in a trial viewer when ``pages`` is given."""
     for s in sections:
-        for t in s.tables:
-            t.rows = [[_localize(c, output) for c in row] for row in t.rows]
+        for t in [*s.tables, *s.folded]:
+            t.rows = [[_cell(c, output, pages) for c in row] for row in t.rows]

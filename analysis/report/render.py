@@ -2,8 +2,10 @@
 
 HTML: every text is escaped by Jinja's autoescape; the ``badge`` filter escapes first and
 only then wraps the whole word SIMULATED in its badge, so a table cell can never show
-``&lt;span`` (the browser test asserts it). Vega, Vega-Lite and vega-embed are inlined
-(bundled by vl-convert), so the page opens without a network.
+``&lt;span`` (the browser test asserts it). The ``prose`` filter does the same for the
+sections' sentences and also links the first use of each glossary term on the page to its
+entry (``Glossary``). Vega, Vega-Lite and vega-embed are inlined (bundled by vl-convert), so
+the page opens without a network.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import markupsafe
 
 from analysis.document import Cell, Link, cell_text
 from analysis.formatting import SIMULATED
-from analysis.report.document import Section
+from analysis.report.document import Section, Term
 
 TEMPLATES = Path(__file__).with_name("templates")
 _SIM_WORD = re.compile(rf"(?<![\w-]){SIMULATED}(?![\w-])")
@@ -28,6 +30,31 @@ def badge(text: Any) -> markupsafe.Markup:
     """Escape ``text``, then mark the word SIMULATED with its badge."""
     escaped = str(markupsafe.escape(str(text)))
     return markupsafe.Markup(_SIM_WORD.sub(_BADGE, escaped))
+
+
+class Glossary:
+    """Links the first use of each term in the page's prose to its glossary entry (one
+    instance per rendered page: what was linked is remembered)."""
+
+    def __init__(self, terms: list[Term]) -> None:
+        self.terms = {f"t{i}": t for i, t in enumerate(terms)}
+        self.linked: set[str] = set()
+        alternatives = "|".join(f"(?P<{k}>{t.pattern})" for k, t in self.terms.items())
+        self.pattern = re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])", re.IGNORECASE)
+
+    def _link(self, m: re.Match[str]) -> str:
+        term = self.terms[str(m.lastgroup)]
+        if term.id in self.linked:
+            return m.group(0)
+        self.linked.add(term.id)
+        return f'<a class="term" href="#term-{term.id}">{m.group(0)}</a>'
+
+    def __call__(self, text: Any) -> markupsafe.Markup:
+        """Escape ``text``, link the terms used for the first time, badge SIMULATED."""
+        escaped = str(markupsafe.escape(str(text)))
+        if self.terms:
+            escaped = self.pattern.sub(self._link, escaped)
+        return markupsafe.Markup(_SIM_WORD.sub(_BADGE, escaped))
 
 
 def _link(link: Link) -> markupsafe.Markup:
@@ -44,7 +71,7 @@ def cell_html(cell: Cell) -> markupsafe.Markup:
     return badge(cell)
 
 
-def _env() -> Any:
+def _env(terms: list[Term]) -> Any:
     import jinja2
 
     env = jinja2.Environment(
@@ -53,6 +80,7 @@ def _env() -> Any:
         undefined=jinja2.StrictUndefined,
     )
     env.filters["badge"] = badge
+    env.filters["prose"] = Glossary(terms)
     env.filters["cell"] = cell_html
     return env
 
@@ -65,7 +93,8 @@ def html(context: dict[str, Any], specs: dict[str, dict]) -> str:
 
     bundle, version = vega_bundle(), vl_version_for_vl_convert()
     specs_json = json.dumps(specs, allow_nan=False).replace("</", "<\\/")
-    return (_env().get_template("report.html.j2")
+    terms = [t for s in context["sections"] for t in s.terms]
+    return (_env(terms).get_template("report.html.j2")
             .render(**context, vega_bundle=bundle, vegalite_version=version,
                     specs_json=specs_json))
 
@@ -79,14 +108,22 @@ def _md_cell(cell: Cell) -> str:
     return cell_text(cell).replace("|", "\\|").replace("\n", " ")
 
 
+def _md_table(t: Any) -> list[str]:
+    return ["| " + " | ".join(_md_cell(c.name) for c in t.columns) + " |",
+            "|" + "|".join("---:" if c.numeric else "---" for c in t.columns) + "|",
+            *["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows], ""]
+
+
 def _md_section(s: Section, chart_files: dict[str, str]) -> list[str]:
     lines = [f"## {s.title}", ""]
-    lines += [f"- **BLOCKER:** {b}" for b in s.blockers] + [f"- {o}" for o in s.oks]
-    if s.blockers or s.oks:
+    if s.lead:
+        lines += [f"**{s.lead}**", ""]
+    lines += [f"- **{b}**" for b in s.ineligible] + [f"- {o}" for o in s.oks]
+    if s.ineligible or s.oks:
         lines.append("")
     for p in s.paragraphs:
         lines += [p, ""]
-    lines += [f"- **{b}**" for b in s.bullets] + ([""] if s.bullets else [])
+    lines += [f"- {b}" for b in s.bullets] + ([""] if s.bullets else [])
     for w in s.warnings:
         lines += [f"> ⚠ {w}", ""]
     if s.absent:
@@ -94,11 +131,11 @@ def _md_section(s: Section, chart_files: dict[str, str]) -> list[str]:
     lines += [line for c in s.charts if c in chart_files
               for line in (f"![{c}]({chart_files[c]})", "")]
     for t in s.tables:
-        lines += [f"**{t.caption}**", "",
-                  "| " + " | ".join(_md_cell(c.name) for c in t.columns) + " |",
-                  "|" + "|".join("---:" if c.numeric else "---" for c in t.columns) + "|"]
-        lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
-        lines.append("")
+        lines += [f"**{t.caption}**", "", *_md_table(t)]
+    for t in s.folded:
+        lines += ["<details>", f"<summary>{t.caption} ({len(t.rows)} rows)</summary>", "",
+                  *_md_table(t), "</details>", ""]
+    lines += [f"- **{t.term}**: {t.definition}" for t in s.terms] + ([""] if s.terms else [])
     return lines
 
 
@@ -131,7 +168,8 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
                      "unscored": d.unscored.as_dict() if d.unscored is not None else None,
                      "eligibility": [d.roles[c].as_dict() for c in sorted(d.roles)],
                      "sanity": [w.as_dict() for w in d.sanity]},
-        "blockers": d.blockers.as_list(), "summary": d.summary.as_dict(),
+        "blockers": d.blockers.as_list(), "regressions": d.blockers.regression_list(),
+        "summary": d.summary.as_dict(),
         "comparison": ({k: v for k, v in comps.as_dict().items() if k != "comparisons"}
                        if comps is not None else None),
         "comparisons": [c.as_dict() for c in comps] if comps is not None else [],

@@ -174,8 +174,8 @@ class StageFiles:
 
 def stage_request(h: ResolvedHarness, *, prompt: str, workspace: Path, home: Path, tmp_inside: Path,
                   out: Path, env_extra: dict[str, str], pass_env: list[str], base_url: str | None,
-                  read_only: list[Path], read_write: list[Path], tmp: Path, network: bool
-                  ) -> tuple[sandbox.Request, StageFiles]:
+                  read_only: list[Path], read_write: list[Path], tmp: Path, network: bool,
+                  link: Path | None = None) -> tuple[sandbox.Request, StageFiles]:
     """Write the plan's files into the private HOME and build the sandboxed request.
 
     ``tmp_inside`` is the temporary directory as the agent sees it (``/tmp`` in bubblewrap).
@@ -196,7 +196,7 @@ def stage_request(h: ResolvedHarness, *, prompt: str, workspace: Path, home: Pat
     env = ordinary_env(env_extra, pass_env=pass_env)
     env.update(p.env)
     req = sandbox.Request(argv=list(p.argv), cwd=p.cwd, env=env, read_only=[*read_only, *h.mounts],
-                          read_write=read_write, tmp=tmp, network=network)
+                          read_write=read_write, tmp=tmp, network=network, link=link)
     return req, StageFiles(p, home, out)
 
 

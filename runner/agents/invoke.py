@@ -136,11 +136,24 @@ class Invocation:
     """For the harness kinds: the plan and where its output lands."""
 
 
+def proxy_env() -> dict[str, str]:
+    """The gateway proxy on the sandbox's loopback (``isolation.network: gateway``), for every
+    client that reads the usual variables; the gateway itself (loopback) goes direct."""
+    url = f"http://127.0.0.1:{sandbox.PROXY_PORT}"
+    out = {}
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        out[name] = url
+    out["NO_PROXY"] = out["no_proxy"] = "127.0.0.1,::1"
+    return out
+
+
 def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Snapshot,
                   dirs: StageDirs, *, network: bool, read_only: list[Path],
-                  harness: ResolvedHarness | None = None, base_url: str | None = None) -> Invocation:
+                  harness: ResolvedHarness | None = None, base_url: str | None = None,
+                  link: Path | None = None) -> Invocation:
     """The sandboxed invocation of this stage (writes ``in/ctx.json`` for built-in kinds,
-    the harness's config files into the private HOME for the harness kinds)."""
+    the harness's config files into the private HOME for the harness kinds). ``link``: the
+    gateway route's socket directory, the sandbox's only way out (``isolation.network: gateway``)."""
     agent = variant.agent
     ws = Path(ctx.workspace)
     env_extra = {
@@ -156,6 +169,8 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
     if base_url is not None:
         env_extra["TRIALHOUSE_MODEL_BASE_URL"] = base_url
         env_extra["TRIALHOUSE_MODEL_API_KEY"] = GATEWAY_KEY
+    if link is not None:
+        env_extra.update(proxy_env())
     check_mounts = write_checks(case, snapshot, dirs.inp / "checks", ws)
     if check_mounts:
         ctx.checks_dir = env_extra[CHECKS_ENV] = str(dirs.inp / "checks")
@@ -165,7 +180,7 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         req, files = stage_request(
             harness, prompt=dirs.prompt_file.read_text(encoding="utf-8"), workspace=ws, home=dirs.home,
             tmp_inside=dirs.tmp, out=dirs.out, env_extra=env_extra, pass_env=agent.pass_env, base_url=base_url,
-            read_only=[dirs.inp, *read_only], read_write=rw, tmp=dirs.tmp, network=network)
+            read_only=[dirs.inp, *read_only], read_write=rw, tmp=dirs.tmp, network=network, link=link)
         return Invocation(req, files)
     if agent.kind in BUILTIN_KINDS:
         for key, value in _builtin_inputs(variant, case, snapshot, dirs.inp).items():
@@ -181,7 +196,7 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         argv = [sandbox.interpreter(), "-I", "-B", str(script), "--context", str(ctx_path)]
         return Invocation(sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra),
                                           read_only=[dirs.inp, *check_mounts],
-                                          read_write=rw, tmp=dirs.tmp, network=network))
+                                          read_write=rw, tmp=dirs.tmp, network=network, link=link))
     assert agent.argv
     values = {
         "workspace": ctx.workspace,
@@ -201,4 +216,4 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
     env = ordinary_env(env_extra, pass_env=agent.pass_env)
     return Invocation(sandbox.Request(argv=argv, cwd=ws, env=env,
                                       read_only=[dirs.inp, *read_only, *argv_paths(argv)],
-                                      read_write=rw, tmp=dirs.tmp, network=network))
+                                      read_write=rw, tmp=dirs.tmp, network=network, link=link))

@@ -23,8 +23,9 @@ from typing import Any
 
 from contract.redact import replacement
 from runner.gateway import recording, sse
+from runner.gateway.links import Breach, RouteLink
 from runner.gateway.recording import Replay
-from runner.gateway.records import Api, CallRecord, GatewayMode
+from runner.gateway.records import Api, CallRecord, ConnectionRecord, GatewayMode
 from runner.gateway.script import Script
 from runner.gateway.wire import RequestInfo, ResponseTap
 
@@ -47,6 +48,22 @@ class TrialRoute:
     recording: Path | None
     calls: list[CallRecord] = field(default_factory=list)
     attempts: Counter[tuple[str, bool, int, tuple[str, ...]]] = field(default_factory=Counter)
+    link: RouteLink | None = None
+    """The route's socket directory, when its sandbox reaches the gateway through one."""
+    requests: int = 0
+    """Requests so far (model calls, other paths, proxy connections), against ``max_requests``."""
+    breach: Breach | None = None
+    """The first cap the route went over (its trial ends ``budget_exhausted``)."""
+    connections: list[ConnectionRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RouteReport:
+    """What a closed route leaves: its model calls, its proxy connections, a cap it went over."""
+
+    calls: list[CallRecord]
+    connections: list[ConnectionRecord]
+    breach: Breach | None
 
 
 def call_fields(trial: TrialRoute, ts: datetime, mode: GatewayMode, api: Api, info: RequestInfo | None,

@@ -11,9 +11,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from contract.call_events import Api, GatewayError, GatewayMode, ModelCallFields, Provider
+from contract.call_events import (
+    Api,
+    GatewayError,
+    GatewayMode,
+    ModelCallFields,
+    NetworkConnectionFields,
+    Provider,
+)
 
-__all__ = ["Api", "CallRecord", "GatewayError", "GatewayMode", "Provider", "gateway_failure", "to_event_fields"]
+__all__ = ["Api", "CallRecord", "ConnectionRecord", "GatewayError", "GatewayMode", "Provider", "gateway_failure",
+           "to_event_fields"]
 
 
 class CallRecord(ModelCallFields):
@@ -24,6 +32,13 @@ class CallRecord(ModelCallFields):
     """The trial whose route the call came through (the route's token is never stored)."""
     ts: datetime
     """UTC time the request arrived at the gateway."""
+
+
+class ConnectionRecord(NetworkConnectionFields):
+    """One connection through the gateway's proxy (``trial_id`` for standalone use); the
+    runner turns it into a ``network_connection`` event unchanged but for ``trial_id``."""
+
+    trial_id: str
 
 
 def to_event_fields(record: CallRecord) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from typing import Any
 from contract.call_events import Provider
 from contract.run_events import GatewayInfo
 from runner.errors import RunnerError
+from runner.gateway.calls import RouteReport
+from runner.gateway.links import Caps
 from runner.gateway.recording import route_key
-from runner.gateway.records import CallRecord
 from runner.gateway.script import Script, load_script
 from runner.gateway.server import Gateway
 from runner.gateway.settings import DEFAULT_UPSTREAMS, GatewayConfigError, Upstream
@@ -106,9 +107,13 @@ class RunGateway:
         self.recording_dir = recording_dir
         names = key_names(settings)
         self.missing_keys = [n for n in names if not os.environ.get(n)]
+        self.linked = manifest.network_policy == "gateway"
+        """Sandboxes reach the gateway only through their route's sockets (``isolation.network``)."""
         self.gateway = Gateway(settings.mode, upstreams=upstreams(settings), recording_dir=recording_dir,
                                secret_env=settings.secret_env, secrets=secrets,
-                               idle_timeout_s=settings.idle_timeout_s)
+                               idle_timeout_s=settings.idle_timeout_s,
+                               caps=Caps(settings.max_connections, settings.max_requests),
+                               allow_hosts=manifest.isolation.allow_hosts)
 
     def __enter__(self) -> RunGateway:
         try:
@@ -138,8 +143,10 @@ class RunGateway:
     def open(self, *, trial_id: str, case_id: str, variant: str, repetition: int, stage: str, attempt: int,
              workspace: Path) -> str:
         """The route (base URL, no ``/v1``) for one stage invocation; ``GatewayConfigError``
-        when it cannot be opened (e.g. replay with no recording for this trial)."""
-        kwargs: dict[str, Any] = {"stage": stage, "attempt": attempt, "variables": {"workspace": str(workspace)}}
+        when it cannot be opened (e.g. replay with no recording for this trial). With the
+        ``gateway`` network policy the route is linked (``link``) and the URL the sandbox's."""
+        kwargs: dict[str, Any] = {"stage": stage, "attempt": attempt, "variables": {"workspace": str(workspace)},
+                                  "linked": self.linked}
         if self.settings.mode == "scripted":
             script = self.scripts.get(variant) or self.scripts.get(DEFAULT_SCRIPT)
             if script is None:
@@ -151,5 +158,9 @@ class RunGateway:
             kwargs["replay_from"] = route_key(self._trial_id(case_id, source, repetition), stage, attempt)
         return self.gateway.open_trial(trial_id, **kwargs)
 
-    def close(self, trial_id: str, stage: str, attempt: int) -> list[CallRecord]:
-        return self.gateway.close_trial(trial_id, stage, attempt)
+    def link(self, trial_id: str, stage: str, attempt: int) -> Path | None:
+        """The route's socket directory, for its sandbox (None unless linked)."""
+        return self.gateway.link_of(trial_id, stage, attempt)
+
+    def close(self, trial_id: str, stage: str, attempt: int) -> RouteReport:
+        return self.gateway.close_route(trial_id, stage, attempt)

@@ -28,31 +28,43 @@ import asyncio
 import hashlib
 import os
 import secrets as _secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from contract.redact import compile_redactor
-from runner.agents.agent_report import short
-from runner.gateway import sse
-from runner.gateway.calls import AGENT_GONE, CallBook, TrialRoute, call_fields
+from runner.gateway.answers import replayed, scripted
+from runner.gateway.calls import CallBook, RouteReport, TrialRoute, call_fields
 from runner.gateway.forward import Forwarder
 from runner.gateway.http import MAX_REQUEST_BYTES, api_error, json_error
-from runner.gateway.recording import Replay, ReplayMismatch, recording_path, route_key, untemplated
-from runner.gateway.records import CallRecord, GatewayMode, Provider
-from runner.gateway.script import Answer, Script, ScriptMismatch, pick, render
+from runner.gateway.links import (
+    DEFAULT_MAX_TCP_CONNECTIONS,
+    Breach,
+    Caps,
+    Counter,
+    LinkRoot,
+    OnceLog,
+    counted,
+    open_link,
+    quiet_floods,
+)
+from runner.gateway.loop import LoopThread
+from runner.gateway.proxy import Proxy
+from runner.gateway.recording import Replay, recording_path, route_key
+from runner.gateway.records import CallRecord, ConnectionRecord, GatewayMode, Provider
+from runner.gateway.script import Script
 from runner.gateway.settings import DEFAULT_UPSTREAMS, MODES, GatewayConfigError, Upstream
-from runner.gateway.wire import ROUTES, BadRequest, RequestInfo, ResponseTap, read_request
+from runner.gateway.wire import ROUTES, BadRequest, read_request
+from runner.sandbox.forwarder import MODEL_PORT
 
 
-class Gateway:
+class Gateway(LoopThread):
     """Start with ``with Gateway(...) as gw:``; ``gw.open_trial(id)`` returns the agent's base URL."""
 
     def __init__(
@@ -70,7 +82,11 @@ class Gateway:
         port: int = 0,
         upstream_timeout_s: float = 900.0,
         idle_timeout_s: float = 300.0,
+        caps: Caps | None = None,
+        allow_hosts: Sequence[str] = (),
+        max_tcp_connections: int = DEFAULT_MAX_TCP_CONNECTIONS,
     ) -> None:
+        super().__init__()
         if mode not in MODES:
             raise GatewayConfigError(f"mode {mode!r} is unknown; use one of {', '.join(MODES)}")
         if mode in ("record", "replay") and recording_dir is None:
@@ -98,10 +114,15 @@ class Gateway:
         self._book = CallBook(redactor, on_call, self._lock)
         self._forwarder = Forwarder(self.upstreams, env, self._book, upstream_timeout_s=upstream_timeout_s,
                                     idle_timeout_s=idle_timeout_s)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self.base_url: str | None = None
+        self.caps = caps or Caps()
+        self.allow_hosts = list(allow_hosts)
+        self._links = LinkRoot()
+        self._tcp = Counter(max_tcp_connections)
+        self._tcp_live: set[asyncio.BaseTransport] = set()
+        self._tcp_server: asyncio.AbstractServer | None = None
+        self._once = OnceLog()
 
     @property
     def on_call(self) -> Callable[[CallRecord], None] | None:
@@ -123,33 +144,12 @@ class Gateway:
 
     def start(self) -> str:
         """Bind (port 0 = any free port), start serving, return the gateway's base URL."""
-        if self._thread is not None:
+        if self.running:
             return self._served_url()
-        ready = threading.Event()
-        failure: list[BaseException] = []
-        loop = asyncio.new_event_loop()
-
-        def serve() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self._start_server())
-            except BaseException as exc:  # noqa: BLE001 - handed to the starting thread
-                failure.append(exc)
-                ready.set()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=serve, name="trialhouse-gateway", daemon=True)
-        self._thread.start()
-        ready.wait()
-        if failure:
-            self._thread.join()
-            self._thread = None
-            raise GatewayConfigError(f"gateway could not start on {self.host}:{self.port}: {failure[0]}")
+        quiet_floods()
+        failure = self.start_loop(self._start_server, "trialhouse-gateway")
+        if failure is not None:
+            raise GatewayConfigError(f"gateway could not start on {self.host}:{self.port}: {failure}")
         return self._served_url()
 
     def _served_url(self) -> str:
@@ -165,40 +165,55 @@ class Gateway:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
                                      shutdown_timeout=2.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
-        host, port = self._runner.addresses[0][:2]
+        server = self._runner.server
+        assert server is not None
+        # The TCP listener (open networks, judges, library use) holds a run-wide number of
+        # connections at once: an idle connection names no route, so no trial can be charged.
+        factory = counted(server, self._tcp, self._tcp_live, lambda: self._once.warn(
+            "tcp", f"model gateway: {self._tcp.cap} connections open at once on its TCP port; "
+                   "further connections are refused"))
+        self._tcp_server = await asyncio.get_running_loop().create_server(
+            factory, self.host, self.port, family=socket.AF_INET)
+        host, port = self._tcp_server.sockets[0].getsockname()[:2]
         self.port = port
         self.base_url = f"http://{host}:{port}"
         if self.mode in ("forward", "record"):
             self._forwarder.open_session()
 
     def stop(self) -> None:
-        if self._thread is None or self._loop is None:
+        if not self.running:
             return
 
         async def shutdown() -> None:
+            with self._lock:
+                links = [t.link for t in self._trials.values() if t.link is not None]
+            for link in links:
+                await link.close()
+            if self._tcp_server is not None:
+                self._tcp_server.close()
+            for transport in list(self._tcp_live):
+                transport.abort()  # type: ignore[attr-defined]
             await self._forwarder.close_session()
             if self._runner is not None:
                 await self._runner.cleanup()
 
-        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-        self._thread = None
+        self.stop_loop(shutdown())
+        self._links.remove()
 
     # ------------------------------------------------------------ trials
 
     def open_trial(self, trial_id: str, *, stage: str | None = None, attempt: int | None = None,
                    variables: Mapping[str, str] | None = None, script: Script | None = None,
-                   replay_from: str | None = None) -> str:
+                   replay_from: str | None = None, linked: bool = False) -> str:
         """Open a route for one trial (or one stage invocation of it); return its base URL.
 
         Append ``/v1`` for OpenAI clients. With ``stage``/``attempt`` the route (and its
         recording) is that stage's, and every record carries them; close it when the
         stage ends and open the next. ``variables`` fill ``{name}`` in a script; ``script``
         overrides the gateway's; ``replay_from`` names the recorded route to replay
-        (``route_key(trial, stage, attempt)``; default: this one).
+        (``route_key(trial, stage, attempt)``; default: this one). ``linked``: the route is
+        reached through its own socket directory (``link_of``) by a sandbox with its own
+        network; the URL returned is then the forwarder's on the sandbox's loopback.
         """
         if self.base_url is None:
             raise GatewayConfigError("start the gateway before opening trials")
@@ -220,7 +235,29 @@ class Gateway:
                 raise GatewayConfigError(f"route {key!r} is already open")
             self._trials[key] = trial
             self._by_token[trial.token] = trial
-        return f"{self.base_url}/t/{trial.token}"
+        if not linked:
+            return f"{self.base_url}/t/{trial.token}"
+        try:
+            trial.link = self.call(self._open_link(trial))
+        except OSError as exc:
+            with self._lock:
+                self._trials.pop(key, None)
+                self._by_token.pop(trial.token, None)
+            raise GatewayConfigError(f"could not open the route's sockets: {exc}") from None
+        return f"http://127.0.0.1:{MODEL_PORT}/t/{trial.token}"
+
+    async def _open_link(self, trial: TrialRoute) -> Any:
+        server = self._runner.server if self._runner is not None else None
+        assert server is not None
+        proxy = Proxy(self.allow_hosts, lambda fields: self._connection(trial, fields), lambda: self.admit(trial))
+        return await open_link(self._links.new_dir(), self.caps, server, proxy,
+                               lambda link: self._breach(trial, "connections", link.counter.cap))
+
+    def link_of(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> Path | None:
+        """The socket directory of a linked route (mounted into its sandbox), else None."""
+        with self._lock:
+            trial = self._trials.get(route_key(trial_id, stage, attempt))
+        return trial.link.dir if trial is not None and trial.link is not None else None
 
     def _recording_dir(self) -> Path:
         assert self.recording_dir is not None  # record and replay modes need one (checked in __init__)
@@ -232,10 +269,51 @@ class Gateway:
 
     def close_trial(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> list[CallRecord]:
         """Forget the route (later calls get 404) and return its calls."""
+        return self.close_route(trial_id, stage, attempt).calls
+
+    def close_route(self, trial_id: str, stage: str | None = None, attempt: int | None = None) -> RouteReport:
+        """Forget the route (its sockets closed, later calls 404): its calls, proxy
+        connections and the first cap it went over."""
+        key = route_key(trial_id, stage, attempt)
         with self._lock:
-            trial = self._trials.pop(route_key(trial_id, stage, attempt))
+            trial = self._trials[key]
+        if trial.link is not None and self.running:
+            self.call(trial.link.close())
+        with self._lock:
+            self._trials.pop(key, None)
             self._by_token.pop(trial.token, None)
-            return list(trial.calls)
+            breach = trial.breach
+            if breach is not None and breach.kind == "connections" and trial.link is not None:
+                breach.refused = trial.link.counter.refused
+                breach.used = breach.limit + breach.refused
+            return RouteReport(list(trial.calls), list(trial.connections), breach)
+
+    # ------------------------------------------------------------ caps and proxy records
+
+    def admit(self, trial: TrialRoute) -> str | None:
+        """Count one request of the route; why it is refused when it is over ``max_requests``."""
+        with self._lock:
+            trial.requests += 1
+            over = trial.requests > self.caps.max_requests
+        if over:
+            self._breach(trial, "requests", self.caps.max_requests)
+            return f"over this trial's request cap (gateway.max_requests={self.caps.max_requests})"
+        return None
+
+    def _breach(self, trial: TrialRoute, kind: str, limit: int) -> None:
+        with self._lock:
+            if trial.breach is None:
+                trial.breach = Breach(kind, limit, limit + 1)
+            elif trial.breach.kind == kind and kind == "requests":
+                trial.breach.used = trial.requests
+        where = f"{trial.trial_id}" + (f" ({trial.stage})" if trial.stage else "")
+        self._once.warn(f"{where}:{kind}", f"model gateway: trial {where} went over its {kind} cap of {limit}; "
+                                           f"every one beyond it is refused (the trial ends budget_exhausted)")
+
+    def _connection(self, trial: TrialRoute, fields: dict[str, Any]) -> None:
+        record = ConnectionRecord(trial_id=trial.trial_id, stage=trial.stage, attempt=trial.attempt, **fields)
+        with self._lock:
+            trial.connections.append(record)
 
     # ------------------------------------------------------------ serving
 
@@ -247,8 +325,14 @@ class Gateway:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         with self._lock:
             trial = self._by_token.get(request.match_info["token"])
-        if trial is None:
+        # A linked route answers only on its own socket: a token seen elsewhere opens nothing.
+        if trial is None or (trial.link is not None and
+                             request.transport is not None and
+                             request.transport.get_extra_info("sockname") != trial.link.model_socket):
             return json_error(404, "not_found_error", "unknown or closed trial route")
+        capped = self.admit(trial)
+        if capped is not None:
+            return json_error(429, "rate_limit_error", f"trialhouse gateway: {capped}")
         path = "/" + request.match_info["tail"]
         api = ROUTES.get(path.rstrip("/"))
         if api is None or request.method != "POST":
@@ -271,84 +355,7 @@ class Gateway:
         trial.attempts[key] += 1
         base = call_fields(trial, ts, self.mode, api, info, digest, arrived, retries=attempt)
         if self.mode == "scripted":
-            return await self._scripted(request, trial, info, attempt, base)
+            return await scripted(self._book, request, trial, info, attempt, base)
         if self.mode == "replay":
-            return await self._replayed(request, trial, info, attempt, base)
+            return await replayed(self._book, request, trial, info, attempt, base)
         return await self._forwarder.forward(request, trial, info, path, body, base)
-
-    # -- scripted / replay
-
-    async def _scripted(self, request: web.Request, trial: TrialRoute, info: RequestInfo, attempt: int,
-                        base: dict[str, Any]) -> web.StreamResponse:
-        script = trial.script
-        assert script is not None
-        try:
-            reply, _ = pick(script, info.position, attempt, info.side)
-        except ScriptMismatch as exc:
-            return self._refuse(trial, info, base, "script_mismatch", str(exc))
-        model = script.response_model or info.model or "scripted-model"
-        answer = render(info.api, reply, stream=info.stream, model=model, position=info.position,
-                        attempt=attempt, variables=trial.variables)
-        return await self._send(request, trial, info, answer, base)
-
-    async def _replayed(self, request: web.Request, trial: TrialRoute, info: RequestInfo, attempt: int,
-                        base: dict[str, Any]) -> web.StreamResponse:
-        assert trial.replay is not None
-        try:
-            answer = trial.replay.answer(info, attempt)
-        except ReplayMismatch as exc:
-            return self._refuse(trial, info, base, "replay_mismatch", str(exc))
-        if trial.variables:
-            answer = replace(answer, chunks=[(w, untemplated(c.decode("utf-8", "replace"), trial.variables).encode())
-                                             for w, c in answer.chunks])
-        return await self._send(request, trial, info, answer, base)
-
-    def _refuse(self, trial: TrialRoute, info: RequestInfo, base: dict[str, Any], kind: str,
-                message: str) -> web.Response:
-        # 400: clients do not retry it, so the run ends quickly with the reason visible.
-        response = api_error(info.api, 400, f"trialhouse_{kind}", message)
-        self._book.finish(trial, {**base, "status": 400, "error_type": f"trialhouse_{kind}",
-                                  "error": short(message, 500), "gateway_error": kind})
-        return response
-
-    async def _send(self, request: web.Request, trial: TrialRoute, info: RequestInfo, answer: Answer,
-                    base: dict[str, Any]) -> web.StreamResponse:
-        tap = ResponseTap(info.api)
-        arrived = base.pop("_arrived")
-        response = web.StreamResponse(status=answer.status, headers={"Content-Type": answer.content_type,
-                                                                     **answer.headers})
-        streamed = answer.content_type.startswith("text/event-stream")
-        decoder = sse.SseDecoder()
-        first: float | None = None
-        body = bytearray()
-        started = False
-        done = False
-        try:
-            for wait, chunk in answer.chunks:
-                if wait:
-                    await asyncio.sleep(wait)
-                if not started:
-                    await response.prepare(request)
-                    started = True
-                await response.write(chunk)
-                body += chunk
-                if streamed:
-                    for event in decoder.feed(chunk):
-                        if tap.on_event(event) and first is None:
-                            first = time.monotonic()
-            if not started:
-                await response.prepare(request)
-            # The record exists before the agent sees the end of the answer, so whoever
-            # reads the calls after the agent exits never misses its last one.
-            done = True
-            self._book.finish_tapped(trial, base, tap, info, answer.status, answer.headers, arrived, first,
-                                     streamed, decoder, bytes(body))
-            await response.write_eof()
-        except (ConnectionResetError, aiohttp.ClientConnectionResetError, asyncio.CancelledError) as exc:
-            if not done:  # what was sent before the agent hung up still counts
-                self._book.finish_tapped(trial, {**base, "error": AGENT_GONE}, tap, info,
-                                         answer.status if started else None, answer.headers, arrived, first,
-                                         streamed, decoder, bytes(body))
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        return response

@@ -113,7 +113,7 @@ def run_calibration(manifest: Manifest, manifest_dir: Path, variant_id: str | No
         refs = [*input_refs(manifest.model_dump(mode="json")), InputRef("--rubric", rubric)]
         snapshot = snapshot_inputs(manifest_dir, refs, Path(tmp) / "inputs")
         backend = sandbox.backend(manifest.isolation.backend)
-        rt = JudgeRuntime.build(manifest, manifest_dir, snapshot, backend, network=manifest.isolation.network,
+        rt = JudgeRuntime.build(manifest, manifest_dir, snapshot, backend, network=manifest.network_policy,
                                 read_only=tuple(Path(p) for p in manifest.isolation.read_only_paths),
                                 redactor=Redactor([]), secrets=[])
         out = []

@@ -56,7 +56,9 @@ class JudgeRuntime:
     manifest_dir: Path
     snapshot: Snapshot
     backend: sandbox.Backend
-    network: bool
+    network: str
+    """The run's network policy: ``open`` gives judges the host's network; otherwise each judge
+    reaches its gateway route through the route's sockets only (``runner.gateway.links``)."""
     read_only: tuple[Path, ...]
     redactor: Redactor
     gateways: dict[str, Gateway] = field(default_factory=dict)
@@ -65,7 +67,7 @@ class JudgeRuntime:
 
     @classmethod
     def build(cls, manifest: Manifest, manifest_dir: Path, snapshot: Snapshot, backend: sandbox.Backend, *,
-              network: bool, read_only: tuple[Path, ...], redactor: Redactor, secrets: list[str]) -> JudgeRuntime:
+              network: str, read_only: tuple[Path, ...], redactor: Redactor, secrets: list[str]) -> JudgeRuntime:
         rt = cls(manifest, manifest_dir, snapshot, backend, network, read_only, redactor)
         modes: set[GatewayMode] = set()
         for v in manifest.variants:
@@ -161,13 +163,14 @@ def judge_one(rt: JudgeRuntime, crit: Criterion, te: TrialEvidence, emit: Emit) 
     gw = rt.gateways[mode]
     stage = f"judge.{crit.id}"
     started = time.monotonic()
+    linked = rt.network != "open" and rt.backend.isolated
     try:
         url = gw.open_trial(te.trial_id, stage=stage, attempt=te.attempt, script=rt.scripts.get(te.variant.id),
-                            variables={"criterion": crit.id, "trial": te.trial_id})
+                            variables={"criterion": crit.id, "trial": te.trial_id}, linked=linked)
     except GatewayConfigError as exc:
         return {**common, "verdict": "inconclusive", "abstained": True, "error": f"model gateway: {exc}"}
     try:
-        text, problem = _run_host(rt, judge, evidence, base, url)
+        text, problem = _run_host(rt, judge, evidence, base, url, gw.link_of(te.trial_id, stage, te.attempt))
     finally:
         calls = gw.close_trial(te.trial_id, stage, te.attempt)
     for call in calls:
@@ -201,8 +204,8 @@ def _edited(evidence: Evidence) -> str | None:
     return f"the evidence changed while the judge ran ({', '.join(bad[:5])})" if bad else None
 
 
-def _run_host(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence, base: Path, url: str
-              ) -> tuple[str | None, str | None]:
+def _run_host(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence, base: Path, url: str,
+              link: Path | None) -> tuple[str | None, str | None]:
     """Run the judge host; (answer text, problem)."""
     home, tmp, out = base / "home", base / "tmp", base / "out"
     for d in (home, tmp, out):
@@ -225,9 +228,9 @@ def _run_host(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence, base: 
                                                    "inputs": str(rt.snapshot.root)})
             read_only += [rt.snapshot.root, *argv_paths(argv)]
         req = sandbox.Request(argv=argv, cwd=evidence.root, env=ordinary_env(env_extra), read_only=read_only,
-                              read_write=[home, out], tmp=tmp, network=rt.network)
+                              read_write=[home, out], tmp=tmp, network=rt.network == "open", link=link)
     else:
-        req_or_problem = _harness_request(rt, judge, evidence, home, tmp, out, url, env_extra, read_only)
+        req_or_problem = _harness_request(rt, judge, evidence, home, tmp, out, url, env_extra, read_only, link)
         if isinstance(req_or_problem, str):
             return None, req_or_problem
         req, fmt = req_or_problem
@@ -248,8 +251,8 @@ def _run_host(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence, base: 
 
 
 def _harness_request(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence, home: Path, tmp: Path,
-                     out: Path, url: str, env_extra: dict[str, str], read_only: list[Path]
-                     ) -> tuple[sandbox.Request, str] | str:
+                     out: Path, url: str, env_extra: dict[str, str], read_only: list[Path],
+                     link: Path | None) -> tuple[sandbox.Request, str] | str:
     """A tool-free Claude Code (``--tools ""``) or a read-only Codex run on the evidence."""
     info, s = judge.info, judge.settings
     binary = s.binary or {"claude-code": "claude", "codex": "codex"}[info.host]
@@ -274,7 +277,7 @@ def _harness_request(rt: JudgeRuntime, judge: ResolvedJudge, evidence: Evidence,
     env = ordinary_env(env_extra)
     env.update(p.env)
     req = sandbox.Request(argv=list(p.argv), cwd=p.cwd, env=env, read_only=[*read_only, *found.mounts],
-                          read_write=[home, out], tmp=tmp, network=rt.network)
+                          read_write=[home, out], tmp=tmp, network=rt.network == "open", link=link)
     return req, info.host
 
 

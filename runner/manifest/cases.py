@@ -37,6 +37,11 @@ class Criterion(Strict):
     success_token: bool = False
     """Pass only if the grader also writes the runner's one-time token (read from its
     stdin) to ``$TRIALHOUSE_RESULT_FILE``: an early ``exit(0)`` is then a failure."""
+    in_process: bool = False
+    """Declares that the grader imports workspace code in its own process (the process
+    that holds the token and decides): code written against that grader can read its memory
+    or replace its helpers. Recorded with the run and labelled ``in-process`` in reports;
+    graders that spawn the code under test in a child are not (docs/security.md)."""
     severity: Literal["blocker", "major", "minor"] | None = None
     """How bad a regression of this criterion is; None → the layer's default
     (``DEFAULT_SEVERITY``). A configuration with a blocker regression is ineligible."""

@@ -4,9 +4,9 @@ isolation, resources, budgets), and the JSON Schema ``trialhouse schema manifest
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from runner.manifest.cases import Case
 from runner.manifest.sweeps import (
@@ -54,6 +54,12 @@ class GatewaySettings(Strict):
     """More variables whose values are redacted from recordings and events."""
     idle_timeout_s: float = Field(default=300, gt=0)
     """forward/record: an upstream silent this long is ``upstream_timeout`` (infra_error)."""
+    max_connections: int = Field(default=64, ge=1, le=4096)
+    """Connections one trial may hold open to the gateway at once (model and proxy); one
+    more is refused and the trial ends ``budget_exhausted`` (docs/gateway.md, "Limits")."""
+    max_requests: int = Field(default=5000, ge=1, le=1_000_000)
+    """Requests (model calls, other paths, proxy connections) one stage invocation may make;
+    beyond it every request is refused and the trial ends ``budget_exhausted``."""
 
     @model_validator(mode="after")
     def _mode_fields(self) -> GatewaySettings:
@@ -71,13 +77,30 @@ class GatewaySettings(Strict):
         return self
 
 
+NetworkPolicy = Literal["none", "gateway", "open"]
+NETWORK_ALIASES: dict[bool, NetworkPolicy] = {True: "open", False: "none"}
+"""The boolean spelling of ``isolation.network`` before the three policies: ``true`` was
+the host's network (``open``), ``false`` loopback only (``none``)."""
+HostName = Annotated[str, StringConstraints(
+    min_length=1, max_length=260, pattern=r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?$")]
+"""An allow-list entry: ``host``, ``*.domain`` (any name below it) or either with ``:port``."""
+
+
 class Isolation(Strict):
     """How agents, prepare commands and graders are contained (docs/security.md)."""
 
     backend: Literal["bubblewrap", "none"] = "bubblewrap"
     """``none`` hides nothing; its runs are recorded and reported as not isolated."""
-    network: bool = True
-    """Agents call model APIs, so the network is on unless switched off here."""
+    network: NetworkPolicy | bool | None = None
+    """What agents reach: ``none`` (loopback only), ``gateway`` (the run's model gateway and
+    nothing else) or ``open`` (the host's network, labelled "network open"). Default:
+    ``gateway`` when a variant uses the gateway, else ``none``; ``open`` with backend
+    ``none``. ``true``/``false`` are the old spelling of ``open``/``none``. Graders never
+    have a network."""
+    allow_hosts: list[HostName] = Field(default_factory=list)
+    """``gateway`` mode: host names agents may reach through the gateway's HTTP(S) proxy
+    (package registries); every connection, allowed or refused, is a ``network_connection``
+    event."""
     read_only_paths: list[NonEmptyStr] = Field(default_factory=list)
     """Absolute host paths (tool installs, e.g. an agent CLI) visible read-only inside."""
 
@@ -156,6 +179,19 @@ class Manifest(Strict):
         flag = variant.agent.gateway
         return self.gateway is not None and (flag if flag is not None else variant.agent.is_harness)
 
+    @property
+    def network_policy(self) -> NetworkPolicy:
+        """The run's network policy, resolved (``Isolation.network``): without a sandbox
+        agents share the host's network whatever the manifest says, so it is ``open``."""
+        declared = self.isolation.network
+        if self.isolation.backend == "none":
+            return "open"
+        if isinstance(declared, bool):
+            return NETWORK_ALIASES[declared]
+        if declared is not None:
+            return declared
+        return "gateway" if any(self.uses_gateway(v) for v in self.variants) else "none"
+
     @model_validator(mode="after")
     def _unique_ids(self) -> Manifest:
         for what, ids in (("case", [c.id for c in self.cases]), ("variant", [v.id for v in self.variants])):
@@ -178,11 +214,25 @@ class Manifest(Strict):
                 unknown = sorted(set(names) - variant_ids)
                 if unknown:
                     raise ValueError(f"gateway.{what}: unknown variant(s) {', '.join(unknown)}")
-            if not self.isolation.network and any(self.uses_gateway(v) for v in self.variants):
-                raise ValueError(
-                    "gateway: agents reach the gateway over the host's loopback, which a sandbox "
-                    "with isolation.network false cannot see; turn the network on, or remove the gateway")
+        self._network_fits()
         return self
+
+    def _network_fits(self) -> None:
+        """Refuse network settings that cannot work, naming the field."""
+        iso, declared = self.isolation, self.isolation.network
+        if iso.backend == "none" and declared in ("none", "gateway", False):
+            raise ValueError(f"isolation.network: {str(declared).lower()} needs isolation.backend bubblewrap; "
+                             "without a sandbox agents share the host's network (leave it unset, or use open)")
+        gated = [v.id for v in self.variants if self.uses_gateway(v)]
+        if self.network_policy == "none" and gated:
+            raise ValueError(f"isolation.network: none leaves no way to the model gateway, which variant(s) "
+                             f"{', '.join(gated)} use; use gateway (the default with a gateway)")
+        if iso.allow_hosts and self.network_policy != "gateway":
+            raise ValueError(f"isolation.allow_hosts: only for isolation.network gateway (the gateway's proxy "
+                             f"enforces it), not {self.network_policy}")
+        if iso.allow_hosts and not gated:
+            raise ValueError("isolation.allow_hosts: no variant uses the model gateway, whose proxy enforces "
+                             "the list; add a gateway section (and a variant that uses it), or drop allow_hosts")
 
 
 def expand_sweeps(m: Manifest) -> Manifest:

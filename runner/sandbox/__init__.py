@@ -32,6 +32,7 @@ from runner.sandbox.bubblewrap import (
     visible,
 )
 from runner.sandbox.discovery import BACKENDS, backend
+from runner.sandbox.forwarder import LINK_MOUNT, MODEL_PORT, PROXY_PORT
 from runner.sandbox.launch import BASH_LAUNCHER, LAUNCHER, launcher, run
 from runner.sandbox.programs import (
     ProgramMounts,
@@ -53,7 +54,7 @@ from runner.sandbox.request import (
 )
 
 __all__ = [
-    "BACKENDS", "BASH_LAUNCHER", "LAUNCHER", "MASKED", "SANDBOX_PATH", "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY",
+    "BACKENDS", "BASH_LAUNCHER", "LAUNCHER", "LINK_MOUNT", "MASKED", "MODEL_PORT", "PROXY_PORT", "SANDBOX_PATH", "SYSTEM_LINK_DIRS", "SYSTEM_READ_ONLY",
     "Backend", "Bubblewrap", "NoIsolation", "ProgramMounts", "Request", "SandboxUnavailable", "backend",
     "canonical_dir", "install_root", "interpreter", "interpreter_paths", "launcher", "program_mounts",
     "resolve_program", "run", "sandbox_path", "shebang", "visible",

@@ -14,6 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from runner.sandbox.forwarder import LINK_MOUNT
 from runner.sandbox.request import SANDBOX_PATH, Backend, Request, interpreter_paths, sandbox_path
 
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/opt/bin")
@@ -51,9 +52,10 @@ class Bubblewrap(Backend):
         args += _system_mounts()
         args += ["--proc", "/proc", "--dev", "/dev"]
         if req.tmp is None:
-            args += ["--tmpfs", "/tmp"]
+            args += [*(["--size", str(req.tmp_bytes)] if req.tmp_bytes else []), "--tmpfs", "/tmp"]
         else:
             args += ["--bind", str(req.tmp), "/tmp"]
+        args += network_mounts(req)
         for p in outermost(_existing([*interpreter_paths(), *req.read_only])):
             args += ["--ro-bind", str(p), str(p)]
         for p in _existing(req.read_write):
@@ -67,6 +69,14 @@ class Bubblewrap(Backend):
         # bwrap's own environment is what PID 1 of the sandbox shows in /proc/1/environ:
         # give it nothing but a PATH, so the runner's variables are nowhere inside.
         return [*args, "--", *req.argv], {"PATH": SANDBOX_PATH}
+
+
+def network_mounts(req: Request) -> list[str]:
+    """A gateway route's socket directory, read-only at ``LINK_MOUNT`` (own network only):
+    connecting to a socket needs no write access, and nothing else of the host's is there."""
+    if req.network or req.link is None:
+        return []
+    return ["--ro-bind", str(req.link), LINK_MOUNT]
 
 
 def _system_mounts() -> list[str]:

@@ -31,7 +31,7 @@ def run(backend: Backend, req: Request, *, timeout: float, stdout_path: Path | N
                            stderr_path=stderr_path, stdin_bytes=stdin_bytes, limit=bound)
     ready_r, ready_w = os.pipe()
     try:
-        launch = replace(req, argv=[*launcher(), str(ready_w), *req.argv])
+        launch = replace(req, argv=[*launcher(req), str(ready_w), *req.argv])
         argv, env = backend.command(launch)
         res = run_bounded(argv, cwd=req.cwd, env=env, timeout=timeout, stdout_path=stdout_path,
                           stderr_path=stderr_path, stdin_bytes=stdin_bytes, pass_fds=(ready_w,), limit=bound)
@@ -53,8 +53,11 @@ BASH_LAUNCHER = 'fd=$1; shift; printf ready >&"$fd"; eval "exec $fd>&-"; exec "$
 """The same in bash (2 ms instead of 13 ms of interpreter start-up per invocation)."""
 
 
-def launcher() -> list[str]:
-    """argv prefix of the launcher: bash where there is one, else the base interpreter."""
+def launcher(req: Request | None = None) -> list[str]:
+    """argv prefix of the launcher: bash where there is one, else the base interpreter; the
+    gateway forwarder (``runner.sandbox.forwarder``) for a request with a gateway link."""
+    if req is not None and req.link is not None and not req.network:
+        return [interpreter(), "-I", "-S", "-c", FORWARDER]
     bash = shutil.which("bash", path=SANDBOX_PATH)
     if bash:
         return [bash, "--norc", "--noprofile", "-c", BASH_LAUNCHER, "trialhouse-launch"]
@@ -69,6 +72,10 @@ LAUNCHER = (
     "    sys.stderr.write(f'trialhouse: cannot start {sys.argv[2]}: {e}\\n'); os._exit(127)\n"
 )
 """Runs as the sandbox's first program (base interpreter, ``-I -S``)."""
+
+
+FORWARDER = Path(__file__).with_name("forwarder.py").read_text(encoding="utf-8")
+"""The forwarder's source, run with ``-c`` (the runner's package is not visible inside)."""
 
 
 def _tail(path: Path | None) -> str:

@@ -36,6 +36,13 @@ class Request:
     tmp: Path | None = None
     """Host directory mounted at /tmp (private to this trial); a fresh tmpfs when None."""
     network: bool = True
+    """The host's network namespace (``isolation.network: open``); False: loopback only."""
+    link: Path | None = None
+    """Without the host's network: a gateway route's socket directory (``runner.gateway.links``),
+    mounted read-only at ``LINK_MOUNT``; a forwarder on the sandbox's own loopback
+    (``runner.sandbox.forwarder``) relays the route's ports to it (docs/security.md, "Network")."""
+    tmp_bytes: int | None = None
+    """Size cap of the fresh /tmp tmpfs (``tmp`` None); None: the kernel's default."""
 
 
 class Backend:

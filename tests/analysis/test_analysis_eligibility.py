@@ -1,5 +1,5 @@
 """Baselines (null, reference agents) are reference points: never candidates, never in a Holm
-family, never the default baseline, never blockers (analysis/eligibility.py)."""
+family, never the default baseline, never ineligible (analysis/eligibility.py)."""
 
 from __future__ import annotations
 
@@ -75,29 +75,33 @@ def test_default_baseline_rule_on_records():
     assert roles["b"].is_candidate and roles["n"].is_baseline and not roles["n"].is_candidate
 
 
-def test_baselines_never_block_but_their_invalid_trials_are_noted():
+def test_baselines_are_never_ineligible_and_a_regression_is_no_gate():
+    """A candidate's invalid trials make it ineligible; its significant regression is
+    reported apart (its trials are sound: it stays eligible, distinguishably worse)."""
     roles = {"n": Eligibility("n", "baseline", "null"), "c": Eligibility("c", "candidate")}
     names = {"n": {"config_id": "n", "variant": "null"}, "c": {"config_id": "c", "variant": "cand"}}
     checks = [RegressionCheck(names["n"], "c", 0, 18, 1e-5),  # the old "null regressed" bug
               RegressionCheck(names["c"], "n", 1, 7, 0.03),
               RegressionCheck(names["c"], "previous_period", 1, 7, 0.2)]
     found = blockers({"n": 1, "c": 2}, names, checks, roles)
-    assert [(b.kind, b.config_id) for b in found.found] == [("invalid_trials", "c"),
-                                                            ("severe_regression", "c")]
-    assert found.found[1].p == 0.03 and "regressed on 7 task(s)" in found.found[1].message
-    assert len(found.notes) == 1 and "null" in found.notes[0] and "never a blocker" in found.notes[0]
+    assert [(b.kind, b.config_id) for b in found.found] == [("invalid_trials", "c")]
+    assert [(b.kind, b.config_id) for b in found.regressions] == [("severe_regression", "c")]
+    assert found.regressions[0].p == 0.03 and "regressed on 7 task(s)" in found.regressions[0].message
+    assert len(found.notes) == 1 and "null" in found.notes[0] and "never ineligible" in found.notes[0]
 
 
 def test_headline_names_the_winner_with_the_numbers_of_the_comparison(wh, grid):
     res = compare.compare(wh(_bench(grid)))
     head = headline(res)
-    assert "Baseline: base" in head.intro and "Reference points, never candidates" in head.intro
+    assert "2 candidates against the baseline base (the first variant" in head.context
+    assert "reference points, not candidates: null, oracle" in head.context
+    assert head.intro.splitlines()[-1] == head.context
     better, worse = head.lines
     # base accepts t1, t3, t5, t7; better accepts all: +50 points, 4 improved / 0 regressed.
     assert better.effect == pytest.approx(0.5) and (better.improved, better.regressed) == (4, 0)
     assert better.p == pytest.approx(binomtest(4, 4).pvalue)
     assert better.sentence.startswith("better accepts 50.0 points more tasks than base")
-    assert "not distinguishable: only 4 of 8 tasks differ" in better.sentence  # N < 6
+    assert "not distinguishable: only 4 of 8 tasks differ, too few for the sign test" in better.sentence
     assert worse.sentence.startswith("worse accepts 50.0 points fewer tasks than base")
     # Every trial costs $0.01: base $0.08 / 4 accepted, better $0.08 / 8, worse accepts none.
     assert better.cost_change == "−50%" and better.sentence.endswith("cost per accepted −50%.")

@@ -86,3 +86,42 @@ def test_the_report_shows_isolation_integrity_invalidated_runs_unscored_cases_an
     assert not any(b["config_id"] == "null" for b in doc["blockers"])
     (line,) = doc["headline"]["lines"]
     assert "INELIGIBLE, not a candidate to ship" in line["sentence"]
+
+
+def test_network_open_runs_and_in_process_graders_are_labelled_in_summarize_and_the_report(
+        tmp_path, write_run):
+    """Issue 28: a run whose agents had the host's network says "network open" wherever its
+    results appear, and a criterion declared in_process is named "in-process"."""
+    import subprocess
+    import sys
+
+    from analysis.summary import summarize
+    from warehouse import db as warehouse_db
+
+    db = tmp_path / "w" / "t.duckdb"
+    t0 = datetime(2026, 3, 1, tzinfo=UTC)
+    crits = [{"case_id": c, "criterion_id": "target", "layer": "target", "kind": "command",
+              "in_process": c == "t1"} for c in CASES]
+    for run, policy, hours in (("open-run", "open", 0), ("gated-run", "gateway", 1)):
+        spec = {"base": ("command", {c: [A if i % 2 else R] for i, c in enumerate(CASES)}),
+                "cand": ("command", {c: [A] for c in CASES})}
+        write_run(db, _trials(run, spec), run_id=run, started=t0 + timedelta(hours=hours),
+                  run={"manifest_id": "m", "isolated": True, "isolation_backend": "bubblewrap",
+                       "network": policy == "open", "network_policy": policy, "integrity": "intact"},
+                  extra_tables={"criteria": crits if run == "gated-run" else []})
+    con = warehouse_db.open(db, read_only=True)
+    try:
+        notes = summarize(con).warnings
+    finally:
+        con.close()
+    assert any(n.startswith("NETWORK OPEN: run open-run") for n in notes), notes
+    assert not any("NETWORK OPEN: run gated-run" in n for n in notes)
+    assert any(n.startswith("IN-PROCESS graders in run gated-run: t1/target:") for n in notes), notes
+    paths = write_report(db, tmp_path / "report", baseline="base")
+    md = paths.markdown.read_text("utf-8")
+    assert "bubblewrap, network open" in md and "bubblewrap, model gateway only" in md
+    assert "NETWORK OPEN: run open-run" in md[:md.index("## Controls")]
+    assert "IN-PROCESS graders in run gated-run: t1/target" in md
+    cli = json.loads(subprocess.run([sys.executable, "-m", "trialhouse", "summarize", "--warehouse", str(db),
+                                     "--json"], capture_output=True, text=True, check=True).stdout)
+    assert any("NETWORK OPEN: run open-run" in w for w in cli["warnings"])

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from contract.call_events import ModelCall, TrajectoryStep
+from contract.call_events import ModelCall, NetworkConnection, TrajectoryStep
 from contract.events import EVENT_ADAPTER, EVENT_TYPES, dump_event
 from contract.stage_events import JudgeInfo, Judgment
 from contract.trial_events import (
@@ -54,6 +54,9 @@ def _every_event_type() -> list[BaseModel]:
                      provider="anthropic", api="messages", model="m", status=200, input_tokens=10, output_tokens=3,
                      provider_usage={"input_tokens": 10, "output_tokens": 3}, tool_calls=["Read"], latency_s=0.25,
                      request_sha256="c" * 64, started_at_unix=1764600000.123456),
+        NetworkConnection(**s.env("run-1-t001"), stage="build", attempt=1, host="pypi.org", port=443,
+                          method="CONNECT", allowed=True, bytes_up=517, bytes_down=4096, duration_s=0.75,
+                          started_at_unix=1764600000.25),
         TrajectoryStep(**s.env("run-1-t001"), attempt=1, stage="build", index=0, kind="tool", source="gateway",
                           tool="Bash", action="run", paths=["a.py"], command="pytest", exit_code=1, ok=False,
                           started_at_unix=1764600000.5, ended_at_unix=1764600001.25),

@@ -15,13 +15,14 @@ from scipy.stats import binomtest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse", "filters", "window",
-            "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "summary",
+            "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "regressions",
+            "summary",
             "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
             "matrix_absent", "failures", "flags", "familiarity", "latency", "trajectory", "previous_period",
             "judgments_and_review", "charts",
             "charts_skipped"]
-SECTIONS = ["headline", "controls", "blockers", "summary", "comparison", "consistency", "pareto", "matrix",
-            "failures", "flags", "judgments", "familiarity", "distributions", "period"]
+SECTIONS = ["headline", "controls", "eligibility", "summary", "comparison", "consistency", "pareto", "matrix",
+            "failures", "flags", "judgments", "familiarity", "distributions", "period", "glossary"]
 
 
 def _sql(db: Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -218,3 +219,24 @@ def test_a_source_without_cost_draws_no_cost_chart_and_says_why(tmp_path: Path) 
     assert all(r["flags"] is None for r in doc["summary"]["rows"])
     md = paths.markdown.read_text(encoding="utf-8")
     assert "Not drawn: cost (no trial has a known cost_usd)" in md
+
+
+def test_glossary_terms_link_once_from_their_first_use(fixture_report) -> None:
+    """Jargon is explained in the Glossary; the first use of each term in the prose links to
+    its entry, later uses stay plain, and every link has its target."""
+    from analysis.report.render import Glossary
+    from analysis.report.sections.glossary import TERMS
+
+    html = fixture_report.html.read_text(encoding="utf-8")
+    links = re.findall(r'<a class="term" href="#term-([a-z-]+)">', html)
+    assert links and len(links) == len(set(links)), "one link per term"
+    for term in links:
+        assert f'<dt id="term-{term}">' in html, term
+    head = html[html.index('<section id="headline">'):html.index('<section id="controls">')]
+    assert '<a class="term" href="#term-baseline">baseline</a>' in head
+    linker = Glossary(list(TERMS))
+    first = str(linker("Holm <b> and holm, then sign test; SIMULATED"))
+    assert first == ('<a class="term" href="#term-holm">Holm</a> &lt;b&gt; and holm, then '
+                     '<a class="term" href="#term-sign-test">sign test</a>; '
+                     '<span class="sim">SIMULATED</span>')
+    assert str(linker("Holm again")) == "Holm again"

@@ -180,3 +180,21 @@ def test_has_data_tells_an_empty_chart() -> None:
     df = pl.DataFrame({"label": ["a", "b"], "cost_usd": [None, float("inf")]}, schema={"label": pl.String, "cost_usd": pl.Float64})
     assert not charts.has_data(df, "cost_usd")
     assert charts.has_data(df.with_columns(pl.lit(1.0).alias("cost_usd")), "cost_usd")
+
+
+def test_pareto_names_are_spaced_apart_inside_the_plot_and_near_their_points() -> None:
+    """``place_labels``: crowded points get names at least LABEL_GAP px apart, in the order of
+    their points, inside the plot's height; a point with room keeps its name at its height."""
+    from analysis.charts.cost import LABEL_GAP, place_labels
+
+    rates, domain, height = [0.80, 0.801, 0.799, 0.802, 0.3, 0.999], (0.25, 1.0), 260.0
+    placed = place_labels(rates, domain, height)
+    px = [height * (domain[1] - y) / (domain[1] - domain[0]) for y in placed]
+    order = sorted(range(len(rates)), key=lambda i: -rates[i])
+    assert [px[i] for i in order] == sorted(px), "names keep their points' order"
+    gaps = [b - a for a, b in zip(sorted(px), sorted(px)[1:], strict=False)]
+    assert min(gaps) >= LABEL_GAP - 1e-9 and 0 <= min(px) and max(px) <= height
+    assert placed[4] == pytest.approx(0.3), "an uncrowded point keeps its name at its height"
+    spec = charts.pareto_chart(PARETO).to_dict()
+    text = next(layer for layer in spec["layer"] if layer.get("name") == "pareto_labels")
+    assert text["encoding"]["y"]["field"] == "label_rate" and "value" in text["encoding"]["x"]

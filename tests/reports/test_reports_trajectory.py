@@ -48,7 +48,11 @@ def test_the_section_shows_the_metrics_beside_acceptance(data):
     assert any("not quality scores" in p for p in s.paragraphs)
     cells = {(r[0], r[2]): r for r in s.tables[0].rows}
     assert any(metric == "final_check: passed_after_last_edit" for _, metric in cells)
-    assert len(s.tables[0].rows) == len(doc["trajectory"])
+    # Rows with data are shown; the ones no stage recorded are folded, none dropped.
+    shown, folded = s.tables[0].rows, [r for t in s.folded for r in t.rows]
+    assert len(shown) + len(folded) == len(doc["trajectory"]) and folded
+    assert all(any(c != "—" for c in r[3:6]) for r in shown)
+    assert all(all(c == "—" for c in r[3:6]) for r in folded)
 
 
 def test_without_steps_the_section_is_left_out(fixture_report):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contract.trial_events import Flag
-from runner.flags import FlagFinding, inspect_patch, is_allowed
+from runner.flags import FlagFinding, grader_names, inspect_patch, is_allowed
 
 BASE = {
     "shop/orders.py": (
@@ -235,3 +235,55 @@ def test_kinds_match_the_event_contract(repo):
 
 def test_empty_diff_has_no_findings():
     assert inspect_patch("", ["shop"]) == []
+
+
+GRADERS = {
+    "graders/_harness.py": b"def run(checks):\n    pass\n\n\ndef outcome(exc, fn):\n    pass\n",
+    "graders/shop_service.py": b"from _harness import run\n\nCHECKS = {}\n\n\ndef orders_existing(see):\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("line", [
+    "frame = sys._getframe(1)",
+    "for f in inspect.stack(): pass",
+    "caller = frame.f_back",
+    "seen = frame.f_locals",
+    "objs = gc.get_objects()",
+    "refs = gc.get_referrers(token)",
+    "data = open('/proc/self/mem', 'rb')",
+    "maps = open(f'/proc/{os.getppid()}/maps')",
+    "sys.modules['json'] = fake",
+    "sys.modules.update(shadow)",
+    "import __main__",
+    "main = sys.modules['__main__']",
+    "out = os.environ['TRIALHOUSE_RESULT_FILE']",
+])
+def test_code_reaching_into_its_importer_is_flagged(repo, line):
+    edit(repo, "shop/orders.py", "import json\n", f"import json\n{line}\n")
+    (finding,) = inspect_patch(diff(repo), ["shop"])
+    assert finding.kind == "grader_introspection" and finding.path == "shop/orders.py"
+    assert line.strip() in finding.detail
+
+
+@pytest.mark.parametrize("line", [
+    "import _harness",
+    "import sys, _harness",
+    "from _harness import outcome",
+    "_harness.outcome = lambda *a: None",
+    "shop_service.CHECKS.clear()",
+    "setattr(shop_service, 'orders_existing', noop)",
+    "helper = getattr(sys.modules.get('_harness'), 'outcome')",
+])
+def test_code_naming_a_graders_module_or_helpers_is_flagged(repo, line):
+    edit(repo, "shop/orders.py", "import json\n", f"import json\n{line}\n")
+    found = inspect_patch(diff(repo), ["shop"], grader_names(GRADERS))
+    assert [f.kind for f in found] == ["grader_helper"], found
+
+
+def test_ordinary_code_with_common_words_is_not_a_grader_helper(repo):
+    edit(repo, "shop/orders.py", "import json\n",
+         "import json\nimport subprocess\n\n\ndef run(checks):\n    return subprocess.run(checks)\n"
+         "\n\ndef outcome(x):\n    return x.CHECKS\n")
+    assert inspect_patch(diff(repo), ["shop"], grader_names(GRADERS)) == []
+    assert sorted(grader_names(GRADERS).modules) == ["_harness", "shop_service"]
+    assert grader_names({"graders/broken.py": b"def (", "rubric.md": b"x"}).modules == {"broken": frozenset()}

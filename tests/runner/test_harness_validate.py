@@ -62,7 +62,8 @@ def test_a_harness_variant_is_valid_and_validate_prints_version_and_mounts(kit, 
     report = validate_manifest(m)
     assert report.ok, report.problems
     assert report.notes == [f"variants[0] c: claude-code 2.1.332 at {binary} (visible in the sandbox: {cli_dir})",
-                            "gateway: scripted mode for c"]
+                            "gateway: scripted mode for c",
+                            "isolation.network: gateway (agents reach the model gateway only; graders have no network)"]
     proc = subprocess.run([sys.executable, "-m", "trialhouse", "validate", "--manifest", str(m)],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "claude-code 2.1.332 at" in proc.stdout
@@ -167,9 +168,11 @@ def test_gateway_problems(kit, corpus_root, cli_dir, monkeypatch):
                            "environment: the gateway sends it to http://127.0.0.1:9 for the agents' anthropic calls"]
     monkeypatch.setenv("TH_TEST_ANTHROPIC_KEY", "sk-ant-test-0123456789abcdef0123")
     assert problems(m) == []
-    # agents reach the gateway over the host's loopback: refused when the network is off
-    m = manifest(kit, corpus_root / "b", variant, gateway=forward, isolation={"network": False})
-    assert any("isolation.network false cannot see" in p for p in problems(m))
+    # no network at all leaves no way to the gateway (false is the old spelling of none)
+    for off in (False, "none"):
+        m = manifest(kit, corpus_root / f"b{off}", variant, gateway=forward, isolation={"network": off})
+        assert any("isolation.network: none leaves no way to the model gateway, which variant(s) c use" in p
+                   for p in problems(m)), problems(m)
     # a script that is not one, and a mode without its inputs
     root = corpus_root / "c"
     m = manifest(kit, root, variant, gateway={"mode": "scripted", "script": "script.json"})

@@ -32,10 +32,14 @@ ws = os.environ["TRIALHOUSE_WORKSPACE"]
 calc = os.path.join(ws, "calc.py")
 st = os.stat(calc)
 text = open(calc).read()
-open(calc, "w").write(text.replace("a + b", "a - b"))  # same size, add() broken
-os.utime(calc, ns=(st.st_atime_ns, st.st_mtime_ns))   # and the old mtime back
-open(os.path.join(ws, "planted.py"), "w").write("x = 1\\n")
-os.makedirs(os.path.join(ws, "pkg"))
+try:  # in bubblewrap the workspace is read-only to graders: every write below is refused
+    open(calc, "w").write(text.replace("a + b", "a - b"))  # same size, add() broken
+    os.utime(calc, ns=(st.st_atime_ns, st.st_mtime_ns))   # and the old mtime back
+    open(os.path.join(ws, "planted.py"), "w").write("x = 1\\n")
+    os.makedirs(os.path.join(ws, "pkg"))
+    print("vandalised the workspace")
+except OSError as exc:
+    print("workspace refused:", exc.strerror)
 open(os.path.join(os.environ["HOME"], "planted"), "w").write("from the vandal\\n")
 open(os.environ["TRIALHOUSE_RESULT_FILE"], "w").write("not my token")
 sys.exit(0)
@@ -81,6 +85,8 @@ def test_a_grader_that_vandalises_its_copy_leaves_the_next_criterion_a_pristine_
                       "checker": "passed"}
     out = tmp_path / "o" / "trials" / "mul__fixer__r1" / "grading" / "a1" / "checker.out"
     assert out.read_text().strip() == "pristine"
+    said = (out.parent / "vandal.out").read_text()
+    assert ("Read-only file system" in said) if backend == "bubblewrap" else ("vandalised" in said), said
     assert res.outcomes == {"accepted": 1}
 
 

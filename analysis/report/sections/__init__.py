@@ -10,15 +10,16 @@ from __future__ import annotations
 from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
-    blockers,
     budget,
     comparison,
     consistency,
     controls,
     distributions,
+    eligibility,
     failures,
     familiarity,
     flags,
+    glossary,
     headline,
     judgments,
     matrix,
@@ -29,8 +30,8 @@ from analysis.report.sections import (
     visibility,
 )
 
-ORDER = (headline, controls, blockers, summary, comparison, consistency, pareto, budget, matrix,
-         failures, flags, visibility, judgments, familiarity, trajectory, distributions, period)
+ORDER = (headline, controls, eligibility, summary, comparison, consistency, pareto, budget, matrix,
+         failures, flags, visibility, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
 def build(data: ReportData) -> list[Section]:

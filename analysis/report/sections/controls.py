@@ -17,14 +17,22 @@ _RUN_COLUMNS = ["run", "source", "manifest", "manifest sha256", "initial commit"
                 "executor", "integrity"]
 
 
+NETWORK_WORDS = {"none": ", no network", "gateway": ", model gateway only", "open": ", network open"}
+"""A run's ``network_policy`` in the isolation column; runs before the policies say on/off."""
+
+
 def isolation(r: dict[str, Any]) -> str:
-    """The sandbox a run's agents and graders ran in, in words ("NOT ISOLATED" when none)."""
+    """The sandbox a run's agents and graders ran in, in words ("NOT ISOLATED" when none,
+    "network open" when its agents had the host's network)."""
     if r.get("isolated") is False:
-        return "NOT ISOLATED" + (f" ({r['isolation_backend']})" if r.get("isolation_backend")
+        return "NOT ISOLATED" + (f" ({r['isolation_backend']}, network open)" if r.get("isolation_backend")
                                  else "")
     if r.get("isolated"):
-        net = "" if r.get("network") is None else (", network on" if r["network"]
-                                                   else ", network off")
+        policy = r.get("network_policy")
+        if policy in NETWORK_WORDS:
+            net = NETWORK_WORDS[policy]
+        else:
+            net = "" if r.get("network") is None else (", network on" if r["network"] else ", network off")
         return f"{r.get('isolation_backend') or 'isolated'}{net}"
     return "unknown (not recorded by the source)"
 
@@ -43,7 +51,7 @@ def tampered(r: dict[str, Any]) -> bool:
 
 
 def _run_row(r: dict[str, Any]) -> list[Any]:
-    started = r["started_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("started_at") else fmt.DASH
+    started = fmt.when(r.get("started_at"))
     return [r["run_id"] + (" SIMULATED" if r.get("simulated") else ""),
             r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
             (r.get("manifest_sha256") or fmt.DASH)[:16],
@@ -70,6 +78,9 @@ def run_warnings(d: ReportData) -> list[str]:
            f"(isolation {r.get('isolation_backend') or 'none'}): an agent could read the "
            "answer or tamper with grading; treat its results as unverified."
            for r in d.runs if r.get("isolated") is False]
+    out += [f"NETWORK OPEN: run {r['run_id']} gave its agents the host's network (isolation.network "
+            "open): an agent could fetch an upstream fix or reach other trials and the host's loopback."
+            for r in d.runs if r.get("isolated") and r.get("network_policy") == "open"]
     out += [f"TAMPERED: run {r['run_id']}: {r['integrity']}. Its configurations are "
             "ineligible." for r in d.runs if tampered(r)]
     return out
@@ -83,8 +94,7 @@ def _left_out(d: ReportData, s: Section) -> None:
             "Invalidated runs (excluded)",
             columns(["run", "source", "manifest", "reason", "invalidated"]),
             [[r["run_id"], r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
-              r["reason"], r["set_at"].strftime("%Y-%m-%d %H:%M UTC") if r.get("set_at")
-              else fmt.DASH] for r in d.invalidated]))
+              r["reason"], fmt.when(r.get("set_at"))] for r in d.invalidated]))
     u = d.unscored
     if u is None:
         return

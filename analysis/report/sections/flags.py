@@ -16,7 +16,8 @@ def section(d: ReportData) -> Section:
         "Findings of the runner's inspection of each final patch (broad exception handlers, "
         "skipped or deleted tests, edits outside the task, …): for a reviewer to look at, "
         "never a failure and never part of a rate. Each trial links to its evidence "
-        "(changes.patch, logs, verdicts).")
+        "(changes.patch, logs, verdicts), or to its page in the trial viewer when the report "
+        "was written with --viewer-url or --bundle.")
     if not rows:
         s.absent = "No flag in the selected trials."
         s.warnings += sentences(d.flags.warnings)
@@ -27,7 +28,8 @@ def section(d: ReportData) -> Section:
                 [False, False, True, True, False, False], identifying=2),
         [[name(d, r), r["kind"], fmt.count(r["flags"]), fmt.pct(r["trials_flagged"], r["trials"]),
           fmt.listing(r["paths"], limit=3),
-          tuple(Link(t, e) for t, e in zip(r["trial_ids"], r["evidence"], strict=True))
+          tuple(Link(t, e, (run, t)) for t, run, e in zip(r["trial_ids"], r["run_ids"],
+                                                          r["evidence"], strict=True))
           + ((Link(f"and {r['trials_flagged'] - len(r['trial_ids'])} more"),)
              if r["trials_flagged"] > len(r["trial_ids"]) else ())]
          for r in rows]))

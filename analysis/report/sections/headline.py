@@ -1,4 +1,5 @@
-"""The headline: who won, one sentence per candidate (``analysis.headline``)."""
+"""The headline: the decision first, then who is ineligible, who is compared with whom, and
+one sentence per candidate (``analysis.headline``: the same sentences ``compare`` prints)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ def section(d: ReportData) -> Section:
     if d.headline is None:
         s.absent = f"No comparison: {d.compare_absent or 'nothing to compare'}."
         return s
-    s.paragraphs.append(d.headline.intro)
+    decision = d.headline.decision
+    s.lead = decision.sentence
+    if decision.ineligible_sentence:
+        s.ineligible.append(decision.ineligible_sentence)
+    s.paragraphs.append(d.headline.context)
     s.bullets = [ln.sentence for ln in d.headline.lines]
-    if d.blockers.found:
-        s.warnings.append(f"{len(d.blockers.found)} eligibility blocker(s): see below.")
     return s

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import formatting as fmt
-from analysis.document import Table, columns
+from analysis.document import Cell, Link, Table, columns
 from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections.common import name
@@ -21,6 +21,19 @@ def _kappa(k: float | None, lo: float | None, hi: float | None) -> str:
 
 def _names(d: ReportData) -> dict[str, str]:
     return {c["config_id"]: name(d, c) for c in d.configs}
+
+
+def _trials(d: ReportData, config_id: str, ids: str | None) -> Cell:
+    """Trial ids as links to their trials (the run is known when the id is unique among the
+    configuration's selected trials); "—" when there is none."""
+    if not ids:
+        return fmt.DASH
+    mine = d.trials.filter(pl.col("config_id") == config_id).select("trial_id", "run_id")
+    runs: dict[str, list[str]] = {}
+    for trial, run in mine.iter_rows():
+        runs.setdefault(trial, []).append(run)
+    return tuple(Link(t, None, (runs[t][0], t) if len(runs.get(t, [])) == 1 else None)
+                 for t in ids.split(", "))
 
 
 def section(d: ReportData) -> Section:
@@ -65,7 +78,7 @@ def section(d: ReportData) -> Section:
                      "disagreeing trials"], [False, True, True, True, False, False]),
             [[names.get(x["config_id"], x["config_id"]), fmt.count(x["reviewed"]), fmt.count(x["disagreements"]),
               _num(x["disagreement_rate"]), _kappa(x["kappa"], x["kappa_low"], x["kappa_high"]),
-              x["disagreeing_trials"] or "—"] for x in agree.to_dicts()]))
+              _trials(d, x["config_id"], x["disagreeing_trials"])] for x in agree.to_dicts()]))
     minutes: pl.DataFrame = r.get("minutes", pl.DataFrame())
     if minutes.height:
         s.tables.append(Table(

@@ -11,13 +11,6 @@ from analysis.report.document import Section
 from analysis.report.gather import ReportData
 
 
-def _when(iso: str | None) -> str:
-    """'2026-11-23' for a UTC midnight, else the full time."""
-    if not iso:
-        return fmt.DASH
-    return iso[:10] if iso[10:19] in ("T00:00:00", "") and iso.endswith("+00:00") else iso
-
-
 def _sentence(r: PeriodRow) -> str:
     c = r.comparison
     if c is None or r.verdict not in ("improved", "regressed", "no clear change"):
@@ -51,8 +44,8 @@ def section(d: ReportData) -> Section:
         return s
     w = d.period.window
     s.paragraphs.append(
-        f"This period: {_when(w['since'])} to {_when(w['until'])} (exclusive); previous: "
-        f"{_when(w['previous_since'])} to {_when(w['previous_until'])}. Each configuration is "
+        f"This period: {fmt.when(w['since'])} to {fmt.when(w['until'])} (exclusive); previous: "
+        f"{fmt.when(w['previous_since'])} to {fmt.when(w['previous_until'])}. Each configuration is "
         "compared with itself by the paired comparison of `compare` (one direction per task "
         "both periods ran, exact sign test, holdout tasks apart; Holm over the candidates).")
     rows = sorted(d.period.rows, key=lambda r: r.label)

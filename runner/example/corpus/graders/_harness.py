@@ -1,29 +1,83 @@
-"""Shared grader plumbing: exit 0 = behaviour present, 1 = absent, 2 = grader problem.
+"""Shared grader plumbing: the verdict is decided by a process that never runs workspace code.
 
-Every grader script calls ``run(CHECKS)``; the check name is the only argument.
-The code under test is imported from $TRIALHOUSE_WORKSPACE. Anything the workspace
-code raises (including a missing module or function) counts as "absent" (exit 1).
+Every grader script ends with ``run(CHECKS)`` and is started as ``grader.py CHECK``. Exit
+0 = behaviour present, 1 = absent, 2 = grader problem.
 
-The criteria use trialhouse's success token: the runner writes a one-time token to
-stdin, read here before any workspace code is importable, and written to
-$TRIALHOUSE_RESULT_FILE only after a check passed. Workspace code that ends this
-process early (``os._exit(0)``) therefore fails instead of passing.
+The pattern (docs/security.md, "The verdict channel"):
+
+* The **trusted parent** reads trialhouse's one-time success token from stdin, makes itself
+  undumpable (``prctl(PR_SET_DUMPABLE, 0)``: no other process of its user may read its
+  memory through ``/proc/<pid>/mem`` or ptrace it), and never imports workspace code.
+* It runs the check in a **child** (this same script, ``--observe CHECK FD``): a new
+  process that shares no memory with it, has no token, and is the only one that imports
+  the code under test. The child records what it *observes* (``see(label, value)``) and
+  writes the observations as one JSON line on a pipe.
+* The parent compares the observations with what the check **expects** (declared with
+  ``@check({...})``), prints PASS/FAIL, and writes the token to ``$TRIALHOUSE_RESULT_FILE``
+  only when every expected observation is there and equal.
+
+Whatever the workspace code does in the child — exit early, print, read the child's frames
+or memory, replace these helpers with no-ops — it can change what is observed, never the
+verdict, and it never holds the token. What it can still do is read this file (it is in
+the same sandbox) and report the expected values instead of computing them: code written
+against a grader. Patch inspection flags code that names a grader's modules or helpers.
 """
 
 from __future__ import annotations
 
 import builtins
+import ctypes
 import io
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
 
+PR_SET_DUMPABLE = 4
+OBSERVATIONS_LIMIT = 1024 * 1024
+
 
 def _infra(message: str) -> None:
     print(f"grader error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def check(expected: dict):
+    """Declare what a check must observe: ``{label: value}``, compared after a JSON round trip."""
+    def register(fn):
+        fn.expected = expected
+        return fn
+    return register
+
+
+def raised(name: str) -> str:
+    """The observation of a call that raised ``name`` (see ``outcome``)."""
+    return f"raised {name}"
+
+
+def outcome(exc_type, fn, *args, **kwargs):
+    """What a call did: ``raised <exc_type>`` (or a subclass), ``raised <other> …``, or its value."""
+    try:
+        value = fn(*args, **kwargs)
+    except exc_type:
+        return raised(exc_type.__name__)
+    except Exception as exc:  # noqa: BLE001 - an observation, compared in the parent
+        return f"raised {type(exc).__name__}: {exc}"
+    return {"returned": value}
+
+
+# -- the trusted parent ----------------------------------------------------------------
+
+
+def _undumpable() -> None:
+    """No process of this user may read this one's memory or ptrace it (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _read_token() -> str:
@@ -32,23 +86,54 @@ def _read_token() -> str:
     return sys.stdin.readline().strip()
 
 
-def run(checks: dict) -> None:
-    sys.dont_write_bytecode = True  # never leave __pycache__ in the workspace
+def _observe_in_child(script: str, name: str) -> tuple[dict | None, str]:
+    """Run check ``name`` in a child; (its report, or None with why there is none)."""
+    read_end, write_end = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k != "TRIALHOUSE_RESULT_FILE"}
+    try:
+        child = subprocess.Popen([sys.executable, script, "--observe", name, str(write_end)],
+                                 stdin=subprocess.DEVNULL, pass_fds=(write_end,), env=env)
+    finally:
+        os.close(write_end)
+    data = b""
+    with os.fdopen(read_end, "rb") as pipe:
+        while len(data) <= OBSERVATIONS_LIMIT and (chunk := pipe.read(65536)):
+            data += chunk
+    code = child.wait()
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            report = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(report, dict) and isinstance(report.get("observations"), dict):
+            return report, ""
+    return None, f"the check reported nothing (the code under test ended it early: exit {code})"
+
+
+def _decide(name: str, expected: dict, report: dict) -> str | None:
+    """Why the observations do not match the expectations, or None when they do."""
+    if report.get("error"):
+        return f"workspace code raised {report['error']}"
+    seen = report["observations"]
+    want = json.loads(json.dumps(expected, default=repr))
+    for label, value in want.items():
+        if label not in seen:
+            return f"{label}: not observed"
+        if seen[label] != value:
+            return f"{label}: expected {value!r}, got {seen[label]!r}"
+    return None
+
+
+def _parent(checks: dict, name: str) -> None:
+    _undumpable()  # before the token is read: it is never in a readable process
     token = _read_token()
     workspace = os.environ.get("TRIALHOUSE_WORKSPACE")
     if not workspace or not os.path.isdir(workspace):
         _infra("TRIALHOUSE_WORKSPACE is not set or is not a directory")
-    if len(sys.argv) != 2 or sys.argv[1] not in checks:
-        _infra(f"usage: {sys.argv[0]} CHECK (one of {', '.join(sorted(checks))})")
-    name = sys.argv[1]
-    sys.path.insert(0, workspace)
-    try:
-        checks[name]()
-    except AssertionError as exc:
-        print(f"FAIL {name}: {exc}")
-        sys.exit(1)
-    except BaseException as exc:  # the workspace code itself failed: behaviour absent
-        print(f"FAIL {name}: workspace code raised {type(exc).__name__}: {exc}")
+    report, why = _observe_in_child(os.path.abspath(sys.argv[0]), name)
+    problem = why if report is None else _decide(name, checks[name].expected, report)
+    if problem:
+        print(f"FAIL {name}: {problem}")
         sys.exit(1)
     print(f"PASS {name}")
     result = os.environ.get("TRIALHOUSE_RESULT_FILE")
@@ -58,18 +143,33 @@ def run(checks: dict) -> None:
     sys.exit(0)
 
 
-def raises(exc_type, fn, *args, **kwargs):
-    """Assert that fn(*args) raises exc_type; other exceptions propagate (→ exit 1)."""
+# -- the child: the only process that imports workspace code ------------------------------
+
+
+def _child(checks: dict, name: str, fd: int) -> None:
+    out = os.fdopen(fd, "w", encoding="utf-8")
+    observations: dict = {}
+    error = None
+    sys.path.insert(0, os.environ["TRIALHOUSE_WORKSPACE"])
     try:
-        fn(*args, **kwargs)
-    except exc_type as exc:
-        return exc
-    raise AssertionError(f"{getattr(fn, '__name__', fn)}{args!r} did not raise {exc_type.__name__}")
+        checks[name](observations.__setitem__)
+    except BaseException as exc:  # noqa: BLE001 - the workspace code failed: behaviour absent
+        error = f"{type(exc).__name__}: {exc}"
+    out.write(json.dumps({"observations": observations, "error": error}, default=repr) + "\n")
+    out.flush()
+    os._exit(0)
 
 
-def equal(actual, expected, what: str) -> None:
-    if actual != expected:
-        raise AssertionError(f"{what}: expected {expected!r}, got {actual!r}")
+def run(checks: dict) -> None:
+    sys.dont_write_bytecode = True  # never leave __pycache__ in the workspace
+    if len(sys.argv) == 4 and sys.argv[1] == "--observe" and sys.argv[2] in checks:
+        _child(checks, sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) != 2 or sys.argv[1] not in checks:
+        _infra(f"usage: {sys.argv[0]} CHECK (one of {', '.join(sorted(checks))})")
+    _parent(checks, sys.argv[1])
+
+
+# -- helpers the checks use inside the child ------------------------------------------------
 
 
 class RacyDict(dict):
@@ -131,7 +231,14 @@ def in_threads(fn, threads: int) -> list:
     return results
 
 
-def check_atomic_write(write, read, filename: str, good, bad) -> None:
+def atomic_write_expected(good) -> dict:
+    """What ``see_atomic_write`` must observe for a correct atomic write of ``good``."""
+    return {"a failed write failed": True, "content after a failed write": good,
+            "stray files after a failed write": [], "content after a successful write": good,
+            "target opened for writing in place": False}
+
+
+def see_atomic_write(see, write, read, filename: str, good, bad) -> None:
     """A write that fails half-way must leave the previous file intact and no stray
     temporary files, and the target path must never be opened for writing directly."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -140,12 +247,11 @@ def check_atomic_write(write, read, filename: str, good, bad) -> None:
         try:
             write(target, bad)
         except Exception:
-            pass
+            see("a failed write failed", True)
         else:
-            raise AssertionError("writing an unserialisable value did not fail")
-        equal(read(target), good, "content after a failed write")
-        leftovers = sorted(p.name for p in Path(tmp).iterdir() if p.name != filename)
-        equal(leftovers, [], "stray files after a failed write")
+            see("a failed write failed", False)
+        see("content after a failed write", read(target))
+        see("stray files after a failed write", sorted(p.name for p in Path(tmp).iterdir() if p.name != filename))
 
         opened: list[str] = []
         real_open, real_os_open = builtins.open, os.open
@@ -167,6 +273,5 @@ def check_atomic_write(write, read, filename: str, good, bad) -> None:
         finally:
             builtins.open = io.open = real_open
             os.open = real_os_open
-        equal(read(target), good, "content after a successful write")
-        if os.path.abspath(target) in opened:
-            raise AssertionError("the target file was opened for writing in place (not atomic)")
+        see("content after a successful write", read(target))
+        see("target opened for writing in place", os.path.abspath(target) in opened)
