@@ -30,7 +30,7 @@ def _run(check: dict, workspace: str) -> tuple[str, str]:
     with tempfile.TemporaryDirectory(prefix="trialhouse-check-") as tmp:
         result = os.path.join(tmp, "result")
         env = dict(os.environ, TRIALHOUSE_WORKSPACE=workspace, TRIALHOUSE_INPUTS=HERE,
-                   TRIALHOUSE_RESULT_FILE=result, PYTHONDONTWRITEBYTECODE="1")
+                   TRIALHOUSE_RESULT_FILE=result, PYTHONDONTWRITEBYTECODE="1", PYTHONNOUSERSITE="1")
         try:
             done = subprocess.run(check["argv"], cwd=HERE, env=env, input=(token + "\n") if token else "",
                                   capture_output=True, text=True, timeout=check.get("timeout_seconds", 60))

@@ -147,3 +147,92 @@ def test_making_a_check_visible_is_a_new_evaluator_and_hidden_ones_keep_their_fi
     hidden = fingerprint(doc)
     del doc["cases"][0]["criteria"][2]["visible"]
     assert visible != hidden == fingerprint(doc)
+
+
+# -- the attack: everything the agent can reach, searched for every hidden check ------------
+
+PROBING_AGENT = """import json, os, subprocess, sys
+from pathlib import Path
+here = Path(__file__).resolve()
+mine = {here, Path(sys.argv[1]).resolve()}
+markers = json.loads(Path(sys.argv[1]).read_text())
+checks = Path(os.environ["TRIALHOUSE_CHECKS"])
+SKIP = ("/proc", "/sys", "/dev", "/usr", "/etc", sys.base_prefix, sys.prefix)
+found = {name: [] for name in markers}
+for base, dirs, files in os.walk("/"):
+    if base.startswith(SKIP):
+        dirs[:] = []
+        continue
+    for f in files:
+        path = Path(base) / f
+        if path in mine:
+            continue
+        try:
+            text = path.read_text(errors="replace") if path.stat().st_size < 256 * 1024 else ""
+        except OSError:
+            continue
+        for name, marker in markers.items():
+            if marker in text:
+                found[name].append(str(path))
+writes = {}
+for rel in ("graders/visible_mul.py", "checks.json", "run_check.py", "planted.py"):
+    try:
+        (checks / rel).write_text("import sys\\nsys.exit(0)\\n")
+        writes[rel] = "WROTE"
+    except OSError as exc:
+        writes[rel] = type(exc).__name__
+ran = subprocess.run([sys.executable, str(checks / "run_check.py")], capture_output=True, text=True)
+print(json.dumps({"found": found, "checks": str(checks), "writes": writes, "ran": ran.stdout,
+                  "exit": ran.returncode}))
+"""
+
+
+def test_the_agent_reaches_the_visible_check_and_no_hidden_one_anywhere(kit, corpus_root, tmp_path):
+    """Every file the agent's sandbox can read is searched for a random marker planted in each
+    hidden grader (the case's own, the drawn pool criteria, the pool criteria not drawn) and in
+    the visible one: only the visible marker is found, and only under ``$TRIALHOUSE_CHECKS``,
+    which the agent cannot write to; its runs use the runner's copy. The visible marker is
+    the probe's own control: the same search that finds it finds nothing hidden."""
+    import secrets
+
+    m = _corpus(kit, corpus_root)
+    doc = json.loads(m.read_text())
+    pool = ["pool-a", "pool-b", "pool-c", "pool-d"]
+    for name in pool:
+        (corpus_root / "graders" / f"{name}.py").write_text("import sys\nsys.exit(0)\n")
+    doc["cases"][0]["hidden_pool"] = {"pick": 2, "criteria": [
+        {"id": name, "layer": "regression", "command": [sys.executable, f"{{inputs}}/graders/{name}.py"]}
+        for name in pool]}
+    doc["rotation"] = {"seed": 11}
+    markers = {}
+    for name in ("target_mul", "regress_add", "visible_mul", *pool):
+        markers[name] = f"marker-{secrets.token_hex(12)}"
+        grader = corpus_root / "graders" / f"{name}.py"
+        grader.write_text(grader.read_text() + f"# {markers[name]}\n")
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    (agent_dir / "markers.json").write_text(json.dumps(markers))
+    (agent_dir / "probe.py").write_text(PROBING_AGENT)
+    doc["variants"][0]["agent"]["argv"] = [sys.executable, str(agent_dir / "probe.py"),
+                                            str(agent_dir / "markers.json")]
+    m.write_text(json.dumps(doc, indent=2))
+    out = tmp_path / "out"
+    events = read_events(run_trials(m, out, progress=False).events_path)
+    head = next(e for e in events if isinstance(e, RunStarted))
+    assert head.rotation is not None
+    drawn = head.rotation.chosen["mul"]
+    assert len(drawn) == 2 and set(drawn) < set(pool)  # both drawn and undrawn pool criteria exist
+    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
+    report = json.loads((out / "trials" / fin.trial_id / "logs" / "a1-build.stdout").read_text())
+    found = report["found"]
+    assert found.pop("visible_mul") == [f"{report['checks']}/graders/visible_mul.py"]
+    assert found == dict.fromkeys(["target_mul", "regress_add", *pool], [])  # no hidden grader, anywhere
+    # read-only: the agent cannot replace the visible check (or add one) to pass it
+    assert set(report["writes"]) == {"graders/visible_mul.py", "checks.json", "run_check.py", "planted.py"}
+    assert set(report["writes"].values()) <= {"OSError", "PermissionError"}, report["writes"]
+    assert (report["ran"].splitlines()[0], report["exit"]) == ("mul_exists: failed", 1)
+    # the runner grades the drawn hidden checks and the visible one, never the undrawn
+    graded = {e.criterion_id: e.verdict for e in events if isinstance(e, Grading) and e.trial_id == fin.trial_id}
+    assert graded == {"mul_works": "failed", "add_works": "passed", "mul_exists": "failed",
+                      **dict.fromkeys(drawn, "passed")}
+    assert fin.outcome == "target_failed"
