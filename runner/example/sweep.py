@@ -18,6 +18,10 @@ SWEEP_CASES = ("order-quantity-validation", "sku-format-validation", "format-cen
 SWEEP_BUDGETS = [0.1, 0.2, 0.4]
 """``max_cost_usd`` per trial: the hard cases cannot finish on the first, the agent buys
 more build rounds with each (``runner.agents.builtin.affordable_rounds``)."""
+CONTROL_REPEATS = 2
+"""The controls run each criterion twice, not the default five: these cases' controls are
+proven stable by the main manifest's (docs/example-corpus.md), and they were most of this
+run's time."""
 VISIBLE_CASE = "transfer-insufficient-funds"
 VISIBLE_CRITERION = {
     "id": "raises-on-overdraft",
@@ -51,6 +55,7 @@ def build_sweep_manifest(main: dict[str, Any]) -> dict[str, Any]:
         "initial_commit": main["initial_commit"],
         "repetitions": 2,
         "max_attempts": 1,
+        "control_repeats": CONTROL_REPEATS,
         "timeout_seconds": 120,
         "stages": ["build", "qa", "review"],
         "benchmark_policy": main["benchmark_policy"],
