@@ -27,7 +27,7 @@ from contract.trial_events import (
     WorkspacePrepared,
 )
 from runner import sandbox
-from runner.agents.harness_stage import ResolvedHarness
+from runner.agents.harness_stage import ResolvedHarness, model_substituted
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
@@ -50,6 +50,7 @@ from runner.outcome import (
     attempt_outcome,
     grading_outcome,
     layer_results,
+    stop_fields,
     summary_line,
 )
 from runner.paths import Snapshot
@@ -223,15 +224,18 @@ class _Trial:
         stop, stage_findings = self.stages(attempt, findings)
         if stop is not None and not stop.grade:
             outcome, reason = attempt_outcome(stop, None, None)
-            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
+            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[], **stop_fields(stop))
             return outcome, reason, [], True
         _check_stop(spec)
         try:
             results, violations = self.grade(attempt)
         except GitError as exc:
+            _check_stop(spec)  # the copy failed because the run is stopping: not a result
             failed = self.budget.work_failed("preparing the grading copy", exc)
-            self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[])
+            self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[],
+                      **stop_fields(failed))
             return failed.outcome, failed.reason, [], True
+        _check_stop(spec)  # graders killed by Ctrl-C decide nothing: the trial stays unfinished
         bad = self.integrity("after_grading") + violations
         outcome, reason = attempt_outcome(stop, bad, grading_outcome(results, spec.baseline))
         final = (outcome in ENDS_THE_TRIAL or attempt >= self.manifest.max_attempts
@@ -240,11 +244,13 @@ class _Trial:
         emit_gradings(self.emit, attempt, results, final, spec.baseline)
         if final and outcome not in NOT_JUDGED:
             bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            _check_stop(spec)
             if bad:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
         next_findings = [] if final else retry_findings(stage_findings, results, list(spec.case.criteria),
                                                         self.manifest.reveal_grader_output)
-        self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings)
+        self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings,
+                  **stop_fields(stop))
         return outcome, reason, next_findings, final
 
     def stages(self, attempt: int, findings: list[str]) -> tuple[Stop | None, list[str]]:
@@ -348,18 +354,20 @@ class _Trial:
         wall = budget.elapsed()
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
                             usage.cost_usd, wall, kept.flags)
+        gateway = budget.gateway_usage()
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
             repetition=spec.repetition, outcome=outcome, reason=reason, attempts=attempts,
             duration_s=round(wall, 3), setup_s=round(self.setup_s, 3),
             agent_s=round(budget.agent_seconds(), 3),
             verification_s=round(self.verification_s, 3), usage=usage,
-            cost_budget_status=budget.cost_status, layers=layers, flags=kept.flags,
+            cost_budget_status=budget.final_cost_status(), layers=layers, flags=kept.flags,
             simulated=spec.variant.agent.kind == "simulated", line=line,
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
-            secrets_leaked=self.leaked, gateway_usage=budget.gateway_usage(), patch_paths=kept.patch_paths,
+            secrets_leaked=self.leaked, gateway_usage=gateway, patch_paths=kept.patch_paths,
+            model_substituted=model_substituted(spec.variant.model, gateway),
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, kept.flags, attempts)
 

@@ -11,6 +11,7 @@ from trialhouse import (  # noqa: E402,F401,I001
     cmd_analysis,
     cmd_budget,
     cmd_judges,
+    cmd_regrade,
     cmd_report,
     cmd_runner,
     cmd_stats,
