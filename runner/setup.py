@@ -38,7 +38,7 @@ from runner.eventlog import EventLog, read_events, read_verified, repair_tail
 from runner.fingerprint import GRADING_SEMANTICS, case_fingerprint
 from runner.git import GitError, git_version
 from runner.ids import new_run_id, trial_id
-from runner.manifest import Case, Criterion, Manifest, Variant, config_id, sweep_budget
+from runner.manifest import Case, Criterion, Manifest, Variant, budget_fields, config_id
 from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
 from runner.pristine import remove_tree
 from runner.prompts import instruction_texts
@@ -73,9 +73,7 @@ class RunSetup:
     """Lines of a resumed events.jsonl its hash chain refused (reported, never data)."""
     harnesses: dict[str, Any] = field(default_factory=dict)
     """Variant id → ``ResolvedHarness`` for the harness kinds."""
-    rotation: RotationInfo | None = None
-    """How the cases' hidden pools were drawn (``runner.rotation``); ``manifest`` holds
-    the drawn criteria."""
+    rotation: RotationInfo | None = None  # the hidden pools' draw (runner.rotation): manifest has it
 
 
 @dataclass(frozen=True)
@@ -319,19 +317,10 @@ def _variant_infos(s: RunSetup, settings: dict[str, dict[str, Any]]) -> list[Var
             service_tier=v.service_tier, settings=settings[v.id], agent_kind=v.agent.kind,
             simulated=v.agent.kind == "simulated",
             stage_instruction_hashes={p: s.snapshot.hashes[p] for p in s.texts[v.id]},
-            **_budget_fields(s.manifest, v),
+            **budget_fields(s.manifest.variants, v),
         )
         for v in s.manifest.variants
     ]
-
-
-def _budget_fields(manifest: Manifest, v: Variant) -> dict[str, Any]:
-    """A variant's own budgets and, for a sweep's point, the sweep and its value."""
-    out: dict[str, Any] = {"timeout_seconds": v.timeout_seconds, "max_cost_usd": v.max_cost_usd}
-    if v.sweep is not None:
-        budget = sweep_budget([w for w in manifest.variants if w.sweep == v.sweep])
-        out.update(sweep=v.sweep, sweep_budget=budget, sweep_value=getattr(v, budget) if budget else None)
-    return out
 
 
 def _severity(criterion: Criterion) -> Literal["blocker", "major", "minor"]:
@@ -343,7 +332,6 @@ def _severity(criterion: Criterion) -> Literal["blocker", "major", "minor"]:
 
 
 def _case_infos(s: RunSetup) -> list[CaseInfo]:
-    pooled = s.rotation.chosen if s.rotation is not None else {}
     return [
         CaseInfo(
             case_id=c.id, holdout=c.holdout,
@@ -353,7 +341,7 @@ def _case_infos(s: RunSetup) -> list[CaseInfo]:
                                     kind="command" if k.command else "judge",
                                     description=k.description, in_process=k.in_process,
                                     severity=_severity(k), visible=k.visible,
-                                    pooled=k.id in pooled.get(c.id, ())) for k in c.criteria],
+                                    pooled=k.id in (s.rotation.chosen.get(c.id, ()) if s.rotation else ())) for k in c.criteria],
             fingerprint=s.fingerprints[c.id], timeout_seconds=c.timeout_seconds, max_cost_usd=c.max_cost_usd,
         )
         for c in s.manifest.cases

@@ -32,6 +32,7 @@ from runner.manifest import (
     expand_sweeps,
     path_problem,
     value_problems,
+    without_branch,
 )
 from runner.paths import check_input, input_refs
 
@@ -119,26 +120,6 @@ def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
     if typ in _PLAIN:
         return loc, _PLAIN[typ]
     return loc, msg[0].lower() + msg[1:] if msg else typ
-
-
-_BRANCH = re.compile(r"^(list\[)?constrained-float\]?$")
-"""How pydantic names the branches of a budget that is a number or a list (a sweep)."""
-
-
-def _without_branch(raw: Any, loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """``loc`` without the name of a union branch (``variants[1].timeout_seconds[1]``, not
-    ``….list[constrained-float][1]``); None for an error of the branch the value is not."""
-    value = raw
-    for i, part in enumerate(loc):
-        if isinstance(part, str) and _BRANCH.match(part):
-            if isinstance(value, list) != part.startswith("list["):
-                return None
-            return loc[:i] + loc[i + 1:]
-        try:
-            value = value[part]
-        except (KeyError, IndexError, TypeError):
-            value = None
-    return loc
 
 
 def _load(path: Path) -> tuple[Any, list[Problem]]:
@@ -233,7 +214,7 @@ def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | No
             manifest = Manifest.model_validate(raw)
         except ValidationError as exc:
             for err in exc.errors():
-                plain = _without_branch(raw, tuple(err["loc"]))
+                plain = without_branch(raw, tuple(err["loc"]))
                 if plain is not None:
                     where, message = _message({**err, "loc": plain})
                     report.add(Problem(json_path(where), message))

@@ -27,7 +27,7 @@ from runner.manifest.document import (
     manifest_dir,
     manifest_json_schema,
 )
-from runner.manifest.sweeps import point_id, sweep_budget
+from runner.manifest.sweeps import budget_fields, point_id, sweep_budget, without_branch
 from runner.manifest.values import (
     CASE_VARIANT_ID_MAX,
     MAX_TEXT,
@@ -61,5 +61,5 @@ __all__ = [
     "EnvName", "Evaluations", "GatewaySettings", "HiddenPool", "Id", "Isolation", "Judge", "JudgeSettings", "Labels",
     "Manifest", "NonEmptyStr", "PathStr", "Resources", "Rotation", "StageName", "Strict", "Upstream",
     "Variant", "config_id", "expand_sweeps", "manifest_dir", "manifest_json_schema", "path_problem",
-    "point_id", "sweep_budget", "value_problems",
+    "point_id", "sweep_budget", "value_problems", "budget_fields", "without_branch",
 ]

@@ -12,6 +12,7 @@ are held to the same rule (docs/runner.md, "Budgets and budget sweeps").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -109,3 +110,33 @@ def expanded_document(doc: dict[str, Any], variants: Sequence[Variant]) -> dict[
             if named:
                 gw[key] = named
     return doc
+
+
+def budget_fields(variants: Sequence[Variant], v: Variant) -> dict[str, Any]:
+    """``run_started``'s budget fields of ``v`` (one of ``variants``): its own budgets and,
+    for a sweep's point, the sweep, the budget it sweeps and its value."""
+    out: dict[str, Any] = {"timeout_seconds": v.timeout_seconds, "max_cost_usd": v.max_cost_usd}
+    if v.sweep is not None:
+        budget = sweep_budget([w for w in variants if w.sweep == v.sweep])
+        out.update(sweep=v.sweep, sweep_budget=budget, sweep_value=getattr(v, budget) if budget else None)
+    return out
+
+
+BRANCH = re.compile(r"^(list\[)?constrained-float\]?$")
+"""How pydantic names the branches of a budget that is a number or a list (a sweep)."""
+
+
+def without_branch(raw: Any, loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``loc`` without the name of a union branch (``variants[1].timeout_seconds[1]``, not
+    ``….list[constrained-float][1]``); None for an error of the branch the value is not."""
+    value = raw
+    for i, part in enumerate(loc):
+        if isinstance(part, str) and BRANCH.match(part):
+            if isinstance(value, list) != part.startswith("list["):
+                return None
+            return loc[:i] + loc[i + 1:]
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            value = None
+    return loc
