@@ -23,11 +23,12 @@ help: ## list the targets
 
 # editable_mode=compat: a path entry in site-packages instead of setuptools' import-hook finder,
 # which cost every Python the venv starts (each grader, each Python agent) 15 ms of imports
-# (bench/README.md, Runner)
+# (bench/README.md, Runner); its "transitional mode" notice is silenced, the rest of the
+# install is quiet (tests/test_packaging.py: no "Package would be ignored" warnings)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,notebooks,ray]' --config-settings editable_mode=compat
+	PYTHONWARNINGS='ignore:Compat editable installs' $(BIN)/python -m pip install --quiet -e '.[test,notebooks,ray]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 venv: $(STAMP) ## create .venv and install trialhouse with the test, notebook and ray extras
@@ -123,7 +124,8 @@ tools: $(CLAUDE_DIR)/.installed $(CODEX_DIR)/.installed $(MINI_DIR)/.installed #
 	@ln -sfn ../claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude $(TOOLS)/bin/claude
 	@ln -sfn ../codex-$(CODEX_VERSION)/node_modules/.bin/codex $(TOOLS)/bin/codex
 	@ln -sfn ../mini-swe-agent-$(MINI_SWE_AGENT_VERSION)/bin/mini $(TOOLS)/bin/mini
-	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --help | head -1
+	@# one line on success; mini has no --version (it prints an error box): its package metadata says it
+	@echo "agent CLIs in $(TOOLS)/bin: claude $$($(TOOLS)/bin/claude --version), $$($(TOOLS)/bin/codex --version), mini-swe-agent $$($(MINI_DIR)/bin/python -c 'import importlib.metadata as m; print(m.version("mini-swe-agent"))')"
 
 recipe-tools: $(AIDER_DIR)/.installed $(OPENHANDS_DIR)/.installed ## install the pinned CLIs of the command-agent recipes into tools/ (aider, OpenHands; PyPI only)
 	@$(AIDER_DIR)/bin/aider --version
@@ -136,15 +138,17 @@ node: ## install Debian's nodejs and npm where missing (Node >= 18 for the agent
 
 $(CLAUDE_DIR)/.installed:
 	@$(MAKE) --no-print-directory node
-	rm -rf $(CLAUDE_DIR) && mkdir -p $(CLAUDE_DIR)
-	npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund --loglevel=error --save-exact @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION)
-	touch $@
+	@echo "installing Claude Code $(CLAUDE_CODE_VERSION) into $(CLAUDE_DIR)"
+	@rm -rf $(CLAUDE_DIR) && mkdir -p $(CLAUDE_DIR)
+	@npm install --prefix $(CLAUDE_DIR) --no-audit --no-fund --loglevel=error --save-exact @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) >/dev/null
+	@touch $@
 
 $(CODEX_DIR)/.installed:
 	@$(MAKE) --no-print-directory node
-	rm -rf $(CODEX_DIR) && mkdir -p $(CODEX_DIR)
-	npm install --prefix $(CODEX_DIR) --no-audit --no-fund --loglevel=error --save-exact @openai/codex@$(CODEX_VERSION)
-	touch $@
+	@echo "installing Codex $(CODEX_VERSION) into $(CODEX_DIR)"
+	@rm -rf $(CODEX_DIR) && mkdir -p $(CODEX_DIR)
+	@npm install --prefix $(CODEX_DIR) --no-audit --no-fund --loglevel=error --save-exact @openai/codex@$(CODEX_VERSION) >/dev/null
+	@touch $@
 
 $(AIDER_DIR)/.installed:
 	rm -rf $(AIDER_DIR)
@@ -160,10 +164,11 @@ $(OPENHANDS_DIR)/.installed:
 	touch $@
 
 $(MINI_DIR)/.installed:
-	rm -rf $(MINI_DIR)
-	$(PYTHON) -m venv $(MINI_DIR)
-	$(MINI_DIR)/bin/python -m pip install --quiet mini-swe-agent==$(MINI_SWE_AGENT_VERSION) litellm==$(LITELLM_VERSION)
-	touch $@
+	@echo "installing mini-swe-agent $(MINI_SWE_AGENT_VERSION) into $(MINI_DIR)"
+	@rm -rf $(MINI_DIR)
+	@$(PYTHON) -m venv $(MINI_DIR)
+	@$(MINI_DIR)/bin/python -m pip install --quiet mini-swe-agent==$(MINI_SWE_AGENT_VERSION) litellm==$(LITELLM_VERSION)
+	@touch $@
 
 clean: ## remove the venv and demo output
 	rm -rf $(VENV) $(DEMO)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 from analysis import scope, stats, tasks
 from analysis.data import CONFIG_KEYS, config_names
 from analysis.errors import AnalysisError
-from analysis.filters import Filters, check_by
+from analysis.filters import Filters, check_by, no_match
 from analysis.results import CONFIG_SCHEMA, RowsResult
 from analysis.scope import coverage_notes
 from analysis.tasks import TaskUniverse
@@ -91,9 +91,7 @@ def histograms(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[s
         names = config_names(con, "SELECT DISTINCT run_id, config_id FROM task_cells") if hist else {}
     if not hist:
         if not st.config_runs:
-            raise AnalysisError(
-                f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
-                "or ingest a run first")
+            raise no_match(filters)
         raise AnalysisError("no common task has a valid trial; narrow the selection with "
                             "--run, --universe or --label")
     return Histograms(hist, left_out, names, st.universes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
-from analysis.filters import CASE_COLUMNS, UNIVERSE_SQL, Filters, case_label
+from analysis.filters import CASE_COLUMNS, UNIVERSE_SQL, Filters, case_label, no_match
 from warehouse.rules import trial_status
 
 if TYPE_CHECKING:
@@ -199,10 +199,7 @@ def resolve_config(configs: pl.DataFrame | list[dict], name: str) -> dict:
 
 def require_trials(df: pl.DataFrame, filters: Filters) -> None:
     if df.height == 0:
-        raise AnalysisError(
-            f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
-            "or ingest a run first"
-        )
+        raise no_match(filters)
 
 
 _NAMES_SQL = """

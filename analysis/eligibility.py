@@ -346,7 +346,6 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     and the gate counts (``trialhouse eligibility``); the warnings say which cases were
     left out as unscored."""
     from analysis.data import config_list, config_rows
-    from analysis.errors import AnalysisError
     from analysis.filters import Filters as AnyFilters
     from analysis.results import EligibilityRows
     from analysis.scope import resolve
@@ -357,8 +356,9 @@ def eligibility_report(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     simulated = {r["config_id"] for r in records if r.get("simulated")}
     configs = config_list(records)
     if not configs:
-        raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
-                            "--run/--config or ingest a run first")
+        from analysis.filters import no_match
+
+        raise no_match(filters)
     found = gates(con, filters)
     roles = assess(con, filters, [c["config_id"] for c in configs], found)
     rows = []

@@ -1,13 +1,17 @@
 """Where trials go wrong: outcome classes and first-decisive-wrong-choice categories.
 
-Category rule: per trial and annotator only the latest ``failure_category`` judgment
-counts (by ``ts``, ties broken by the category text, descending); the category is
-``category`` when given, else ``verdict``. Annotators are never merged.
+Category rule: a trial's categories are those its reviewers (``review import``),
+annotators (``annotate``) and judges gave, the latest of each
+(``analysis.review.assigned_categories``); who assigned each is kept (``assigned_by``:
+reviewer / annotator / judge, ``annotator``: the name) and assigners are never merged.
+Trials whose assigners disagree on the category are listed (``category_disagreements``).
+Lost spend is the cost of the trials of a failure class: never of accepted trials (an
+accepted outcome loses nothing), unknown when any trial in the class has no known cost.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from analysis import scope
 from analysis.data import CONFIG_KEYS, load_trials, require_trials
@@ -20,20 +24,6 @@ if TYPE_CHECKING:
 
 OUTCOME_ORDER = ("accepted", "target_failed", "regression", "budget_exhausted",
                  "infra_error", "invalid")
-
-_LATEST_SQL = """
-SELECT trial_id, annotator, coalesce(category, verdict) AS value, note
-FROM judgments
-WHERE kind = ?
-QUALIFY row_number() OVER (
-  PARTITION BY trial_id, annotator
-  ORDER BY ts DESC NULLS LAST, coalesce(category, verdict) DESC NULLS LAST
-) = 1
-"""
-
-
-def latest_judgments(con: duckdb.DuckDBPyConnection, kind: str) -> pl.DataFrame:
-    return con.sql(_LATEST_SQL, params=[kind]).pl()
 
 
 def _agg(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -48,12 +38,46 @@ def _agg(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
 
 class Failures(RowsResult):
-    """Per configuration [× slice]: outcome classes and annotated categories with lost spend."""
+    """Per configuration [× slice]: outcome classes and assigned categories with lost spend,
+    and the trials whose assigners disagree on the category."""
 
     SCHEMA: ClassVar[dict[str, str]] = {
-        **CONFIG_SCHEMA, "dimension": "String", "value": "String", "annotator": "String",
-        "count": "Int64", "total": "Int64", "share": "Float64", "lost_spend_usd": "Float64",
-        "cost_coverage": "Float64"}
+        **CONFIG_SCHEMA, "dimension": "String", "value": "String", "assigned_by": "String",
+        "annotator": "String", "count": "Int64", "total": "Int64", "share": "Float64",
+        "lost_spend_usd": "Float64", "cost_coverage": "Float64"}
+
+    category_disagreements: list[dict[str, Any]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        from analysis.jsonout import clean
+
+        return {**super().as_dict(),
+                "category_disagreements": clean(self.category_disagreements or [])}
+
+
+def _categories(con: duckdb.DuckDBPyConnection, df: pl.DataFrame) -> pl.DataFrame:
+    """The selected trials × their assigned categories (a category recorded without the
+    trial's run matches the trial id in any run)."""
+    import polars as pl
+
+    from analysis.review import assigned_categories
+
+    cats = assigned_categories(con).rename({"run_id": "cat_run", "assigner": "annotator",
+                                            "category": "value"})
+    joined = df.join(cats, on="trial_id")
+    return joined.filter(pl.col("cat_run").is_null() | (pl.col("cat_run") == pl.col("run_id")))
+
+
+def _disagreements(joined: pl.DataFrame) -> list[dict[str, Any]]:
+    """Trials two assigners gave different categories, each with who said what."""
+    import polars as pl
+
+    who = pl.col("assigned_by") + ":" + pl.col("annotator") + "=" + pl.col("value")
+    per = (joined.sort("assigned_by", "annotator", "value")
+           .group_by([*CONFIG_KEYS, "run_id", "trial_id", "case_id"], maintain_order=True)
+           .agg(pl.col("value").n_unique().alias("n"), who.alias("categories"))
+           .filter(pl.col("n") > 1).drop("n").sort("config_id", "case_id", "trial_id"))
+    return per.to_dicts()
 
 
 def failures(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
@@ -63,8 +87,8 @@ def failures(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
 
     filters = scope.resolve(con, filters)
     by_cols = check_by(by)
-    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "trial_id", "outcome", "complete",
-                                            "cost_usd", *by_cols])
+    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "run_id", "trial_id", "case_id",
+                                            "outcome", "complete", "cost_usd", *by_cols])
     require_trials(df, filters)
     df = df.filter(pl.col("complete"))
     keys = ["config_id", *by_cols]
@@ -73,56 +97,67 @@ def failures(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     outcomes = _agg(df.rename({"outcome": "value"}), [*keys, "value"])
     totals = df.group_by(keys).agg(total=pl.len())
     outcomes = outcomes.join(totals, on=keys).with_columns(
-        dimension=pl.lit("outcome"), annotator=pl.lit(None, pl.String))
-    cats = latest_judgments(con, "failure_category")
-    joined = df.join(cats.select("trial_id", "annotator", "value"), on="trial_id")
+        dimension=pl.lit("outcome"), assigned_by=pl.lit(None, pl.String),
+        annotator=pl.lit(None, pl.String))
+    joined = _categories(con, df)
+    parts = [outcomes]
     if joined.height:
-        cat = _agg(joined, [*keys, "annotator", "value"])
-        ctot = joined.group_by([*keys, "annotator"]).agg(total=pl.len())
-        cat = cat.join(ctot, on=[*keys, "annotator"], nulls_equal=True).with_columns(
-            dimension=pl.lit("category"))
-        parts = [outcomes, cat.select(outcomes.columns)]
-    else:
-        parts = [outcomes]
+        who = [*keys, "assigned_by", "annotator"]
+        cat = _agg(joined, [*who, "value"])
+        ctot = joined.group_by(who).agg(total=pl.len())
+        parts.append(cat.join(ctot, on=who, nulls_equal=True).with_columns(
+            dimension=pl.lit("category")).select(outcomes.columns))
     out = pl.concat(parts, how="vertical_relaxed").with_columns(
         share=pl.col("count") / pl.col("total"))
+    accepted = (pl.col("dimension") == "outcome") & (pl.col("value") == "accepted")
+    out = out.with_columns(  # an accepted outcome loses nothing
+        lost_spend_usd=pl.when(accepted).then(None).otherwise(pl.col("lost_spend_usd")),
+        cost_coverage=pl.when(accepted).then(None).otherwise(pl.col("cost_coverage")))
     order = {v: i for i, v in enumerate(OUTCOME_ORDER)}
     out = out.join(names, on="config_id").with_columns(
         _o=pl.col("value").replace_strict(order, default=99, return_dtype=pl.Int64),
         _d=(pl.col("dimension") == "category").cast(pl.Int64))
-    cols = [*CONFIG_KEYS, *by_cols, "dimension", "value", "annotator", "count", "total",
-            "share", "lost_spend_usd", "cost_coverage"]
+    cols = [*CONFIG_KEYS, *by_cols, "dimension", "value", "assigned_by", "annotator", "count",
+            "total", "share", "lost_spend_usd", "cost_coverage"]
     out = (out.sort(["model", "harness", "harness_version", "config_id", *by_cols,
-                     "_d", "annotator", "_o", "value"], descending=False, nulls_last=True)
+                     "_d", "assigned_by", "annotator", "_o", "value"], nulls_last=True)
            .select(cols).with_columns(pl.col("count").cast(pl.Int64),
                                       pl.col("total").cast(pl.Int64)))
     warnings = []
-    if out.filter(pl.col("dimension") == "category").height == 0:
-        warnings.append("no failure-category annotations in the selected trials: only outcome "
-                        "classes are shown (record categories with `trialhouse annotate`)")
-    return Failures(out.to_dicts(), by_cols, warnings)
+    if not joined.height:
+        warnings.append("no failure categories in the selected trials: only outcome classes "
+                        "are shown (categories come from `trialhouse review import`, "
+                        "`trialhouse annotate` and judges)")
+    result = Failures(out.to_dicts(), by_cols, warnings)
+    result.category_disagreements = _disagreements(joined) if joined.height else []
+    return result
 
 
 class Disagreements(RowsResult):
-    """Reviewer decisions that disagree with the grader's verdict, one row per trial."""
+    """Reviewer decisions that disagree with the grader's verdict, one row per trial and
+    reviewer (``analysis.review.review_decisions``: review import and annotations)."""
 
     SCHEMA: ClassVar[dict[str, str]] = {
-        **CONFIG_SCHEMA, "trial_id": "String", "case_id": "String", "outcome": "String",
-        "review": "String", "annotator": "String", "note": "String"}
+        **CONFIG_SCHEMA, "run_id": "String", "trial_id": "String", "case_id": "String",
+        "outcome": "String", "review": "String", "annotator": "String", "source": "String",
+        "reason_code": "String", "note": "String"}
 
 
 def review_disagreements(con: duckdb.DuckDBPyConnection,
                          filters: Filters | None = None) -> Disagreements:
-    """Reviewer accept/reject decisions that disagree with the grader's verdict."""
+    """Reviewer accept/reject decisions that disagree with the grader's verdict, among the
+    selected trials (the same decisions ``review summary`` and ``inspect-queue`` count)."""
     import polars as pl
 
+    from analysis.review import review_decisions
+
     filters = scope.resolve(con, filters)
-    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "trial_id", "case_id", "outcome",
-                                            "complete"])
-    reviews = latest_judgments(con, "review_decision").rename({"value": "review"})
-    j = df.filter(pl.col("complete")).join(reviews, on="trial_id")
-    accept = pl.col("review").str.to_lowercase().is_in(["accept", "accepted"])
-    j = j.filter(accept != (pl.col("outcome") == "accepted"))
-    j = j.select(*CONFIG_KEYS, "trial_id", "case_id", "outcome", "review", "annotator",
-                 "note").sort(["config_id", "case_id", "trial_id"])
+    df = load_trials(con, filters, columns=[*CONFIG_KEYS, "run_id", "trial_id", "case_id",
+                                            "outcome"])
+    dec = review_decisions(con).filter(pl.col("decision") != pl.col("grader_verdict"))
+    j = df.join(dec, on=["run_id", "trial_id"]).rename({"decision": "review",
+                                                        "reviewer": "annotator"})
+    j = j.select(*CONFIG_KEYS, "run_id", "trial_id", "case_id", "outcome", "review",
+                 "annotator", "source", "reason_code", "note").sort(
+        ["config_id", "case_id", "trial_id", "annotator"])
     return Disagreements(j.to_dicts())

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 from analysis import scope, stats
 from analysis.data import COLUMN_SQL, CONFIG_KEYS, TRIALS
 from analysis.errors import AnalysisError
-from analysis.filters import Filters, case_label, check_by
+from analysis.filters import Filters, case_label, check_by, no_match
 from analysis.results import CONFIG_SCHEMA, RowsResult
 
 if TYPE_CHECKING:
@@ -96,9 +96,7 @@ def familiarity(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
                      "AND c.case_id = t.case_id LEFT JOIN runs r ON r.run_id = t.run_id "
                      "WHERE " + where)
         if not con.execute(count_sql, params).fetchall()[0][0]:
-            raise AnalysisError(
-                f"no trials match the filters {filters.as_dict()}; check --run/--label/--since "
-                "or ingest a run first")
+            raise no_match(filters)
         raise AnalysisError(NO_LABELS)
     nkey = 1 + len(by_cols)
     rows = []

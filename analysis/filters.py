@@ -232,6 +232,22 @@ class Filters:
         rollups cannot answer and counts come from the trial rows."""
         return self.since is not None or self.until is not None or self.cost_coverage != "all"
 
+    def describe(self) -> str:
+        """The selection in the words of the command line (``--run r1 --label k=v``), or
+        "the whole warehouse" when nothing is selected."""
+        words: list[str] = []
+        for option, values in (("run", self.runs), ("config", self.configs),
+                               ("model", self.models), ("harness", self.harnesses),
+                               ("source", self.sources), ("benchmark", self.benchmarks),
+                               ("universe", self.universes)):
+            words += [f"--{option} {v}" for v in values]
+        words += [f"--label {k}={v}" for k, v in self.labels]
+        words += [f"--since {self.since.isoformat()}"] if self.since else []
+        words += [f"--until {self.until.isoformat()}"] if self.until else []
+        words += [f"--holdout {self.holdout}"] if self.holdout != "include" else []
+        words += ["--cost-coverage complete"] if self.cost_coverage == "complete" else []
+        return " ".join(words) or "the whole warehouse"
+
     def as_dict(self) -> dict:
         out: dict[str, object] = {"runs": list(self.runs),
                "since": self.since.isoformat() if self.since else None,
@@ -257,3 +273,16 @@ def check_by(by: list[str] | tuple[str, ...] | str | None) -> list[str]:
         if col not in SLICE_COLUMNS:
             raise AnalysisError(f"--by {col!r}: slice by one of {', '.join(SLICE_COLUMNS)}")
     return cols
+
+
+def no_match(filters: Filters, what: str = "trials") -> AnalysisError:
+    """The error for a selection that matches nothing: the selection as it was typed and
+    where to look (every name given was checked by ``scope.resolve``, so it is the
+    combination, the time window or an empty warehouse)."""
+    if filters.describe() == "the whole warehouse":
+        return AnalysisError(f"no {what} match: the warehouse holds none; ingest a run first "
+                             "(trialhouse ingest RUN_DIR --warehouse W)")
+    return AnalysisError(
+        f"no {what} match {filters.describe()}: every name given exists, but together (or in "
+        "that time window) they select nothing; drop one, or see what exists with "
+        "`trialhouse runs` and `trialhouse summarize`")

@@ -43,7 +43,8 @@ PERIODS = ("week", "month")
 def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.DataFrame:
     """Per configuration (and per ``period`` of the trials' start, ``week``/``month``, for
     agreement over time): reviewed trials, disagreement rate, kappa [95% CI], disagreeing trials."""
-    df = reviews(con).sort("config_id", "trial_id")
+    facts = con.sql("SELECT run_id, trial_id, config_id, variant, started_at FROM trials").pl()
+    df = review_decisions(con).join(facts, on=["run_id", "trial_id"]).sort("config_id", "trial_id")
     keys = ["config_id"]
     if period is not None:
         if period not in PERIODS:
@@ -85,39 +86,94 @@ def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
             .sort("config_id"))
 
 
-ANNOTATED_CATEGORIES = """
-SELECT j.category, CASE WHEN j.kind = 'judge' THEN 'judge:' || coalesce(j.judge_host, '?') || ' '
-                        || coalesce(j.annotator, '?') ELSE 'annotator:' || coalesce(j.annotator, '?') END AS assigned_by,
-       t.cost_usd
-FROM judgments j LEFT JOIN trials t ON t.trial_id = j.trial_id
-     AND (t.run_id = j.run_id OR j.run_id LIKE 'annotations-%')
-WHERE j.kind IN ('failure_category', 'judge') AND j.category IS NOT NULL
+_DECISIONS_SQL = """
+SELECT r.trial_run_id AS run_id, r.trial_id, r.reviewer, 'review' AS source, r.decision,
+       coalesce(r.grader_verdict, CASE WHEN t.outcome = 'accepted' THEN 'accept' ELSE 'reject' END)
+         AS grader_verdict, r.reason_code, r.note
+FROM ({latest}) r JOIN trials t ON t.run_id = r.trial_run_id AND t.trial_id = r.trial_id
+UNION ALL
+SELECT t.run_id, j.trial_id, coalesce(j.annotator, '?'), 'annotation', lower(j.verdict),
+       CASE WHEN t.outcome = 'accepted' THEN 'accept' ELSE 'reject' END, NULL, j.note
+FROM judgments j JOIN trials t ON t.trial_id = j.trial_id
+WHERE j.kind = 'review_decision'
+QUALIFY row_number() OVER (PARTITION BY j.trial_id, j.annotator
+                           ORDER BY j.ts DESC NULLS LAST, j.verdict DESC NULLS LAST) = 1
 """
 
 
+def review_decisions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Every reviewer's latest accept/reject per trial, from both places a decision is
+    recorded: ``review import`` (the ``reviews`` table) and ``annotate --kind
+    review_decision`` (``judgments``), beside the grader's verdict (accept = outcome
+    accepted). The one source of grader–reviewer agreement, of ``failures
+    --disagreements`` and of the queue's review disagreements, so they count alike."""
+    sql = _DECISIONS_SQL.replace("{latest}", LATEST_REVIEWS)
+    return con.sql(sql).pl().sort("run_id", "trial_id", "reviewer", "source")
+
+
+_CATEGORIES_SQL = """
+SELECT r.trial_run_id AS run_id, r.trial_id, 'reviewer' AS assigned_by, r.reviewer AS assigner,
+       r.failure_category AS category
+FROM ({latest}) r WHERE r.failure_category IS NOT NULL
+UNION ALL
+SELECT NULL, trial_id, 'annotator', coalesce(annotator, '?'), coalesce(category, verdict)
+FROM judgments WHERE kind = 'failure_category'
+QUALIFY row_number() OVER (PARTITION BY trial_id, annotator
+  ORDER BY ts DESC NULLS LAST, coalesce(category, verdict) DESC NULLS LAST) = 1
+UNION ALL
+SELECT run_id, trial_id, 'judge', coalesce(judge_host, '?') || ' ' || coalesce(annotator, '?'),
+       category
+FROM judgments WHERE kind = 'judge' AND category IS NOT NULL
+QUALIFY row_number() OVER (PARTITION BY run_id, trial_id, judge_host, annotator
+  ORDER BY attempt DESC NULLS LAST, ts DESC NULLS LAST, category DESC) = 1
+"""
+ASSIGNERS = ("reviewer", "annotator", "judge")
+"""Who assigns a failure category: a reviewer (``review import``), an annotator
+(``annotate``) or a judge (a rubric's answer)."""
+
+
+def assigned_categories(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """One row per trial and assigner: the failure category each reviewer, annotator and
+    judge gave (its latest), with who (``assigned_by``: reviewer / annotator / judge, and
+    ``assigner``: the name, or the judge's host and model). ``run_id`` is the trial's run
+    when the source records it (an annotations CSV names trials only). ``failures``, lost
+    spend by category, ``review summary`` and the report all read this."""
+    sql = _CATEGORIES_SQL.replace("{latest}", LATEST_REVIEWS)
+    return con.sql(sql).pl().sort("trial_id", "assigned_by", "assigner", "category",
+                                  nulls_last=True)
+
+
 def categories_by_assigner(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Failure categories with lost spend (known cost of the trials), by who assigned them:
-    reviewers (``reviews``) and annotators or judges (``judgments`` of kind failure_category)."""
-    rev = reviews(con).filter(pl.col("failure_category").is_not_null()).select(
-        pl.col("failure_category").alias("category"), (pl.lit("reviewer:") + pl.col("reviewer")).alias("assigned_by"),
-        "cost_usd")
-    cats = pl.concat([rev, con.sql(ANNOTATED_CATEGORIES).pl()], how="vertical_relaxed")
+    """Failure categories with lost spend by who assigned them (``assigned_categories``;
+    ``assigned_by`` written ``reviewer:bob``, ``annotator:alice``, ``judge:<host> <model>``).
+    Lost spend is ``analysis.failures``'s rule: the cost of the trials in the category, unknown
+    when any of them has no known cost (``cost_known`` says how many do)."""
+    cats = assigned_categories(con)
+    trials = con.sql("SELECT run_id, trial_id, cost_usd FROM trials").pl()
+    cats = cats.join(trials, on="trial_id", how="left", suffix="_t").filter(
+        pl.col("run_id").is_null() | pl.col("run_id_t").is_null()
+        | (pl.col("run_id") == pl.col("run_id_t")))
+    cats = cats.select("category", (pl.col("assigned_by") + ":" + pl.col("assigner"))
+                       .alias("assigned_by"), "cost_usd")
     # Rows in a fixed order before summing (a float sum depends on its order) and a total
     # sort after: the same table on every run.
     cats = cats.sort(["category", "assigned_by", "cost_usd"], nulls_last=True)
     return (cats.group_by(["category", "assigned_by"], maintain_order=True)
             .agg(pl.len().cast(pl.Int64).alias("trials"), pl.col("cost_usd").sum().alias("lost_spend_usd"),
                  pl.col("cost_usd").count().cast(pl.Int64).alias("cost_known"))
-            .with_columns(pl.when(pl.col("cost_known") > 0).then(pl.col("lost_spend_usd")).otherwise(None)
-                          .alias("lost_spend_usd"))
+            .with_columns(pl.when(pl.col("cost_known") == pl.col("trials"))
+                          .then(pl.col("lost_spend_usd")).otherwise(None).alias("lost_spend_usd"))
             .sort(["lost_spend_usd", "category", "assigned_by"], descending=[True, False, False],
                   nulls_last=True))
 
 
 _QUEUE_TEMPLATE = """
 WITH t AS (SELECT * FROM {trials} WHERE complete AND ($run IS NULL OR run_id = $run)),
-med AS (SELECT case_id, median(duration_s) AS med FROM t WHERE valid GROUP BY case_id),
-every_fail AS (SELECT case_id FROM t GROUP BY case_id
+agents AS (SELECT * FROM t WHERE NOT EXISTS (
+  SELECT 1 FROM configs b WHERE b.run_id = t.run_id AND b.config_id = t.config_id
+    AND b.agent_kind IN (SELECT unnest($baselines::VARCHAR[])))),
+med AS (SELECT case_id, median(duration_s) AS med FROM agents WHERE valid GROUP BY case_id),
+every_fail AS (SELECT case_id FROM agents GROUP BY case_id
                HAVING count(*) FILTER (WHERE solved) = 0
                   AND count(*) FILTER (WHERE valid) > 0
                   AND count(DISTINCT config_id) > 1)
@@ -125,10 +181,11 @@ SELECT 'infra_error' AS kind, run_id, trial_id, case_id, config_id, reason AS de
 UNION ALL
 SELECT 'fast_success', t.run_id, trial_id, t.case_id, config_id,
        printf('accepted in %.1fs, under a tenth of the case median %.1fs', duration_s, med.med)
-FROM t JOIN med USING (case_id) WHERE outcome = 'accepted' AND duration_s < med.med / 10
+FROM agents t JOIN med USING (case_id) WHERE outcome = 'accepted' AND duration_s < med.med / 10
 UNION ALL
-SELECT 'every_configuration_fails', min(run_id), NULL, case_id, NULL, 'no configuration solved this case'
-FROM t WHERE case_id IN (SELECT case_id FROM every_fail) GROUP BY case_id
+SELECT 'every_configuration_fails', min(run_id), NULL, case_id, NULL,
+       'no configuration solved this case (baselines aside)'
+FROM agents WHERE case_id IN (SELECT case_id FROM every_fail) GROUP BY case_id
 UNION ALL
 SELECT 'judge_abstained', j.run_id, j.trial_id, t.case_id, t.config_id, coalesce(j.error, 'inconclusive')
 FROM judgments j JOIN t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
@@ -141,18 +198,26 @@ QUEUE_SQL = _QUEUE_TEMPLATE.replace("{trials}", trial_status())
 
 def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
                   runs_root: str | None = None) -> pl.DataFrame:
-    """What to look at by hand, each with the path to its evidence (``<runs_root>/trials/<trial>``)."""
-    q = con.sql(QUEUE_SQL, params={"run": run_id}).pl()
+    """What to look at by hand, each with the path to its evidence (``<runs_root>/trials/<trial>``).
+
+    Baselines (``analysis.eligibility.BASELINE_KINDS``: null, reference) are reference
+    points: the oracle solving a case does not stop "every configuration fails" from firing,
+    and neither baseline enters the fast-success queue (nor the case median it is measured
+    against); their infra errors are still listed."""
+    from analysis.eligibility import BASELINE_KINDS
+
+    q = con.sql(QUEUE_SQL, params={"run": run_id, "baselines": list(BASELINE_KINDS)}).pl()
     try:
-        rev = reviews(con).filter(pl.col("grader_verdict") != pl.col("decision"))
+        rev = review_decisions(con).filter(pl.col("grader_verdict") != pl.col("decision"))
     except duckdb.Error:
         rev = pl.DataFrame()
     if rev.height:
-        extra = rev.select(pl.lit("review_disagreement").alias("kind"), pl.col("trial_run_id").alias("run_id"),
-                           "trial_id", "case_id", "config_id",
-                           (pl.col("reviewer") + pl.lit(" said ") + pl.col("decision") + pl.lit(" (")
-                            + pl.col("reason_code").fill_null("?") + pl.lit("), grader ")
-                            + pl.col("grader_verdict")).alias("detail"))
+        facts = con.sql("SELECT run_id, trial_id, case_id, config_id FROM trials").pl()
+        extra = rev.join(facts, on=["run_id", "trial_id"]).select(
+            pl.lit("review_disagreement").alias("kind"), "run_id", "trial_id", "case_id",
+            "config_id", (pl.col("reviewer") + pl.lit(" said ") + pl.col("decision") + pl.lit(" (")
+                          + pl.col("reason_code").fill_null("?") + pl.lit("), grader ")
+                          + pl.col("grader_verdict")).alias("detail"))
         if run_id is not None:
             extra = extra.filter(pl.col("run_id") == run_id)
         extra = extra.sort("trial_id", "run_id", "detail")  # as the queue's own ORDER BY

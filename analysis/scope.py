@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.data import config_rows, resolve_config
 from analysis.errors import AnalysisError
-from analysis.filters import UNIVERSE_KIND_SQL, UNIVERSE_SQL, Filters, case_label
+from analysis.filters import (
+    CASE_COLUMNS,
+    UNIVERSE_KIND_SQL,
+    UNIVERSE_SQL,
+    Filters,
+    case_label,
+    no_match,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -40,12 +47,38 @@ def _unknown(option: str, given: tuple[str, ...], known: list[str], what: str) -
             f"known: {listed or 'none'}")
 
 
+_LABEL_KEYS_SQL = """
+SELECT DISTINCT unnest(json_keys(labels_json)) FROM cases WHERE labels_json IS NOT NULL
+"""
+
+
+def _unknown_label(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+    """A --label whose key no case carries, or whose value no case has: an error listing
+    the keys (or that key's values) the warehouse holds."""
+    if key in CASE_COLUMNS:
+        expr, params = case_label(key), []
+    else:
+        expr, params = "json_extract_string(c.labels_json, ?)", ['$."' + key.replace('"', '\\"') + '"']
+    values = sorted(str(v) for (v,) in con.execute(
+        f"SELECT DISTINCT {expr} FROM cases c", params).fetchall() if v is not None)  # noqa: S608
+    if not values:
+        keys = sorted({*(k for k in CASE_COLUMNS if _distinct(
+            con, f"SELECT DISTINCT {case_label(k)} FROM cases c")),  # noqa: S608
+            *_distinct(con, _LABEL_KEYS_SQL)})
+        raise AnalysisError(f"--label {key}={value}: no case has a {key!r} label; "
+                            f"labels in the warehouse: {', '.join(keys) or 'none'}")
+    if value not in values:
+        shown = ", ".join(values[:12]) + (f" and {len(values) - 12} more" if len(values) > 12
+                                          else "")
+        raise AnalysisError(f"--label {key}={value}: no case has that {key}; known {key} "
+                            f"values: {shown}")
+
+
 def _config_ids(con: duckdb.DuckDBPyConnection, filters: Filters) -> tuple[str, ...]:
     """The configurations named by --config, --model and --harness (their intersection)."""
     rows = config_rows(con, filters.without_config_selectors())
     if not rows:
-        raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
-                            "--run/--source/--label or ingest a run first")
+        raise no_match(filters)
     chosen: set[str] | None = None
 
     def narrow(ids: set[str]) -> None:
@@ -74,6 +107,10 @@ def resolve(con: duckdb.DuckDBPyConnection, filters: Filters | None) -> Filters:
     if filters.unscored_present is not None and (filters.config_ids is not None
                                                  or not filters.names_configs):
         return filters  # resolved already
+    if filters.runs:
+        _unknown("run", filters.runs, _distinct(con, "SELECT DISTINCT run_id FROM runs"), "run")
+    for key, value in filters.labels:
+        _unknown_label(con, key, value)
     if filters.sources:
         _unknown("source", filters.sources,
                  _distinct(con, "SELECT DISTINCT source_format FROM runs"), "source")
@@ -152,8 +189,8 @@ def one_universe(found: list[Universe], question: str) -> Universe:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise AnalysisError(f"{question}: no trials match the filters; check --run/--source/"
-                            "--label or ingest a run first")
+        raise AnalysisError(f"{question}: no trials match the selection; see what exists "
+                            "with `trialhouse runs` and `trialhouse summarize`")
     listed = "; ".join(u.describe() for u in found[:8])
     more = f"; and {len(found) - 8} more" if len(found) > 8 else ""
     raise AnalysisError(

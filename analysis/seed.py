@@ -20,6 +20,19 @@ def _py_median(value: float | None, count: int) -> str:
     return str(float(value))
 
 
+def seed_model(row: dict) -> str:
+    """The model column as the script keys configurations: the model, or for a
+    configuration that records none (the ``null`` and ``reference`` baselines, which share
+    the harness ``trialhouse-builtin`` and its version) its variant name. The script's key
+    is (model, harness, version): written as ``None`` both would be one configuration to
+    it, and a runs.jsonl line needs a model string; the variant name is the identity every
+    other output prints for them (docs/analysis.md)."""
+    model = row.get("model")
+    if model is not None:
+        return str(model)
+    return str(row.get("variant") or row.get("config_id") or "unknown")
+
+
 def seed_lines(summary: Summary) -> list[str]:
     """The seed-002 script's table, tab-separated, header first (see docs/analysis.md).
 
@@ -28,7 +41,7 @@ def seed_lines(summary: Summary) -> list[str]:
     """
     out = ["\t".join(["model", "harness", "version", "valid", "solved", "rate", "ci95",
                       "infra", "med_steps", "med_tokens", "cost", "cost_per_solved"])]
-    rows = sorted(summary.rows, key=lambda r: (str(r["model"]), str(r["harness"]),
+    rows = sorted(summary.rows, key=lambda r: (seed_model(r), str(r["harness"]),
                                                str(r["harness_version"])))
     for r in rows:
         valid, solved = r["valid"], r["solved"]
@@ -42,7 +55,7 @@ def seed_lines(summary: Summary) -> list[str]:
         else:
             per = "unknown" if cost is None else f"{cost / solved:.4f}"
         out.append("\t".join(map(str, [
-            r["model"], r["harness"], r["harness_version"], valid, solved, f"{rate:.3f}",
+            seed_model(r), r["harness"], r["harness_version"], valid, solved, f"{rate:.3f}",
             f"{lo:.2f}–{hi:.2f}", r["infra"], _py_median(r["med_steps"], valid),
             _py_median(r["med_tokens"], valid), cost_s, per,
         ])))

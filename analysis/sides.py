@@ -17,7 +17,7 @@ from analysis.comparison import ConfigRef
 from analysis.data import resolve_config
 from analysis.eligibility import Eligibility
 from analysis.errors import AnalysisError
-from analysis.filters import Filters
+from analysis.filters import Filters, no_match
 
 if TYPE_CHECKING:
     import duckdb
@@ -80,8 +80,7 @@ def universe_of_sides(con: duckdb.DuckDBPyConnection, filters: Filters, baseline
     rows = config_rows(con, filters)
     full = config_list(rows)
     if not full:
-        raise AnalysisError(f"no trials match the filters {filters.as_dict()}; check "
-                            "--run/--source/--label or ingest a run first")
+        raise no_match(filters)
     named = baseline or (candidates[0] if candidates else None)
     anchor = resolve_config(full, named)["config_id"] if named else None
     narrowed, notes, universe = scope.choose_universe(con, filters, question, anchor)

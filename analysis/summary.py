@@ -14,7 +14,7 @@ from analysis.checks import staged_counts
 from analysis.containment import containment_notes
 from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
 from analysis.errors import AnalysisError
-from analysis.filters import UNIVERSE_SQL, Filters, check_by
+from analysis.filters import UNIVERSE_SQL, Filters, check_by, no_match
 from analysis.flags import flag_counts
 from analysis.formatting import label
 from analysis.pre_existing import pre_existing
@@ -212,8 +212,11 @@ def _row(rec: dict) -> dict:
     tasks, tmean, tsd = rec["tasks"], rec["task_mean"], rec["task_sd"]
     tlo = thi = None
     if tasks >= 2 and tsd is not None:
+        # A mean of task rates lies in [0, 1]: the t interval is cut at the bounds here, once,
+        # so the terminal, the report, --json and the notebooks give one interval
+        # (docs/design.md, "Intervals are shown within the possible range").
         half = stats.t_crit(tasks - 1) * tsd / tasks**0.5
-        tlo, thi = tmean - half, tmean + half
+        tlo, thi = max(0.0, tmean - half), min(1.0, tmean + half)
     cq = rec.get("cost_q") if known else None
     lq = rec.get("lat_q")
     return {
@@ -348,9 +351,8 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     recs = sorted((rec for rec in recs if rec["config_id"] is not None),
                   key=lambda r: _sort_key(r, by_cols))
     if not recs:
-        raise AnalysisError(_nothing_common(st) or (
-            f"no complete trials match the filters {filters.as_dict()}; check "
-            "--run/--label/--since or ingest a run first"))
+        common = _nothing_common(st)
+        raise AnalysisError(common) if common else no_match(filters, "complete trials")
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
     out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,

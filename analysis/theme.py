@@ -23,6 +23,23 @@ PALETTE = [
     "#F0E442",
     "#000000",
 ]
+# Past eight series the palette would repeat: twenty distinct colours (Okabe–Ito first,
+# then Tableau 20's that differ from them), so fifteen configurations get fifteen colours.
+EXTENDED = [
+    *PALETTE,
+    "#1F77B4", "#AEC7E8", "#FF7F0E", "#FFBB78", "#2CA02C", "#98DF8A",
+    "#D62728", "#FF9896", "#9467BD", "#C5B0D5", "#8C564B", "#C49C94",
+]
+
+
+def series_colors(n: int) -> list[str]:
+    """``n`` colours for ``n`` series: the colour-blind-safe palette up to eight, twenty
+    distinct ones up to twenty (past that they repeat; a chart with that many series names
+    each on an axis or in a tooltip)."""
+    colors = PALETTE if n <= len(PALETTE) else EXTENDED
+    return [colors[i % len(colors)] for i in range(n)]
+
+
 # Fixed colours for meanings that recur across charts.
 GOOD = "#009E73"
 BAD = "#D55E00"

@@ -274,7 +274,9 @@ def summary(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> T
     category's numerator). Raises ``AnalysisError`` when no trial matches ``filters``."""
     import polars as pl
 
-    filters = filters or Filters()
+    from analysis.scope import resolve
+
+    filters = resolve(con, filters)
     require_trials(load_trials(con, filters, columns=["trial_id"]), filters)
     group = [*CONFIG_KEYS, "stage"]
     frames = {name: question(con, filters).select(*group, "accepted", pl.col(column).alias("x"))

@@ -36,7 +36,7 @@ FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-be
            "mini-swe-agent")
 
 __all__ = ["FORMATS", "BatchSummary", "IngestResult", "IngestInputError", "IngestQuarantined",
-           "IngestPartial", "ingest_paths", "ingest_batch"]
+           "IngestPartial", "ingest_paths", "ingest_batch", "quarantine_sample"]
 
 
 class IngestInputError(IngestError):
@@ -50,8 +50,8 @@ class IngestQuarantined(IngestError):
         self.result = result
         super().__init__(
             f"{result.quarantined} line(s) quarantined in "
-            f"{sum(1 for b in result.batches if b.quarantined)} batch(es); see the quarantine "
-            "table (trialhouse sql on the quarantine table) or pass --allow-quarantine"
+            f"{sum(1 for b in result.batches if b.quarantined)} batch(es), each with its reason in the quarantine table; "
+            "fix the input, or pass --allow-quarantine to accept the rest as written"
         )
 
 
@@ -146,6 +146,7 @@ def _detect(path: Path, fmt: str) -> str:
         return "trialhouse"
     from ingest.formats.detect import detect_format
 
+    _refuse_empty(path)
     found = detect_format(path)
     if found is None:
         raise IngestInputError(
@@ -153,6 +154,39 @@ def _detect(path: Path, fmt: str) -> str:
             f"({', '.join(f for f in FORMATS if f != 'auto')})"
         )
     return found
+
+
+def _refuse_empty(path: Path) -> None:
+    """An empty file or directory has no format to tell: say it is empty."""
+    if path.is_dir() and not any(path.iterdir()):
+        raise IngestInputError(f"{path}: is an empty directory; nothing to ingest (give a run "
+                               "directory, an events.jsonl or a foreign result)")
+    if path.is_file() and path.stat().st_size <= 4096:
+        with path.open("rb") as f:
+            if not f.read().strip():
+                raise IngestInputError(f"{path}: is empty (no records); nothing to ingest")
+
+
+QUARANTINE_SQL = """
+SELECT source_file, line, reason FROM quarantine
+WHERE ingest_batch_id IN (SELECT unnest(?::VARCHAR[]))
+ORDER BY source_file, line NULLS LAST, reason
+LIMIT ?
+"""
+
+
+def quarantine_sample(warehouse: Path, result: IngestResult, limit: int = 5
+                      ) -> list[tuple[str, int | None, str]]:
+    """The first ``limit`` quarantined lines of ``result``'s batches (file, line, reason),
+    read back from the warehouse: what the CLI prints so a reason is never only in a table."""
+    ids = [b.ingest_batch_id for b in result.batches if b.quarantined and b.ingest_batch_id]
+    if not ids or not Path(warehouse).is_file():
+        return []
+    con = db.open(warehouse, read_only=True)
+    try:
+        return [(str(f), n, str(r)) for f, n, r in con.execute(QUARANTINE_SQL, [ids, limit]).fetchall()]
+    finally:
+        con.close()
 
 
 def _plan(paths: list[Path], fmt: str) -> list[tuple[Path, str, Path | None]]:

@@ -26,15 +26,11 @@ from contract.call_events import Provider
 from contract.values import MAX_DEPTH
 from runner import git
 from runner.errors import RunnerError
-from runner.manifest import (
-    CASE_VARIANT_ID_MAX,
-    Manifest,
-    expand_sweeps,
-    path_problem,
-    value_problems,
-    without_branch,
-)
+from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
+from runner.manifest.document import expand_sweeps
+from runner.manifest.sweeps import without_branch
 from runner.paths import check_input, input_refs
+from runner.placeholders import placeholder_problems
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -123,6 +119,11 @@ def _message(err: Mapping[str, Any]) -> tuple[tuple[Any, ...], str]:
 
 
 def _load(path: Path) -> tuple[Any, list[Problem]]:
+    if path.is_dir():
+        inside = path / "manifest.json"
+        hint = (f"pass --manifest {inside}" if inside.is_file()
+                else "give the manifest's JSON file (e.g. DIR/manifest.json)")
+        return None, [Problem("(manifest)", f"{path} is a directory; {hint}")]
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -161,8 +162,9 @@ def validate_manifest(path: Path) -> ValidationReport:
     if not isinstance(raw, dict):
         report.problems.append(Problem("(manifest)", "must be a JSON object"))
         return report
-    manifest = _check_shape(report, raw)
     base = path.resolve().parent
+    blanks = [Problem(loc, msg) for loc, msg in placeholder_problems(raw, base)]
+    manifest = _check_shape(report, raw)
     # Input files, on the raw document (lenient), so they show next to shape errors.
     for ref in input_refs(raw):
         if path_problem(ref.rel) is None:  # a refused path is reported above, never opened
@@ -178,13 +180,13 @@ def validate_manifest(path: Path) -> ValidationReport:
 
         _check_agents(report, manifest, base)
         _check_command_paths(report, manifest, base)
-        for loc, msg in judge_problems(manifest, base):
-            report.add(Problem(loc, msg))
-        for loc, msg in check_problems(manifest):
+        for loc, msg in [*judge_problems(manifest, base), *check_problems(manifest)]:
             report.add(Problem(loc, msg))
         report.notes.append(network_note(manifest))
-    # What runs is the expanded manifest: one variant per budget point of a sweep.
-    report.manifest = expand_sweeps(manifest) if manifest is not None else None
+    if blanks:  # a blank is the one problem at its location (not also "does not apply cleanly")
+        at = {b.location for b in blanks}
+        report.problems = blanks + [p for p in report.problems if p.location not in at]
+    report.manifest = expand_sweeps(manifest) if manifest is not None else None  # a sweep: one variant per point
     return report
 
 

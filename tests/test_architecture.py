@@ -146,7 +146,10 @@ def test_no_import_circles() -> None:
 def test_packages_are_listed_in_pyproject() -> None:
     import tomllib
 
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    from setuptools import find_namespace_packages
+
+    found = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    listed = set(find_namespace_packages(where=str(ROOT), include=found["include"]))
     on_disk = {
         ".".join(p.parent.relative_to(ROOT).parts)
         for pkg in PACKAGES

@@ -75,3 +75,17 @@ def test_python_dash_m_works() -> None:
     proc = subprocess.run([sys.executable, "-m", "trialhouse", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "summarize" in proc.stdout
+
+
+def test_the_readme_shows_commands_a_new_user_can_type() -> None:
+    """Issue 31, item 8: the tour says how `trialhouse` gets on the PATH before its first
+    bare `trialhouse …`, and no sample output carries a maintainer's absolute path (the demo's
+    sample once printed `wrote /work/main/demo/corpus/manifest.json`)."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    activation = readme.index("source .venv/bin/activate")
+    first_bare = min(m.start() for m in re.finditer(r"^\$ trialhouse ", readme, flags=re.M))
+    assert activation < first_bare
+    samples = "\n".join(re.findall(r"^```text\n(.*?)^```$", readme, flags=re.M | re.S))
+    assert samples and not re.findall(r"(?<![\w.])/(?:work|tmp|root|home|Users)/\S+", samples)

@@ -45,6 +45,9 @@ def qa(tmp_path_factory) -> Path:
     (d / "existing.txt").write_text("keep me\n")
     (d / "list.yaml").write_text("[1, 2]\n")
     (d / "empty.csv").write_text("")
+    (d / "junk_dir").mkdir()
+    (d / "junk_dir" / "notes.txt").write_text("hello\n")
+    (d / "blank.jsonl").write_text("\n  \n")
     # a second task universe: one configuration on other tasks, no cost
     other = d / "other.jsonl"
     other.write_text("".join(
@@ -83,7 +86,10 @@ CASES = [
                               "-w", W], 2, ["SQL error", "Malformed JSON", "\ufffd"]),
     # ingest inputs
     ("ingest-missing-path", ["ingest", "{d}/nope", "-w", "{d}/w1.duckdb"], 2, ["nope", "no such file"]),
-    ("ingest-unknown-format", ["ingest", "{d}/a_dir", "-w", "{d}/w1.duckdb"], 2, ["a_dir", "cannot tell its format", "--format"]),
+    ("ingest-unknown-format", ["ingest", "{d}/junk_dir", "-w", "{d}/w1.duckdb"], 2, ["junk_dir", "cannot tell its format", "--format"]),
+    ("ingest-empty-dir", ["ingest", "{d}/a_dir", "-w", "{d}/w1.duckdb"], 2, ["a_dir", "is an empty directory"]),
+    ("ingest-empty-file", ["ingest", "{d}/empty.csv", "-w", "{d}/w1.duckdb"], 2, ["empty.csv", "is empty"]),
+    ("ingest-blank-file", ["ingest", "{d}/blank.jsonl", "-w", "{d}/w1.duckdb"], 2, ["blank.jsonl", "is empty"]),
     ("ingest-bad-format-flag", ["ingest", str(RUNS), "--format", "bogus", "-w", "{d}/w1.duckdb"], 2, ["--format", "bogus"]),
     ("ingest-prices-missing", ["ingest", str(RUNS), "--prices", "{d}/nope.json", "-w", "{d}/w1.duckdb"], 2, ["nope.json", "prices"]),
     ("ingest-prices-bad-json", ["ingest", str(RUNS), "--prices", "{d}/bad.json", "-w", "{d}/w1.duckdb"], 2, ["bad.json", "not valid JSON"]),
@@ -106,7 +112,13 @@ CASES = [
     ("visibility-no-visible-check", ["visibility", "-w", W], 2, ["no visible check in the selection"]),
     ("holdout-bad", ["familiarity", "-w", W, "--holdout", "maybe"], 2, ["--holdout", "include, exclude or only"]),
     ("by-unknown", ["summarize", "-w", W, "--by", "nocolumn"], 2, ["--by", "nocolumn"]),
-    ("run-unknown", ["consistency", "-w", W, "--run", "nope"], 2, ["'nope'", "--run"]),
+    ("run-unknown", ["consistency", "-w", W, "--run", "nope"], 2, ["--run 'nope'", "no run", "known: runs-jsonl-"]),
+    ("label-key-unknown", ["summarize", "-w", W, "--label", "task_class=x"], 2,
+     ["--label task_class=x", "no case has a 'task_class' label", "labels in the warehouse: benchmark, repository"]),
+    ("label-value-unknown", ["pareto", "-w", W, "--label", "repository=nope"], 2,
+     ["--label repository=nope", "known repository values: acme/ledger, acme/widgets"]),
+    ("selection-empty-together", ["summarize", "-w", W, "--since", "2031-01-01"], 2,
+     ["no complete trials match --since 2031-01-01", "trialhouse runs"]),
     # configuration names
     ("baseline-unknown", ["compare", "-w", W, "--baseline", "nope"], 2, ["'nope'", "not found", "known:"]),
     ("candidate-unknown", ["compare", "-w", W, "--baseline", "minimal-shell@1.2.0 / model-a", "--candidate", "zzz"], 2, ["'zzz'", "not found"]),
@@ -133,9 +145,34 @@ CASES = [
     ("compare-report-bad-json", ["compare", "--report", "{d}/bad.json"], 2, ["bad.json", "not valid JSON", "line 1"]),
     ("compare-report-dir", ["compare", "--report", "{d}/a_dir"], 2, ["a_dir", "is a directory", "report.json"]),
     ("compare-report-binary", ["compare", "--report", "{d}/binary.bin"], 2, ["binary.bin", "cannot read"]),
-    # outputs
+    # outputs: every path a command creates is checked before work starts (a parent that is
+    # a file; a place nobody can write, root included: /sys refuses, /proc has no such entry)
     ("report-output-is-file", ["report", "-w", W, "-o", "{d}/existing.txt"], 2, ["existing.txt", "not a directory"]),
-    ("example-into-file", ["example", "{d}/existing.txt"], 2, ["existing.txt", "not empty"]),
+    ("report-output-parent-is-file", ["report", "-w", W, "-o", "{d}/existing.txt/r"], 2,
+     ["--output", "existing.txt is a file, not a directory"]),
+    ("report-output-unwritable", ["report", "-w", W, "-o", "/sys/trialhouse-report"], 2,
+     ["--output /sys/trialhouse-report", "cannot write in /sys"]),
+    ("example-into-file", ["example", "{d}/existing.txt"], 2, ["existing.txt", "not a directory"]),
+    ("example-unwritable", ["example", "/proc/trialhouse-example"], 2, ["cannot write in /proc"]),
+    ("ingest-wh-parent-is-file", ["ingest", str(RUNS), "-w", "{d}/existing.txt/w.duckdb"], 2,
+     ["--warehouse", "existing.txt is a file, not a directory"]),
+    ("ingest-wh-unwritable", ["ingest", str(RUNS), "-w", "/sys/trialhouse-wh/w.duckdb"], 2,
+     ["--warehouse /sys/trialhouse-wh/w.duckdb", "cannot write in /sys"]),
+    ("ingest-wh-in-proc", ["ingest", str(RUNS), "-w", "/proc/trialhouse-wh/w.duckdb"], 2,
+     ["cannot write in /proc"]),
+    ("run-output-parent-is-file", ["run", "-m", "{d}/bad.json", "-o", "{d}/existing.txt/run"], 2,
+     ["--output", "existing.txt is a file, not a directory"]),
+    ("run-output-unwritable", ["run", "-m", "{d}/bad.json", "-o", "/sys/trialhouse-run"], 2,
+     ["cannot write in /sys"]),
+    ("view-bundle-parent-is-file", ["view", "-w", W, "--bundle", "{d}/existing.txt/b"], 2,
+     ["--bundle", "existing.txt is a file, not a directory"]),
+    ("view-reviews-unwritable", ["view", "-w", W, "--no-open", "--reviews", "/sys/r.jsonl"], 2,
+     ["--reviews /sys/r.jsonl", "cannot write in /sys"]),
+    # sql sees only the warehouse: never a variable of the program (a replacement scan)
+    ("sql-python-variable", ["sql", "select * from query", "-w", W], 2,
+     ["query does not exist", "trialhouse tables"]),
+    ("sql-python-module", ["sql", "select * from annotations", "-w", W], 2,
+     ["annotations does not exist"]),
     # runner inputs
     ("run-missing-manifest", ["run", "-m", "{d}/nope.json", "-o", "{d}/run1"], 2, ["nope.json", "not found"]),
     ("run-bad-manifest", ["run", "-m", "{d}/bad.json", "-o", "{d}/run1"], 2, ["bad.json", "line 1", "JSON"]),
@@ -157,7 +194,8 @@ def test_bad_input_is_one_clear_line(qa: Path, argv: list[str], code: int, words
 
 def test_validate_names_each_problem(qa: Path) -> None:
     """validate lists problems on stdout and a one-line count naming the file on stderr."""
-    for bad, words in [("nope.json", ["not found"]), ("a_dir", ["Is a directory"]),
+    for bad, words in [("nope.json", ["not found"]),
+                       ("a_dir", ["is a directory", "give the manifest's JSON file"]),
                        ("bad.json", ["line 1", "malformed JSON"])]:
         res = cli("validate", "-m", qa / bad)
         assert res.returncode == 2 and "Traceback" not in res.stderr + res.stdout

@@ -140,6 +140,6 @@ def test_sql_in_a_terminal_is_a_table_or_one_block_per_row(wh) -> None:
                  "GROUP BY 1 ORDER BY 1", tty=True, columns=80)
     assert "┃" in narrow and "15,000,015" in narrow and "[b]alpha[/b]" in narrow
     wide = cli("sql", "-w", str(wh), "SELECT * FROM trials LIMIT 2", tty=True, columns=80)
-    assert "-[ row 1 ]" in wide and "-[ row 2 ]" in wide
-    assert any(ln.startswith("trial_id") and "│ aa72aaa0652c7c9f-0" in ln for ln in wide.splitlines())
+    assert "── 1 of 2 " in wide and "── 2 of 2 " in wide
+    assert any(ln.startswith("trial_id") and " aa72aaa0652c7c9f-0" in ln for ln in wide.splitlines())
     assert "2 row(s)" in wide

@@ -13,13 +13,13 @@ import click
 from trialhouse.app import CommandError, app, echo_json, json_option, option, warehouse_option
 
 
-def _frame(df, as_json: bool) -> None:
+def _frame(df, as_json: bool, caption: str = "", several: bool = False) -> None:
     if as_json:
         echo_json(df.to_dicts())
         return
     from trialhouse.render import print_frame
 
-    print_frame(df, 1000)
+    print_frame(df, 1000, caption, caption_piped=several)
 
 
 @app.command("calibrate-judge")
@@ -51,6 +51,9 @@ def calibrate_judge(manifest: Path, rubric: str, dataset: Path, variant: str | N
         raise CommandError(str(exc)) from None
     if not warehouse.is_file():
         raise CommandError(f"{warehouse}: no warehouse here; ingest a run first")
+    from trialhouse.paths import creatable
+
+    creatable(warehouse, "--warehouse", "file")
     st = calibration_stats([(j.example.id, j.example.label, j.verdict) for j in judged])
     cid = hashlib.sha256(f"{rsha}{dsha}{jsonlib.dumps(judge, sort_keys=True)}{uuid.uuid4()}".encode()).hexdigest()[:12]
     summary = {"calibration_id": cid, "rubric": rubric, "rubric_sha256": rsha, "dataset_sha256": dsha,
@@ -104,14 +107,17 @@ def review_import(file: Path, warehouse: Path, rubric: Path | None, allow_quaran
     """
     from ingest.api import IngestQuarantined
     from ingest.judges import import_reviews
+    from trialhouse.paths import creatable
     from trialhouse.render import print_ingest
 
+    if warehouse.is_file():  # a missing one is the importer's own message
+        creatable(warehouse, "--warehouse", "file")
     try:
         result = import_reviews(file, warehouse, rubric=rubric, allow_quarantine=allow_quarantine)
     except IngestQuarantined as exc:
-        print_ingest(exc.result, json)
+        print_ingest(exc.result, json, warehouse)
         raise
-    print_ingest(result, json)
+    print_ingest(result, json, warehouse)
 
 
 @review.command("summary")
@@ -134,9 +140,12 @@ def review_summary(warehouse: Path, period: str | None, json: bool) -> None:
     if json:
         echo_json({k: v.to_dicts() for k, v in frames.items()})
         return
+    captions = {"agreement": "Grader–reviewer agreement per configuration",
+                "minutes": "Review minutes per accepted result",
+                "categories": "Failure categories by who assigned them (lost spend: their "
+                              "trials' cost)"}
     for name, df in frames.items():
-        click.echo(name)
-        _frame(df, False)
+        _frame(df, False, captions[name], several=True)
 
 
 @app.command("inspect-queue")
@@ -158,4 +167,4 @@ def inspect_queue_cmd(warehouse: Path, run_id: str | None, runs_root: str | None
         df = inspect_queue(con, run_id, runs_root)
     finally:
         con.close()
-    _frame(df, json)
+    _frame(df, json, "What to inspect by hand")

@@ -53,6 +53,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
     """
     import viewer
     from analysis.report import write_report
+    from trialhouse.paths import creatable
 
     if viewer_url and bundle:
         raise click.UsageError("choose one of --viewer-url and --bundle")
@@ -64,6 +65,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
                    f"--warehouse {warehouse} --bundle {bundle}", err=True)
     pages = (viewer.trial_links(viewer_url=viewer_url, bundle=bundle, report_dir=output)
              if viewer_url or bundle is not None else None)
+    creatable(output, "--output", "dir")
     paths = write_report(
         warehouse,
         output,

@@ -82,6 +82,9 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
                        executor, ray_address)
     from runner.controls import run_controls
     from runner.run import run_trials
+    from trialhouse.paths import creatable
+
+    creatable(output, "--output", "dir")
 
     progress = not no_progress and not json_out
     if validation_only:
@@ -92,7 +95,7 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
         else:
             bad = [c for c in res.cases if not c["ok"]]
             click.echo(f"controls: {len(res.cases) - len(bad)}/{len(res.cases)} cases ok; "
-                       f"events {res.events_path}; report {res.report_path}")
+                       f"events {_shown(res.events_path)}; report {_shown(res.report_path)}")
         if not res.ok:
             raise click.exceptions.Exit(1)
         return
@@ -127,6 +130,15 @@ def _check_run_options(validation_only: bool, resume: bool, scoring_options: boo
         raise click.UsageError("--validation-only runs the controls on this machine; drop --executor")
 
 
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory when it is below it (as the user named
+    the run directory), else as it is."""
+    try:
+        return Path(path).resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return Path(path)
+
+
 def _print_run(result: Any, progress: bool) -> None:
     """The terminal form of a scored run's result; exit 1 when a case was not scored."""
     for number, why in result.refused[:20]:
@@ -147,7 +159,7 @@ def _print_run(result: Any, progress: bool) -> None:
             click.echo(f"  {case_id}: {why}", err=True)
     else:
         click.echo("controls: every case passed; 0 cases not scored")
-    click.echo(f"events {result.events_path}; report {result.report_path}")
+    click.echo(f"events {_shown(result.events_path)}; report {_shown(result.report_path)}")
     if result.unscored:
         raise click.exceptions.Exit(1)
 
@@ -178,7 +190,42 @@ def example(directory: Path) -> None:
     Example: trialhouse example demo/corpus
     """
     from runner.example import write_example
+    from trialhouse.paths import creatable
 
+    creatable(directory, "DIR", "dir")
     path = write_example(directory)
-    click.echo(f"wrote {path}")
-    click.echo(f"next: trialhouse validate --manifest {path}")
+    shown = directory / path.name  # as the user named it: no absolute path of this machine
+    click.echo(f"wrote {shown}")
+    click.echo(f"next: trialhouse validate --manifest {shown}")
+
+
+@app.command()
+@click.argument("repo", metavar="REPO", type=click.Path(path_type=Path), default=".")
+@option("--output", "-o", type=click.Path(path_type=Path), default=None,
+        help="Directory to write (new or empty, outside REPO); default: REPO-trialhouse beside it.")
+def init(repo: Path, output: Path | None) -> None:
+    """Write a first manifest for your own git repository REPO (default: here).
+
+    One case, a criterion per layer, your `command` agent in two variants and the null and
+    reference points, with a README saying what each is. Fill in every `FILL IN:` blank
+    (validate names each), then validate, run, ingest and report (docs/runner.md).
+
+    Example: trialhouse init ../my-service --output my-service-trialhouse
+    """
+    import os
+
+    from runner.scaffold import init_manifest
+    from trialhouse.paths import creatable
+
+    top = Path(os.path.normpath(repo.absolute()))
+    out = output if output is not None else Path(os.path.relpath(top.parent / f"{top.name}-trialhouse"))
+    creatable(out, "--output", "dir")
+    made = init_manifest(repo, out)
+    others = [str(p.relative_to(out)) for p in made.written if p.name != "manifest.json"]
+    click.echo(f"wrote {out / 'manifest.json'} for {repo} at {made.commit[:12]}"
+               f" ({made.language or 'language not recognised'}), with {', '.join(others)}")
+    if made.uncommitted:
+        click.echo(f"note: {made.uncommitted} uncommitted change(s) in {repo} are not part of it "
+                   "(it starts from the commit)")
+    click.echo(f"next: fill in each FILL IN: blank ({out / 'README.md'} says how), then "
+               f"trialhouse validate --manifest {out / 'manifest.json'}")

@@ -36,7 +36,12 @@ def view(warehouse: Path, port: int, host: str, allow_remote: bool, no_open: boo
     Example: trialhouse view -w demo/warehouse/trialhouse.duckdb --runs-root demo/runs --reviews reviews.jsonl --rubric demo/corpus/reviews/grid.yaml
     """
     import viewer
+    from trialhouse.paths import creatable
 
+    if bundle is not None:
+        creatable(bundle, "--bundle", "dir")
+    if reviews is not None:
+        creatable(reviews, "--reviews", "file")
     if bundle is not None:
         result = viewer.bundle(warehouse, bundle, runs_roots=runs_roots, rubric=rubric,
                                max_bytes=bundle_max_mb * 1024 * 1024)

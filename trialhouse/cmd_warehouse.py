@@ -49,15 +49,17 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
     Example: trialhouse ingest runs/2026-03-02-demo --warehouse demo/warehouse/trialhouse.duckdb
     """
     from ingest.api import IngestQuarantined, ingest_paths
+    from trialhouse.paths import creatable
     from trialhouse.render import print_ingest
 
+    creatable(warehouse, "--warehouse", "file")
     try:
         result = ingest_paths(list(paths), warehouse, format=format, prices=prices,
                               allow_quarantine=allow_quarantine, aliases=aliases, labels=labels)
     except IngestQuarantined as exc:
-        print_ingest(exc.result, json)
+        print_ingest(exc.result, json, warehouse)
         raise
-    print_ingest(result, json)
+    print_ingest(result, json, warehouse)
 
 
 @app.command()
@@ -70,8 +72,9 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
 def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     """Run SQL against the warehouse and print a table, JSON or CSV.
 
-    QUERY is the SQL to run (read-only connection). In a terminal: a table (one block per
-    row when the columns do not fit); piped: tab-separated values with a header row.
+    QUERY is the SQL to run (read-only connection; it sees the warehouse's tables and views,
+    never a variable of this program). In a terminal: a table that fits the terminal (one
+    block per row when the columns do not); piped: tab-separated values with a header row.
 
     Example: trialhouse sql --warehouse demo/warehouse/trialhouse.duckdb "SELECT outcome, count(*) FROM trials GROUP BY 1"
     """
@@ -85,13 +88,19 @@ def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     from warehouse.errors import duckdb_message
 
     con = wh.open(warehouse, read_only=True)
+    # A name the warehouse lacks must be an error, not a Python variable of this process that
+    # DuckDB's replacement scan finds (`select * from annotations` read a local once).
+    con.execute("SET python_enable_replacements = false")
     try:
         rel = con.sql(query)
         if rel is None:  # e.g. only a comment
             raise CommandError("the statement returned no rows to show; give a SELECT query")
         df = rel.pl()
     except (duckdb.Error, UnicodeDecodeError) as exc:  # the latter: duckdb_message says why
-        raise CommandError(f"SQL error: {duckdb_message(exc).splitlines()[0]}") from None
+        first = duckdb_message(exc).splitlines()[0]
+        hint = ("; the warehouse's tables and views: trialhouse tables -w "
+                f"{warehouse}" if first.startswith("Catalog Error") else "")
+        raise CommandError(f"SQL error: {first}{hint}") from None
     finally:
         con.close()
     if json:
@@ -153,15 +162,18 @@ def annotate(csv: Path, warehouse: Path, kind: str, annotator: str | None, allow
     """
     from ingest.annotations import import_annotations
     from ingest.api import IngestQuarantined
+    from trialhouse.paths import creatable
     from trialhouse.render import print_ingest
 
+    if warehouse.is_file():  # a missing one is the importer's own message
+        creatable(warehouse, "--warehouse", "file")
     try:
         result = import_annotations(csv, warehouse, kind=kind, annotator=annotator,
                                     allow_quarantine=allow_quarantine)
     except IngestQuarantined as exc:
-        print_ingest(exc.result, json)
+        print_ingest(exc.result, json, warehouse)
         raise
-    print_ingest(result, json)
+    print_ingest(result, json, warehouse)
 
 
 @app.group(invoke_without_command=True)
@@ -215,7 +227,11 @@ def runs_invalidate(run_id: str, reason: str, warehouse: Path) -> None:
 
     Example: trialhouse runs invalidate 20261130T095745Z-0c0365 --reason "grader bug fixed in abc123" -w demo/warehouse/trialhouse.duckdb
     """
+    from trialhouse.paths import creatable
     from warehouse.runs import invalidate_run
+
+    if warehouse.is_file():
+        creatable(warehouse, "--warehouse", "file")
 
     invalidate_run(warehouse, run_id, reason)
     click.echo(f"{run_id}: invalidated ({reason.strip()}); 'trialhouse runs restore {run_id}' undoes it")
@@ -229,7 +245,11 @@ def runs_restore(run_id: str, warehouse: Path) -> None:
 
     Example: trialhouse runs restore 20261130T095745Z-0c0365 -w demo/warehouse/trialhouse.duckdb
     """
+    from trialhouse.paths import creatable
     from warehouse.runs import restore_run
+
+    if warehouse.is_file():
+        creatable(warehouse, "--warehouse", "file")
 
     restore_run(warehouse, run_id)
     click.echo(f"{run_id}: restored")
@@ -238,12 +258,30 @@ def runs_restore(run_id: str, warehouse: Path) -> None:
 @runs.command("delete")
 @click.argument("run_id")
 @warehouse_option
-def runs_delete(run_id: str, warehouse: Path) -> None:
-    """Remove a run's rows from every table, all or none.
+@option("--yes", "-y", is_flag=True,
+        help="Delete without asking (needed when stdin is not a terminal).")
+def runs_delete(run_id: str, warehouse: Path, yes: bool) -> None:
+    """Remove a run's rows from every table, all or none (asks first; 'runs invalidate'
+    keeps a run but leaves it out of every analysis).
 
-    Example: trialhouse runs delete 20261130T095745Z-0c0365 -w demo/warehouse/trialhouse.duckdb
+    Example: trialhouse runs delete 20261130T095745Z-0c0365 -w demo/warehouse/trialhouse.duckdb --yes
     """
-    from warehouse.runs import delete_run
+    import sys
 
+    from trialhouse.paths import creatable
+    from warehouse.runs import delete_run, list_runs
+
+    if warehouse.is_file():
+        creatable(warehouse, "--warehouse", "file")
+    found = {r.run_id: r for r in list_runs(warehouse)} if not yes else {}
+    if run_id in found:  # an unknown run is delete_run's own message
+        r = found[run_id]
+        what = (f"run {run_id} ({r.trials:,} trials, {r.source_format}) and its rows in every "
+                "table, with no undo")
+        if not sys.stdin.isatty():
+            raise CommandError(f"runs delete would remove {what}; pass --yes to confirm (stdin "
+                               "is not a terminal, so nothing can ask)")
+        if not click.confirm(f"Delete {what}?", default=False):
+            raise CommandError(f"{run_id}: not deleted (not confirmed)", exit_code=1)
     delete_run(warehouse, run_id)
     click.echo(f"{run_id}: deleted")

@@ -65,31 +65,17 @@ def text(value: Any) -> Text:
     return t
 
 
-def rich_table(table: Any) -> Any:
-    """An ``analysis.document.Table`` as a Rich table."""
-    from rich.table import Table
-
-    from analysis.document import cell_text
-
-    t = Table(title=text(table.caption) if table.caption else None, title_justify="left",
-              show_lines=False)
-    cells = [[cell_text(c) for c in row] for row in table.rows]
-    for i, col in enumerate(table.columns):
-        # Names keep up to 40 characters on a line before they wrap; numbers never wrap.
-        longest = max((len(r[i]) for r in cells), default=0)
-        t.add_column(text(col.name), justify=col.align, overflow="fold",
-                     no_wrap=col.numeric, min_width=None if col.numeric else min(longest, 40))
-    for row in cells:
-        t.add_row(*[text(c) for c in row])
-    return t
-
-
 def print_view(view: View) -> None:
+    """A view in the terminal: its lines, its tables laid out to fit the terminal's width
+    (``trialhouse.fit``: piped, whole rows), then the lines after and the notes."""
+    from trialhouse.fit import draw
+
     con = console()
     for line in view.lines:
         con.print(text(line))
     for table in view.tables:
-        con.print(rich_table(table))
+        for part in draw(table, con.width, text):
+            con.print(part)
     for line in view.after:
         con.print(text(line))
     for note in view.notes:
@@ -122,11 +108,39 @@ def emit(result: Any, view: Callable[[Any], View], fmt: str,
         print_view(view(result))
 
 
-def print_ingest(result: Any, as_json: bool) -> None:
+QUARANTINE_SHOWN = 5
+"""Quarantined lines an import prints (then the count and the SQL that lists them all)."""
+
+
+def _quarantine_lines(result: Any, warehouse: Any) -> tuple[list[dict], list[str]]:
+    """The first quarantined lines of an import (file, line, reason) and the lines that say
+    how many there are and how to list them all."""
+    if not result.quarantined:
+        return [], []
+    from ingest.api import quarantine_sample
+
+    sample = [{"file": f, "line": n, "reason": r}
+              for f, n, r in quarantine_sample(warehouse, result, QUARANTINE_SHOWN)]
+    ids = ", ".join(f"'{b.ingest_batch_id}'" for b in result.batches
+                    if b.quarantined and b.ingest_batch_id)
+    first = "" if len(sample) == result.quarantined else f"; the first {len(sample)}"
+    lines = [f"quarantined {result.quarantined:,} line(s){first}:"]
+    lines += [f"  {q['file']}:{q['line'] if q['line'] is not None else '?'}: {q['reason']}"
+              for q in sample]
+    # a command line printed for the user to run, never executed here; ids are our batch ids
+    query = ("SELECT source_file, line, reason FROM quarantine "  # noqa: S608
+             f"WHERE ingest_batch_id IN ({ids}) ORDER BY 1, 2")
+    lines.append(f'all of them: trialhouse sql -w {warehouse} "{query}"')
+    return sample, lines
+
+
+def print_ingest(result: Any, as_json: bool, warehouse: Any = None) -> None:
     """What an import wrote (``ingest.api.IngestResult``): per batch its run, format, rows
-    per table and quarantined lines, then the notes and the totals; or its JSON form."""
+    per table and quarantined lines, then the notes and the totals, and the first
+    quarantined lines with their reasons (``warehouse`` given); or its JSON form."""
+    sample, qlines = _quarantine_lines(result, warehouse) if warehouse is not None else ([], [])
     if as_json:
-        echo_json(result.to_dict())
+        echo_json({**result.to_dict(), "quarantine_sample": sample})
         return
     from analysis.document import Table, columns
 
@@ -140,7 +154,7 @@ def print_ingest(result: Any, as_json: bool) -> None:
                                          "batch"], [False, False, False, True, False]), rows)],
         after=[f"note: {b.run_id}: {note}" for b in result.batches for note in b.notes]
         + [f"total: {len(result.batches)} batch(es), {total.get('trials', 0):,} trials, "
-           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"]))
+           f"{total.get('events', 0):,} events, {result.quarantined:,} quarantined"] + qlines))
 
 
 def _human(v: Any) -> str:
@@ -167,35 +181,37 @@ def _tsv(v: Any) -> str:
     return str(v).replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
-def print_frame(df: Any, limit: int) -> None:
-    """A query result: a table in a terminal (one record per block when the columns do not
-    fit), tab-separated values with a header row when stdout is not a terminal."""
+IDENTIFYING = frozenset({"name", "kind", "variant", "configuration", "config_id", "run_id",
+                         "trial_id", "case_id", "task_id", "category", "assigned_by", "universe",
+                         "metric", "model", "harness", "reviewer", "source_format"})
+"""Columns of a query result that name its rows (kept whole when the terminal is narrow)."""
+
+
+def frame_table(df: Any, limit: int, caption: str = "") -> Any:
+    """A query result's first ``limit`` rows as an ``analysis.document.Table``: numbers for
+    people, the first column and the id-like ones (``IDENTIFYING``) naming the rows."""
+    from analysis.document import Column, Table
+
+    cols = [Column(c, numeric=df.schema[c].is_numeric(),
+                   identifying=i == 0 or c in IDENTIFYING) for i, c in enumerate(df.columns)]
+    return Table(caption, cols, [[_human(v) for v in row] for row in df.head(limit).iter_rows()])
+
+
+def print_frame(df: Any, limit: int, caption: str = "", caption_piped: bool = False) -> None:
+    """A query result: a table that fits the terminal (``trialhouse.fit``: wrapped, in
+    blocks, or one record per row), tab-separated values with a header row when stdout is
+    not a terminal."""
     con = console()
     if not con.is_terminal:  # piped (TTY_COMPATIBLE=1 or FORCE_COLOR make it a terminal)
+        if caption and caption_piped:  # several results in one output name each
+            click.echo(caption)
         click.echo("\t".join(df.columns))
         for row in df.iter_rows():
             click.echo("\t".join(_tsv(v) for v in row))
         return
-    from rich.table import Table
+    from trialhouse.fit import draw
 
-    shown = df.head(limit)
-    cells = [[_human(v) for v in row] for row in shown.iter_rows()]
-    widths = [max([len(c), *(min(len(r[i]), 40) for r in cells)])
-              for i, c in enumerate(df.columns)]
-    if sum(widths) + 3 * len(widths) + 1 <= con.width:
-        t = Table(show_lines=False)
-        for i, col in enumerate(df.columns):
-            numeric = df.schema[col].is_numeric()
-            t.add_column(text(col), justify="right" if numeric else "left", no_wrap=numeric,
-                         min_width=min(widths[i], 12))
-        for r in cells:
-            t.add_row(*[text(c) for c in r])
-        con.print(t)
-    else:  # too wide: one block per record, column names down the left
-        name_w = max(len(c) for c in df.columns)
-        for n, r in enumerate(cells, 1):
-            con.print(text(f"-[ row {n} ]" + "-" * max(0, min(con.width, 60) - 12)))
-            for col, v in zip(df.columns, r, strict=True):
-                con.print(text(f"{col.ljust(name_w)} │ {v}"))
+    for part in draw(frame_table(df, limit, caption), con.width, text):
+        con.print(part)
     more = f" (showing {limit})" if df.height > limit else ""
     con.print(text(f"{df.height:,} row(s){more}"))

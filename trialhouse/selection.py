@@ -104,9 +104,11 @@ def ask(warehouse: Path, fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def show(result: Any, view: str, fmt: str, selection: Any) -> None:
-    """Print a question's result as ``fmt`` through ``trialhouse.views.<view>``; JSON leads
+    """Print a question's result as ``fmt`` through ``trialhouse.views.<view>`` (or
+    ``trialhouse.views_stats.<view>``); JSON leads
     with the selection (``filters``) it answered."""
-    from trialhouse import views
+    from trialhouse import views, views_stats
     from trialhouse.render import emit
 
-    emit(result, getattr(views, view), fmt, head={"filters": selection.as_dict()})
+    layout = getattr(views, view, None) or getattr(views_stats, view)
+    emit(result, layout, fmt, head={"filters": selection.as_dict()})

@@ -12,7 +12,7 @@ from typing import Any
 from trialhouse.render import View
 
 
-def _table(caption: str, names: list[str], rows: list[list[Any]], numeric: list[bool],
+def table(caption: str, names: list[str], rows: list[list[Any]], numeric: list[bool],
            identifying: int = 1) -> Any:
     """An ``analysis.document.Table``; its first ``identifying`` columns name the row."""
     from analysis.document import Table, columns
@@ -20,62 +20,69 @@ def _table(caption: str, names: list[str], rows: list[list[Any]], numeric: list[
     return Table(caption, columns(names, numeric, identifying), rows)
 
 
-def _slice(row: Any, key: str) -> str:
+def cell_slice(row: Any, key: str) -> str:
     """A ``--by`` slice value as a cell: a task without the label is a dash, not a blank."""
     from analysis import formatting as fmt
 
     return fmt.DASH if row[key] is None else str(row[key])
 
 
-def _name(row: Any, simulated: frozenset[str] = frozenset()) -> str:
+def name(row: Any, simulated: frozenset[str] = frozenset()) -> str:
     from analysis import formatting as fmt
 
     return fmt.label_with_id(row, simulated)
 
 
-def _task_sets(universes: list[Any]) -> list[str]:
+def task_sets(universes: list[Any]) -> list[str]:
     """The task set of each universe, one line each (summarize and consistency print the
     same lines for the same selection)."""
     return [u.sentence() for u in universes]
 
 
-def _universe(rows: list[dict]) -> list[str]:
-    """The universe column, shown when the rows span several universes."""
-    return ["universe"] if len({r.get("universe") for r in rows}) > 1 else []
+def per_universe(rows: list[dict], caption: str, cols: list[str], numeric: list[bool],
+                  lead: int, cells: Any) -> list[Any]:
+    """One table per task universe (numbers of different universes are never compared, and
+    a table without a universe column fits a terminal better); ``cells(row)`` lays a row."""
+    found = list(dict.fromkeys(r.get("universe") for r in rows)) or [None]
+    return [table(caption + (f" — universe {uni}" if len(found) > 1 else ""), cols,
+                  [cells(r) for r in rows if r.get("universe") == uni], numeric, lead)
+            for uni in found]
+
+
+def _summary_row(r: dict, by: list[str]) -> list[str]:
+    from analysis import formatting as fmt
+
+    flags = ("unknown" if r.get("flags") is None else
+             f"{fmt.count(r['flags'])} ({fmt.count(r['flagged_trials'])})")
+    return [
+        name(r), *[cell_slice(r, b) for b in by],
+        fmt.pct(r["solved"], r["valid"]),
+        f"{fmt.rate(r['task_mean'])} [{fmt.interval(r['task_ci_low'], r['task_ci_high'])}]",
+        fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_accepted"]),
+        fmt.interval(r["ci_low"], r["ci_high"]), fmt.count(r["tasks"]),
+        fmt.count(r["infra"]), fmt.count(r["invalid"]), fmt.count(r["incomplete"]),
+        fmt.usd(r["cost_usd"]), fmt.pct(r["cost_known"], r["trials"]),
+        fmt.number(r["med_steps"], unknown="unknown"),
+        fmt.number(r["med_tokens"], unknown="unknown"), fmt.secs(r["latency_p50"]), flags]
 
 
 def summary(s: Any) -> View:
-    from analysis import formatting as fmt
-
-    uni = _universe(s.rows)
-    cols = ["configuration", *uni, *s.by, "solved/valid", "95% CI per trial", "tasks",
-            "task mean [95% CI]", "infra", "invalid", "incompl.", "med steps", "med tokens",
-            "cost", "cost/solved", "cost known", "p50 wall", "flags (trials)"]
-    rows = []
-    for r in s.rows:
-        flags = ("unknown" if r.get("flags") is None else
-                 f"{fmt.count(r['flags'])} ({fmt.count(r['flagged_trials'])})")
-        rows.append([
-            _name(r), *[r[u] for u in uni], *[_slice(r, b) for b in s.by],
-            fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
-            fmt.count(r["tasks"]),
-            f"{fmt.rate(r['task_mean'])} [{fmt.interval(r['task_ci_low'], r['task_ci_high'])}]",
-            fmt.count(r["infra"]), fmt.count(r["invalid"]), fmt.count(r["incomplete"]),
-            fmt.number(r["med_steps"], unknown="unknown"),
-            fmt.number(r["med_tokens"], unknown="unknown"), fmt.usd(r["cost_usd"]),
-            fmt.DASH if not r["solved"] else fmt.usd(r["cost_per_accepted"]),
-            fmt.pct(r["cost_known"], r["trials"]), fmt.secs(r["latency_p50"]), flags])
-    lead = 1 + len(uni) + len(s.by)
+    """One table per task universe (numbers of different universes are never compared;
+    a table without a universe column fits a terminal better)."""
+    cols = ["configuration", *s.by, "solved/valid", "task mean [95% CI]", "cost/solved",
+            "95% CI per trial", "tasks", "infra", "invalid", "incompl.", "cost", "cost known",
+            "med steps", "med tokens", "p50 wall", "flags (trials)"]
+    lead = 1 + len(s.by)
     numeric = [False] * lead + [True] * (len(cols) - lead)
+    tables = per_universe(s.rows, "Summary on the common tasks", cols, numeric, lead,
+                           lambda r: _summary_row(r, s.by))
     after = (["SIMULATED agents: these numbers measure the simulator, not a model."]
              if any(r["simulated"] for r in s.rows) else [])
-    lines = _task_sets(s.universes)
+    lines = task_sets(s.universes)
     if s.unscored is not None and not s.unscored["count"]:
         lines.append("Unscored cases: 0 (every selected case passed its controls, or its "
                      "source records none).")
-    return View(lines=lines,
-                tables=[_table("Summary (common tasks within each task universe)", cols, rows,
-                               numeric, lead)], after=after, notes=list(s.warnings))
+    return View(lines=lines, tables=tables, after=after, notes=list(s.warnings))
 
 
 def _comparison_rows(c: Any) -> list[list[str]]:
@@ -90,7 +97,7 @@ def _comparison_rows(c: Any) -> list[list[str]]:
         ["candidate-only / baseline-only successes",
          f"{fmt.count(p.candidate_only)} / {fmt.count(p.baseline_only)}"],
         ["both / neither", f"{fmt.count(p.both)} / {fmt.count(p.neither)}"],
-        ["excluded pairs (infra/invalid) / incomplete trials",
+        ["excluded (infra/invalid) / incomplete",
          f"{fmt.count(p.excluded)} / {fmt.count(p.incomplete)}"],
         ["tasks compared / excluded", f"{c.tasks.common} / {len(c.tasks.excluded)}"],
         ["tasks improved / regressed / tied", f"{st.improvements} / {st.regressions} / {st.ties}"],
@@ -120,15 +127,16 @@ def _delta_rows(deltas: Any) -> list[list[str]]:
     for metric, (label, unit) in _DELTA_LABELS.items():
         d = getattr(deltas, metric)
         money = metric == "cost_usd"
+        name = f"{label} Δ (pairs both accepted)"
         if d.status != "ok":
-            out.append([f"{label} Δ, pairs both accepted", d.status])
+            out.append([name, d.status])
             continue
         mean = fmt.signed(d.mean_diff, unit=unit, money=money)
         lo, hi = (fmt.signed(v, unit=unit, money=money) for v in (d.ci_low, d.ci_high))
         med = " → ".join(fmt.usd(v) if money else fmt.number(v)
                          for v in (d.baseline_median, d.candidate_median))
-        out.append([f"{label} Δ, pairs both accepted: mean [95% bootstrap]; medians",
-                    f"{mean} [{lo} to {hi}] over {fmt.count(d.pairs)} pairs; {med}"])
+        out.append([name, f"mean {mean} [95% bootstrap {lo} to {hi}] over "
+                          f"{fmt.count(d.pairs)} pairs; medians {med}"])
     return out
 
 
@@ -143,9 +151,9 @@ def comparisons(result: Any) -> View:
         where = "" if c.slice is None else " — " + ", ".join(f"{k} = {v}"
                                                              for k, v in c.slice.items())
         sim = result.simulated
-        view.tables.append(_table(
-            f"{_name(c.candidate.as_dict(), sim)} vs baseline "
-            f"{_name(c.baseline.as_dict(), sim)}{where}",
+        view.tables.append(table(
+            f"{name(c.candidate.as_dict(), sim)} vs baseline "
+            f"{name(c.baseline.as_dict(), sim)}{where}",
             ["", "value"], _comparison_rows(c), [False, False]))
         if c.holdout is not None:
             h = c.holdout.sign_test
@@ -159,41 +167,44 @@ def comparisons(result: Any) -> View:
 def consistency(res: Any) -> View:
     from analysis import formatting as fmt
 
-    uni = _universe(res.rows)
-    rows = [[_name(r), *[r[u] for u in uni], *[_slice(r, b) for b in res.by],
-             fmt.pct(r["consistent"], r["tasks"]),
-             fmt.interval(r["ci_low"], r["ci_high"]),
-             str(r["min_n"]) if r["equal_n"] else f"{r['min_n']}–{r['max_n']}",
-             " ".join(fmt.prob(v) for v in r["pass_hat_k"]),
-             " ".join(fmt.prob(v) for v in r["pass_at_k"])] for r in res.rows]
-    cols = ["configuration", *uni, *res.by, "consistent", "95% CI", "reps", "pass^k (k = 1…)",
+    def cells(r: dict) -> list[str]:
+        return [name(r), *[cell_slice(r, b) for b in res.by],
+                fmt.pct(r["consistent"], r["tasks"]), fmt.interval(r["ci_low"], r["ci_high"]),
+                str(r["min_n"]) if r["equal_n"] else f"{r['min_n']}–{r['max_n']}",
+                " ".join(fmt.prob(v) for v in r["pass_hat_k"]),
+                " ".join(fmt.prob(v) for v in r["pass_at_k"])]
+
+    cols = ["configuration", *res.by, "consistent", "95% CI", "reps", "pass^k (k = 1…)",
             "pass@k (k = 1…)"]
-    return View(lines=_task_sets(res.universes),
-                tables=[_table("Consistency (k = 1..min n)", cols, rows,
-                               [False] * (1 + len(uni) + len(res.by)) + [True] * 5,
-                               1 + len(uni) + len(res.by))],
+    lead = 1 + len(res.by)
+    return View(lines=task_sets(res.universes),
+                tables=per_universe(res.rows, "Consistency (k = 1..min n)", cols,
+                                     [False] * lead + [True] * 5, lead, cells),
                 notes=list(res.warnings))
 
 
 def pareto(res: Any) -> View:
     from analysis import formatting as fmt
 
-    names = {r["config_id"]: _name(r) for r in res.rows}
+    names = {r["config_id"]: name(r) for r in res.rows}
     x = res.rows[0]["x_name"] if res.rows else "cost"
-    uni = _universe(res.rows)
     steps = x == "median_steps"
-    rows = [[names[r["config_id"]], *[r[u] for u in uni], *[_slice(r, b) for b in res.by],
-             fmt.number(r["x"], unknown="unknown") if steps else fmt.usd(r["x"]),
-             fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
-             fmt.front_status(r.get("role"), r["on_front"]), fmt.listing([names.get(d, d[:12]) for d in r["dominated_by"]]),
-             "yes" if r["overlap"] else "no",
-             "" if r["convex"] is None else ("yes" if r["convex"] else "no")] for r in res.rows]
-    cols = ["configuration", *uni, *res.by, x, "rate", "95% CI", "status", "dominated by",
+
+    def cells(r: dict) -> list[str]:
+        return [names[r["config_id"]], *[cell_slice(r, b) for b in res.by],
+                fmt.number(r["x"], unknown="unknown") if steps else fmt.usd(r["x"]),
+                fmt.pct(r["solved"], r["valid"]), fmt.interval(r["ci_low"], r["ci_high"]),
+                fmt.front_status(r.get("role"), r["on_front"]),
+                fmt.listing([names.get(d, d[:12]) for d in r["dominated_by"]]),
+                "yes" if r["overlap"] else "no",
+                "" if r["convex"] is None else ("yes" if r["convex"] else "no")]
+
+    cols = ["configuration", *res.by, x, "rate", "95% CI", "status", "dominated by",
             "CI overlap", "convex"]
-    return View(lines=_task_sets(res.universes),
-                tables=[_table(f"Pareto front per task universe ({x} ↓, rate ↑)", cols, rows,
-                               [False] * (1 + len(uni) + len(res.by)) + [True] * 3
-                               + [False] * 4, 1 + len(uni) + len(res.by))],
+    lead = 1 + len(res.by)
+    return View(lines=task_sets(res.universes),
+                tables=per_universe(res.rows, f"Pareto front ({x} ↓, rate ↑)", cols,
+                                     [False] * lead + [True] * 3 + [False] * 4, lead, cells),
                 notes=list(res.warnings))
 
 
@@ -205,13 +216,13 @@ def matrix(m: Any) -> View:
                     for h in m.harnesses]] for mod in m.models]
     design = {"full": "Model × harness", "harnesses": "One model × harnesses",
               "models": "Models × one harness"}[m.design]
-    tables = [_table(f"{design} on {m.common_tasks} common tasks", ["model", *m.harnesses],
+    tables = [table(f"{design} on {m.common_tasks} common tasks", ["model", *m.harnesses],
                      rows, [False] + [True] * len(m.harnesses))]
     for key, within, a, b, effects in (
             ("harness", "harness", "model_a", "model_b", m.model_effects),
             ("model", "model", "harness_a", "harness_b", m.harness_effects)):
         if effects:
-            tables.append(_table(
+            tables.append(table(
                 f"{'Model' if key == 'harness' else 'Harness'} effects within each {within} "
                 "(paired by task, Holm)", [within, "A", "B", "B − A [95% CI]",
                                            "better / worse / tied", "p (Holm)"],
@@ -224,35 +235,56 @@ def matrix(m: Any) -> View:
 
 
 def failures(res: Any) -> View:
+    """Outcome classes, then failure categories with who assigned them, then the trials
+    whose assigners disagree (the terminal's three tables of one result)."""
     from analysis import formatting as fmt
 
-    rows = [[_name(r), *[_slice(r, b) for b in res.by], r["dimension"], r["value"],
-             r["annotator"] or "", fmt.pct(r["count"], r["total"]), fmt.usd(r["lost_spend_usd"])]
-            for r in res.rows]
-    cols = ["configuration", *res.by, "kind", "class", "annotator", "count", "lost spend"]
-    return View(tables=[_table("Failures", cols, rows,
-                               [False] * (4 + len(res.by)) + [True, True], 3 + len(res.by))],
-                notes=list(res.warnings))
+    def lost(r: dict) -> str:
+        return (fmt.DASH if r["lost_spend_usd"] is None and r["cost_coverage"] is None
+                else fmt.usd(r["lost_spend_usd"]))
+
+    lead = 1 + len(res.by)
+    outcomes = [[name(r), *[cell_slice(r, b) for b in res.by], r["value"],
+                 fmt.pct(r["count"], r["total"]), lost(r)]
+                for r in res.rows if r["dimension"] == "outcome"]
+    tables = [table("Outcomes (lost spend: the cost of the trials in a failure class)",
+                     ["configuration", *res.by, "outcome", "trials", "lost spend"], outcomes,
+                     [False] * (lead + 1) + [True, True], lead + 1)]
+    cats = [[name(r), *[cell_slice(r, b) for b in res.by], r["value"],
+             f"{r['assigned_by']}: {r['annotator']}", fmt.pct(r["count"], r["total"]), lost(r)]
+            for r in res.rows if r["dimension"] == "category"]
+    if cats:
+        tables.append(table("Failure categories (first decisive wrong choice) by who "
+                             "assigned them", ["configuration", *res.by, "category",
+                                               "assigned by", "trials", "lost spend"],
+                             cats, [False] * (lead + 2) + [True, True], lead + 1))
+    dis = res.category_disagreements or []
+    if dis:
+        tables.append(table(f"Trials whose assigners disagree on the category ({len(dis)})",
+                             ["configuration", "trial", "categories (who = what)"],
+                             [[name(r), r["trial_id"], "; ".join(r["categories"])] for r in dis],
+                             [False] * 3, 2))
+    return View(tables=tables, notes=list(res.warnings))
 
 
 def disagreements(res: Any) -> View:
-    rows = [[_name(r), r["trial_id"], r["case_id"], r["outcome"], r["review"],
-             r["annotator"] or "", r["note"] or ""] for r in res.rows]
-    return View(tables=[_table(f"Reviewer vs grader disagreements ({len(res.rows)})",
+    rows = [[name(r), r["trial_id"], r["case_id"], r["outcome"], r["review"],
+             r["annotator"] or "", r["reason_code"] or "", r["note"] or ""] for r in res.rows]
+    return View(tables=[table(f"Reviewer vs grader disagreements ({len(res.rows)})",
                                ["configuration", "trial", "case", "outcome", "review",
-                                "annotator", "note"], rows, [False] * 7, 2)])
+                                "reviewer", "reason", "note"], rows, [False] * 8, 2)])
 
 
 def familiarity(res: Any) -> View:
     from analysis import formatting as fmt
 
-    rows = [[_name(r), *[_slice(r, b) for b in res.by], fmt.pct(r["known_solved"], r["known_valid"]),
+    rows = [[name(r), *[cell_slice(r, b) for b in res.by], fmt.pct(r["known_solved"], r["known_valid"]),
              fmt.pct(r["unknown_solved"], r["unknown_valid"]),
              fmt.diff_ci(r["gap"], r["ci_low"], r["ci_high"]),
              f"{r['g_known']}+{r['g_unknown']}"] for r in res.rows]
     cols = ["configuration", *res.by, "known", "unknown", "gap (95% CI, by repository)",
             "repos"]
-    return View(tables=[_table("Known vs unknown repositories", cols, rows,
+    return View(tables=[table("Known vs unknown repositories", cols, rows,
                                [False] * (1 + len(res.by)) + [True] * 4, 1 + len(res.by))],
                 notes=list(res.warnings))
 
@@ -267,77 +299,12 @@ def latency(res: Any) -> View:
         out = " / ".join(fmt.number(r[f"{p}_{q}"]) for q in ("p50", "p90", "p95"))
         return out + ("" if r[f"{p}_n"] == r["trials"] else f" (n={fmt.count(r[f'{p}_n'])})")
 
-    rows = [[_name(r), *[_slice(r, b) for b in res.by], fmt.count(r["trials"]),
+    rows = [[name(r), *[cell_slice(r, b) for b in res.by], fmt.count(r["trials"]),
              *[phase(r, p) for p in PHASES]] for r in res.rows]
-    return View(tables=[_table("Latency p50 / p90 / p95 (s)",
+    return View(tables=[table("Latency p50 / p90 / p95 (s)",
                                ["configuration", *res.by, "trials", *PHASES], rows,
                                [False] * (1 + len(res.by)) + [True] * (1 + len(PHASES)),
                                1 + len(res.by))])
-
-
-def noise(res: Any) -> View:
-    from analysis import formatting as fmt
-    from analysis.noise import REPS
-
-    def pp(v: Any) -> str:
-        return fmt.DASH if v is None else f"{100 * v:.1f} pp"
-
-    rows = [[_name(r), *([r["universe"]] if len({x["universe"] for x in res.rows}) > 1 else []),
-             fmt.count(r["tasks"]), fmt.number(r["mean_reps"], 2),
-             fmt.number(r["within_var"], 4), fmt.number(r["between_var"], 4),
-             fmt.DASH if r["between_share"] is None else f"{100 * r['between_share']:.0f}%",
-             pp(r["se_observed"]), " / ".join(pp(v) for v in (r["se_at_reps"] or [])) or fmt.DASH,
-             pp(r["se_floor"]), r["verdict"]] for r in res.rows]
-    uni = ["universe"] if len({x["universe"] for x in res.rows}) > 1 else []
-    cols = ["configuration", *uni, "tasks", "reps", "within ω²", "between τ²", "τ² share",
-            "SE now", "SE at " + "/".join(map(str, REPS)) + " reps", "SE at ∞", "reading"]
-    return View(lines=_task_sets(res.universes),
-                tables=[_table("Noise: repetition (ω²) vs task-to-task (τ²) variance", cols, rows,
-                               [False] * (1 + len(uni)) + [True] * 8 + [False], 1 + len(uni))],
-                notes=list(res.warnings))
-
-
-def ranks(res: Any) -> View:
-    from analysis import formatting as fmt
-
-    names = {r["config_id"]: _name(r) for r in res.rows}
-    short = {r["config_id"]: fmt.label(r) for r in res.rows}
-    rows = [[r["universe"], names[r["config_id"]], fmt.rate(r["task_mean"]),
-             fmt.DASH if r["rank"] is None else str(r["rank"]),
-             fmt.DASH if r["rank_low"] is None else f"{r['rank_low']}–{r['rank_high']}",
-             "baseline (not ranked)" if r["role"] == "baseline" else
-             "INELIGIBLE (not ranked)" if r["role"] == "ineligible" else
-             fmt.listing([short.get(t, t[:12]) for t in r["tied_with"]]) or "none"]
-            for r in res.rows]
-    return View(lines=_task_sets(res.universes),
-                tables=[_table("Leaderboard: rank by task mean, 95% bootstrap rank interval",
-                               ["universe", "configuration", "task mean", "rank",
-                                "rank interval", "tied with"], rows,
-                               [False, False, True, True, True, False], 2)],
-                notes=list(res.warnings))
-
-
-def plan(p: Any) -> View:
-    from analysis.plan import REPS, reps_label
-
-    def pp(v: Any) -> str:
-        return "—" if v is None else f"{100 * v:.1f} pp"
-
-    by_tasks: dict[int, dict[float, Any]] = {}
-    for g in p.grid:
-        by_tasks.setdefault(g["tasks"], {})[g["reps"]] = g["mde"]
-    rows = [[f"{t:,}", *[pp(by_tasks[t].get(r)) for r in REPS]] for t in by_tasks]
-    lines = [f"Components of the per-task difference ({p.source}): between-task τ² = "
-             f"{p.between:.5f}, within-task ω² = {p.within:.5f} per repetition."]
-    if p.pilot:
-        lines.append(f"Pilot: {p.pilot['candidate']['variant'] or p.pilot['candidate']['config_id'][:12]} vs "
-                     f"{p.pilot['baseline']['variant'] or p.pilot['baseline']['config_id'][:12]} on "
-                     f"{p.pilot['tasks']} tasks × {p.pilot['mean_reps']:.2f} repetitions.")
-    return View(lines=lines,
-                tables=[_table(f"Minimum detectable difference (α = {p.alpha:g}, power = "
-                               f"{p.power:g}, paired t)", ["tasks", *[f"{reps_label(r)} reps" for r in REPS]],
-                               rows, [True] * (1 + len(REPS)))],
-                after=list(p.verdict), notes=list(p.warnings))
 
 
 def eligibility(res: Any) -> View:
@@ -349,12 +316,12 @@ def eligibility(res: Any) -> View:
         status = ("baseline (reference point)" if r["role"] == "baseline" else
                   "eligible" if r["eligible"] else "INELIGIBLE")
         why = "; ".join(r["reasons"] or r["notes"]) or fmt.DASH
-        rows.append([_name(r, sim), status, fmt.count(r["invalid"]),
+        rows.append([name(r, sim), status, fmt.count(r["invalid"]),
                      fmt.count(r["blocker_regressions"]), fmt.count(r["secrets_leaked"]),
                      fmt.listing(r["tampered_runs"]) or fmt.DASH, why])
     cols = ["configuration", "status", "invalid", "blocker regr.", "secrets leaked",
             "tampered runs", "reasons"]
-    return View(tables=[_table("Eligibility per configuration", cols, rows,
+    return View(tables=[table("Eligibility per configuration", cols, rows,
                                [False, False, True, True, True, False, False])],
                 notes=list(res.warnings))
 
@@ -362,5 +329,6 @@ def eligibility(res: Any) -> View:
 def trajectory(res: Any) -> View:
     from analysis.layouts import NOT_A_SCORE, trajectory_table
 
-    return View(tables=[trajectory_table(res.rows, _name)], after=[NOT_A_SCORE],
+    return View(tables=[trajectory_table(res.rows, name)], after=[NOT_A_SCORE],
                 notes=list(res.warnings))
+

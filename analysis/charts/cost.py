@@ -117,6 +117,7 @@ def distribution_chart(
     Columns: label, ``value``.
     """
     df = finite(trials.select([LABEL, value]), value)
+    labels = sorted(set(df[LABEL].to_list()))  # one distinct colour each (theme.series_colors)
     if log:
         df = df.filter(pl.col(value) > 0)
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
@@ -131,6 +132,7 @@ def distribution_chart(
         .encode(
             y=alt.Y(f"{LABEL}:N", title=None),
             x=alt.X(f"{value}:Q", title=x_title, scale=scale),
-            color=alt.Color(f"{LABEL}:N", legend=None),
+            color=alt.Color(f"{LABEL}:N", legend=None, scale=alt.Scale(
+                domain=labels, range=theme.series_colors(len(labels)))),
         )
     )

@@ -125,13 +125,15 @@ def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass@k and pass^k") -> al
     df = finite(passk, "value").with_columns(
         pl.col("metric").replace_strict(METRIC_TITLES, default=pl.col("metric")).alias("panel"))
     kmax = int(df["k"].cast(pl.Int64).max() or 1) if df.height else 1  # type: ignore[arg-type]
+    labels = sorted(set(df[LABEL].to_list()))
     order = [METRIC_TITLES["pass@k"], METRIC_TITLES["pass^k"]]
     base = alt.Chart(df).mark_line(point=True).encode(
         x=alt.X("k:Q", title="k (repetitions)", scale=alt.Scale(domain=[1, max(kmax, 2)]),
                 axis=alt.Axis(values=list(range(1, max(kmax, 2) + 1)), format="d")),
         y=alt.Y("value:Q", title="probability", scale=alt.Scale(domain=[0, 1]),
                 axis=alt.Axis(format="%")),
-        color=alt.Color(f"{LABEL}:N", title="configuration"),
+        color=alt.Color(f"{LABEL}:N", title="configuration", scale=alt.Scale(
+            domain=labels, range=theme.series_colors(len(labels)))),
         tooltip=[alt.Tooltip(f"{LABEL}:N", title="configuration"), "metric:N", "k:Q",
                  alt.Tooltip("value:Q", format=".3f")],
     ).properties(width=260, height=220)
@@ -142,28 +144,34 @@ def pass_k_chart(passk: pl.DataFrame, *, title: str = "pass@k and pass^k") -> al
         title, subtitle="unbiased estimators over tasks; k up to the fewest repetitions"))
 
 
-def failures_chart(failures: pl.DataFrame, *, title: str = "Failure categories") -> alt.Chart:
-    """Trials per failure category and configuration; tooltips carry share and lost spend.
+def failures_chart(failures: pl.DataFrame, *, title: str = "Failure classes and categories"
+                   ) -> alt.LayerChart | alt.FacetChart:
+    """Trials per configuration (rows) and class or category (columns), as a grid of counts:
+    one row per configuration whatever the number of classes (grouped bars left most of a
+    15-configuration chart blank). A category appears once per assigner (``assigned_by``,
+    ``annotator`` when given: two assigners of one trial are not added up).
 
-    Columns: label, category, count; optional share, lost_spend_usd.
+    Columns: label, category, count; optional share, lost_spend_usd, assigned_by, annotator.
     """
-    tooltip: list = [
-        alt.Tooltip(f"{LABEL}:N", title="configuration"),
-        "category:N",
-        alt.Tooltip("count:Q", title="trials"),
-    ]
-    if "share" in failures.columns:
+    df = failures
+    if {"assigned_by", "annotator"} <= set(df.columns):
+        df = df.with_columns(pl.when(pl.col("assigned_by").is_not_null())
+                             .then(pl.concat_str([pl.col("category"), pl.lit(" ("),
+                                                  pl.col("assigned_by"), pl.lit(": "),
+                                                  pl.col("annotator"), pl.lit(")")]))
+                             .otherwise(pl.col("category")).alias("category"))
+    tooltip: list = [alt.Tooltip(f"{LABEL}:N", title="configuration"), "category:N",
+                     alt.Tooltip("count:Q", title="trials")]
+    if "share" in df.columns:
         tooltip.append(alt.Tooltip("share:Q", format=".1%"))
-    if "lost_spend_usd" in failures.columns:
+    if "lost_spend_usd" in df.columns:
         tooltip.append(alt.Tooltip("lost_spend_usd:Q", format="$.4f", title="lost spend"))
-    return (
-        alt.Chart(failures, title=title)
-        .mark_bar()
-        .encode(
-            y=alt.Y("category:N", title=None),
-            x=alt.X("count:Q", title="trials"),
-            color=alt.Color(f"{LABEL}:N", title="configuration"),
-            yOffset=alt.YOffset(f"{LABEL}:N"),
-            tooltip=tooltip,
-        )
-    )
+    base = alt.Chart(df)
+    x = alt.X("category:N", title=None, axis=alt.Axis(labelAngle=-30, orient="top"))
+    y = alt.Y(f"{LABEL}:N", title=None)
+    cells = base.mark_rect().encode(x=x, y=y, tooltip=tooltip, color=alt.Color(
+        "count:Q", title="trials", scale=alt.Scale(scheme="oranges")))
+    counts = base.mark_text(fontSize=11).encode(x=x, y=y, text="count:Q", tooltip=tooltip)
+    return alt.layer(cells, counts, title=alt.Title(
+        title, subtitle="trials per configuration; hover for the share and the lost spend")
+    ).properties(width=alt.Step(64), height=alt.Step(22))

@@ -15,11 +15,25 @@ from runner.manifest.sweeps import (
     sweep_problems,
 )
 from runner.manifest.values import Argv, Id, NonEmptyStr, PathStr, StageName, Strict
-from runner.manifest.variants import Variant
+from runner.manifest.variants import HARNESS_KINDS, Variant
 
 MANIFEST_SCHEMA_VERSION = 1
 ALL_STAGES: tuple[StageName, ...] = ("build", "qa", "review")
-"""The stages a manifest runs when it names none, in order."""
+"""The stage pipeline, in order: what a manifest with an agent CLI runs when it names none."""
+PROGRAM_STAGES: tuple[StageName, ...] = ("build",)
+"""What a manifest runs when it names no stages and no variant is an agent CLI: a
+``command`` agent is a program the operator wrote, which does the same work whatever
+``{stage}`` says unless it reads it, so three stages would run it (and pay for it) three
+times an attempt (docs/runner.md, "Stages")."""
+
+
+def default_stages(variants: Any) -> list[StageName]:
+    """The stages of a manifest that names none, from its raw ``variants``: the pipeline
+    when any variant is an agent CLI (each stage's prompt asks it for that stage's work),
+    else build only."""
+    kinds = {v.get("agent", {}).get("kind") for v in variants if isinstance(v, dict)
+             and isinstance(v.get("agent"), dict)} if isinstance(variants, list) else set()
+    return list(ALL_STAGES if kinds & set(HARNESS_KINDS) else PROGRAM_STAGES)
 
 
 class Upstream(Strict):
@@ -142,6 +156,8 @@ class Manifest(Strict):
     max_cost_usd: float | None = Field(default=None, gt=0)
     prepare_commands: list[Argv] = Field(default_factory=list)
     stages: list[StageName] = Field(default_factory=lambda: list(ALL_STAGES), min_length=1)
+    """The stages of every attempt, in order. Unset: build → qa → review when a variant is
+    an agent CLI (claude-code, codex, mini-swe-agent), else build only (``default_stages``)."""
     reveal_grader_output: bool = False
     """Opt in to passing grader output (not only descriptions) to retries."""
     benchmark_policy: str | None = None
@@ -191,6 +207,13 @@ class Manifest(Strict):
         if declared is not None:
             return declared
         return "gateway" if any(self.uses_gateway(v) for v in self.variants) else "none"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stages_for_the_agents(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "stages" not in data:
+            return {**data, "stages": default_stages(data.get("variants"))}
+        return data
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Manifest:

@@ -174,10 +174,57 @@ def test_plan_from_a_pilot_warehouse(wh, grid):
     assert result.as_dict()["grid"][0] == {"tasks": 30, "reps": 1, "se": pytest.approx(
         variance.design_se(comp["between"], comp["within"], 30, 1)),
         "mde": pytest.approx(variance.mde(comp["between"], comp["within"], 30, 1))}
-    one = wh(grid(_spec({"base": [(1, 1)] * 5, "cand": [(0, 1)] * 5})))
-    with pytest.raises(AnalysisError, match="one repetition per task .* give --between and "
-                                            "--within"):
-        plan.plan(one, None, "base", "cand")
+    mixed = wh(grid(_spec({"base": [(1, 1)] * 5, "cand": [(0, 2), (1, 2)] * 2 + [(1, 2)]})))
+    with pytest.raises(AnalysisError, match="one repetition per task on one side .* give "
+                                            "--between and --within"):
+        plan.plan(mixed, None, "base", "cand")
+
+
+def _mde_by_hand(sd: float, tasks: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The paired t test's minimum detectable difference from scipy's noncentral t (not
+    statsmodels): the δ at which P(|T| > t_crit) = power, T ~ nct(T − 1, δ√T / sd)."""
+    from scipy.optimize import brentq
+
+    df, crit = tasks - 1, sps.t.ppf(1 - alpha / 2, tasks - 1)
+
+    def gap(delta: float) -> float:
+        nc = delta * math.sqrt(tasks) / sd
+        lower = sps.nct.cdf(-crit, df, nc)  # scipy returns NaN for a vanishing lower tail
+        return sps.nct.sf(crit, df, nc) + (0.0 if math.isnan(lower) else lower) - power
+
+    return brentq(gap, 1e-9, 8 * sd / math.sqrt(tasks))  # noncentrality 8: power ≈ 1
+
+
+def test_plan_from_a_one_repetition_pilot(wh, grid):
+    """One trial per task and side (every public leaderboard): the MDE at one repetition
+    is the paired t test's on the single-trial differences, no split needed; more
+    repetitions get the range the unknown split allows."""
+    rng = np.random.default_rng(5)
+    p = rng.beta(2, 2, 40)
+    base = [(int(rng.random() < x), 1) for x in p]
+    cand = [(int(rng.random() < min(1, x + 0.15)), 1) for x in p]
+    con = wh(grid(_spec({"base": base, "cand": cand})))
+    result = plan.plan(con, None, "base", "cand", target=0.2)
+    d = np.array([c[0] - b[0] for b, c in zip(base, cand, strict=True)], dtype=float)
+    sd = float(np.std(d, ddof=1))
+    assert result.single_var == pytest.approx(sd ** 2)
+    assert (result.between, result.within, result.tasks, result.reps) == (None, None, 40, 1)
+    assert result.mde == pytest.approx(_mde_by_hand(sd, 40), rel=1e-4)
+    grid_ = {(g["tasks"], g["reps"]): g for g in result.grid}
+    assert grid_[(160, 1)]["mde"] == pytest.approx(_mde_by_hand(sd, 160), rel=1e-4)
+    lo, hi = grid_[(40, 3)]["mde_bounds"]
+    assert (lo, hi) == (pytest.approx(_mde_by_hand(sd / math.sqrt(3), 40), rel=1e-4),
+                        pytest.approx(result.mde))
+    assert grid_[(40, 3)]["mde"] is None
+    need = result.tasks_needed[0]["tasks"]
+    assert _mde_by_hand(sd, need) <= 0.2 < _mde_by_hand(sd, need - 1)
+    assert any("≥ 2 repetitions of both configurations" in v for v in result.verdict)
+    doc = result.as_dict()
+    assert doc["components"] == {"between": None, "within": None, "between_share": None,
+                                 "single_trial": pytest.approx(sd ** 2)}
+    three = plan.plan(con, None, "base", "cand", reps=3)
+    assert three.mde is None and f"between {100 * lo:.1f} pp and {100 * hi:.1f} pp" in \
+        " ".join(three.verdict)
 
 
 def test_plan_names_itself_when_the_pilot_spans_task_universes(wh_runs, grid):

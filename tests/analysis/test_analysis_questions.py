@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from analysis import compare, consistency, failures, familiarity, latency, matrix, pareto
+from analysis import compare, consistency, failures, familiarity, latency, matrix, pareto, stats
 from analysis.errors import AnalysisError
 from analysis.filters import Filters
 from analysis.summary import summarize
@@ -60,6 +60,16 @@ def test_configuration_missing_tasks_is_restricted_to_common_tasks(wh, grid):
                                  "case_ids": ["t3"]}]
 
 
+def test_summary_task_interval_is_cut_at_the_possible_range(wh, grid):
+    """Two tasks, one always solved and one never: the t interval runs far past [0, 1]; the
+    summary (and so the terminal, the report, --json and the notebooks) gives [0, 1]."""
+    con = wh(grid({"c": {"t0": [A, A], "t1": [R, R]}}))
+    row = summarize(con).rows[0]
+    half = stats.t_crit(1) * 0.5 ** 0.5 / 2 ** 0.5  # sd of (1, 0) over √2 tasks
+    assert 0.5 - half < -1 and 0.5 + half > 2  # what the notebook printed before
+    assert (row["task_mean"], row["task_ci_low"], row["task_ci_high"]) == (0.5, 0.0, 1.0)
+
+
 def test_summary_task_interval_matches_statsmodels_and_slices(wh, grid):
     import statsmodels.api as sm
 
@@ -71,7 +81,8 @@ def test_summary_task_interval_matches_statsmodels_and_slices(wh, grid):
     y = np.array([[o == A for o in v] for v in spec.values()], dtype=float).ravel()
     g = np.repeat(np.arange(8), 3)
     res = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
-    assert (row["task_ci_low"], row["task_ci_high"]) == pytest.approx(tuple(res.conf_int()[0]))
+    lo, hi = res.conf_int()[0]
+    assert (row["task_ci_low"], row["task_ci_high"]) == pytest.approx((max(0, lo), min(1, hi)))
     sliced = summarize(con, by="task_class")
     assert [r["task_class"] for r in sliced.rows] == ["x", "y"]
     assert sum(r["valid"] for r in sliced.rows) == 24

@@ -200,7 +200,7 @@ def test_summary_without_steps_warns_and_no_trial_is_an_error(tmp_path, con):
         c.close()
     assert res.warnings and "no trajectory steps" in res.warnings[0]
     assert all(r["n"] == 0 for r in res.rows if r["metric"] != "final_check")
-    with pytest.raises(AnalysisError, match="no trials match"):
+    with pytest.raises(AnalysisError, match="--run 'other': no run of that name"):
         tr.summary(con, Filters(runs=("other",)))
 
 
@@ -227,4 +227,4 @@ def test_trajectory_command_table_json_and_csv(warehouse):
     assert len(records) == len(doc["rows"])
     proc = subprocess.run([sys.executable, "-m", "trialhouse", "trajectory", "-w", str(warehouse), "--run", "nope"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and "no trials match" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode != 0 and "--run 'nope': no run" in proc.stderr and "Traceback" not in proc.stderr

@@ -169,7 +169,7 @@ def test_cli_single_configuration_says_why_sections_are_absent(tmp_path: Path, m
     (["--previous-period"], "trialhouse: --previous-period needs --since"),
     (["--since", "2026-11-30", "--until", "2026-11-23", "--previous-period"], "trialhouse: --until 2026-11-23 is not after"),
     (["--run", "run-week1", "--baseline", "no-such-config"], "trialhouse: configuration 'no-such-config' not found"),
-    (["--run", "no-such-run"], "trialhouse: no trials match the filters"),
+    (["--run", "no-such-run"], "trialhouse: --run 'no-such-run': no run of that name in the warehouse; known: run-week1"),
 ])
 def test_cli_errors_are_one_line(tmp_path: Path, fixture_warehouse: Path, args: list[str], message: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "trialhouse", "report", "--warehouse", str(fixture_warehouse),

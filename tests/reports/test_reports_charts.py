@@ -182,6 +182,49 @@ def test_has_data_tells_an_empty_chart() -> None:
     assert charts.has_data(df.with_columns(pl.lit(1.0).alias("cost_usd")), "cost_usd")
 
 
+FIFTEEN = [f"configuration-{i:02d} / model-{i % 3}" for i in range(15)]
+
+
+def _svg_height(spec: dict) -> float:
+    import re
+
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(spec)
+    return float(re.search(r'<svg[^>]*\bheight="([\d.]+)"', svg).group(1))
+
+
+def test_failures_chart_is_one_row_per_configuration() -> None:
+    """15 configurations × 6 classes, sparse: one row each (grouped bars drew 15 sub-bands
+    per class, ~2,000 px mostly blank); a category is kept apart per assigner."""
+    cats = ["target_failed", "regression", "infra_error", "implementation", "verification",
+            "budget_exhausted"]
+    rows = [{"label": lab, "category": cats[(i + j) % 6], "count": 1 + j}
+            for i, lab in enumerate(FIFTEEN) for j in range(2)]
+    spec = charts.failures_chart(pl.DataFrame(rows)).to_dict()
+    height = _svg_height(spec)
+    assert height < 15 * 22 + 260, height
+    assignees = pl.DataFrame({"label": ["a", "a"], "category": ["verification"] * 2, "count": [1, 2],
+                              "assigned_by": ["reviewer", "judge"], "annotator": ["bob", "builtin m"]})
+    cells = {r["category"] for r in _rows(charts.failures_chart(assignees).to_dict())}
+    assert cells == {"verification (reviewer: bob)", "verification (judge: builtin m)"}
+
+
+@pytest.mark.parametrize("n", [3, 8, 15, 20])
+def test_configurations_get_distinct_colours(n: int) -> None:
+    """Fifteen configurations are fifteen colours (an 8-colour palette repeated before)."""
+    labels = FIFTEEN[:n] if n <= 15 else [f"c{i}" for i in range(n)]
+    df = pl.DataFrame({"label": labels, "cost_usd": [0.1 * (i + 1) for i in range(n)]})
+    color = charts.distribution_chart(df, value="cost_usd", title="t", x_title="x").to_dict()[
+        "encoding"]["color"]["scale"]
+    assert color["domain"] == sorted(labels) and len(set(color["range"])) == n
+    if n <= 8:
+        assert color["range"] == theme.PALETTE[:n]  # the colour-blind-safe palette first
+    passk = pl.DataFrame({"label": labels, "k": [1] * n, "metric": ["pass@k"] * n, "value": [0.5] * n})
+    scale = charts.pass_k_chart(passk).to_dict()["spec"]["encoding"]["color"]["scale"]
+    assert len(set(scale["range"])) == n
+
+
 def test_pareto_names_are_spaced_apart_inside_the_plot_and_near_their_points() -> None:
     """``place_labels``: crowded points get names at least LABEL_GAP px apart, in the order of
     their points, inside the plot's height; a point with room keeps its name at its height."""

@@ -102,3 +102,86 @@ def test_exported_notebooks_draw_every_chart_offline(executed, offline, tmp_path
         assert seen["divs"] == n and seen["drawn"] == [1] * n, (name, seen)
         assert not [e for e in seen["errors"] if "vega" in e.lower() or "chart" in e.lower()], seen["errors"]
         assert not [u for u in seen["blocked"] if "vega" in u], seen["blocked"]
+
+
+def _specs(nb: nbformat.NotebookNode) -> list[dict]:
+    """The Vega-Lite spec of each chart a notebook drew (from the offline renderer's HTML)."""
+    import json
+
+    out = []
+    for html in _chart_outputs(nb):
+        at = html.index('window.vegaEmbed("#')
+        at = html.index('", ', at) + 3
+        spec, _ = json.JSONDecoder().raw_decode(html.replace("<\\/", "</"), at)
+        out.append(spec)
+    return out
+
+
+def _title(spec: dict) -> str:
+    """A chart's title, or its first layer's (a layered chart keeps it there)."""
+    title = spec.get("title") or next((la["title"] for la in spec.get("layer", [])
+                                       if la.get("title")), "")
+    return title.get("text", "") if isinstance(title, dict) else str(title)
+
+
+@pytest.fixture(scope="module")
+def two_universes(tmp_path_factory) -> Path:
+    """A warehouse of two task universes (a runs log and an Inspect log), ingested for real."""
+    import subprocess
+    import sys
+
+    wh = tmp_path_factory.mktemp("universes") / "w.duckdb"
+    foreign = REPO_ROOT / "examples" / "foreign"
+    subprocess.run([sys.executable, "-m", "trialhouse", "ingest", str(foreign / "runs.jsonl"),
+                    str(foreign / "inspect-arith.eval"), "--prices", str(foreign / "prices.json"),
+                    "-w", str(wh)], check=True, capture_output=True, cwd=REPO_ROOT, timeout=300)
+    return wh
+
+
+@pytest.mark.slow
+def test_notebooks_chart_one_task_universe_at_a_time(two_universes: Path) -> None:
+    """01 and 03 draw one chart per task universe (the CLI never compares across them): each
+    chart's rows come from one universe, named in its title."""
+    from nbclient import NotebookClient
+
+    from analysis import scope
+    from warehouse import db
+
+    con = db.open(two_universes, read_only=True)
+    try:
+        names = {u.name for u in scope.universes(con)}
+    finally:
+        con.close()
+    assert len(names) == 2
+    saved = os.environ.get("TRIALHOUSE_WAREHOUSE")
+    os.environ["TRIALHOUSE_WAREHOUSE"] = str(two_universes)
+    try:
+        ran = {}
+        for nb_name in ("01_explore", "03_cost_and_pareto"):
+            nb = _load(nb_name)
+            NotebookClient(nb, timeout=180, kernel_name="python3",
+                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+            ran[nb_name] = nb
+    finally:
+        if saved is None:
+            os.environ.pop("TRIALHOUSE_WAREHOUSE", None)
+        else:
+            os.environ["TRIALHOUSE_WAREHOUSE"] = saved
+    for nb_name, nb in ran.items():
+        specs = _specs(nb)
+        assert specs, nb_name
+        for spec in specs:
+            title = _title(spec)
+            assert any(title.endswith(f"universe {n}") for n in names), (nb_name, title)
+            rows = [r for data in spec.get("datasets", {}).values() for r in data]
+            assert len({r["universe"] for r in rows if "universe" in r}) <= 1, (nb_name, title)
+    rates = [s for s in _specs(ran["01_explore"]) if _title(s).startswith("Acceptance rate")]
+    assert sorted(_title(s).rsplit(" ", 1)[1] for s in rates) == sorted(names)
+
+
+@pytest.mark.slow
+def test_failures_notebook_chart_is_compact(executed) -> None:
+    """04's failure chart: one row per configuration (it was ~2,000 px of mostly white)."""
+    (spec,) = [s for s in _specs(executed["04_failures_and_familiarity"])
+               if _title(s).startswith("Failure classes")]
+    assert spec["height"] == {"step": 22}

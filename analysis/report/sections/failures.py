@@ -12,17 +12,25 @@ from analysis.report.sections.common import name, sentences
 def section(d: ReportData) -> Section:
     s = Section("failures", "Failure categories and lost spend")
     s.paragraphs.append(
-        "Outcome classes per configuration, then the first decisive wrong choice where a human "
-        "or judge annotated it (latest annotation per trial and annotator). Lost spend = cost "
-        "of the trials in the class.")
+        "Outcome classes per configuration, then the first decisive wrong choice where a "
+        "reviewer, an annotator or a judge named it (the latest of each; who assigned it is "
+        "shown). Lost spend = cost of the trials in a failure class (none for accepted ones).")
     s.charts.append("failures")
     s.tables.append(Table(
         "Outcomes and categories",
-        columns(["configuration", "dimension", "class / category", "annotator", "trials (share)",
-                 "lost spend"], [False, False, False, False, True, True], identifying=3),
-        [[name(d, r), r["dimension"], r["value"], r.get("annotator") or fmt.DASH,
+        columns(["configuration", "dimension", "class / category", "assigned by",
+                 "trials (share)", "lost spend"], [False, False, False, False, True, True],
+                identifying=3),
+        [[name(d, r), r["dimension"], r["value"],
+          f"{r['assigned_by']}: {r['annotator']}" if r.get("assigned_by") else fmt.DASH,
           fmt.pct(r["count"], r["total"]),
           fmt.usd(r["lost_spend_usd"], r.get("cost_coverage")) if r["value"] != "accepted"
           else fmt.DASH] for r in d.failures.rows]))
+    dis = d.failures.category_disagreements or []
+    if dis:
+        s.tables.append(Table(
+            f"Trials whose assigners disagree on the category ({len(dis)})",
+            columns(["configuration", "trial", "categories (who = what)"], identifying=2),
+            [[name(d, r), r["trial_id"], "; ".join(r["categories"])] for r in dis]))
     s.warnings += sentences(d.failures.warnings)
     return s
