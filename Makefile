@@ -11,6 +11,7 @@ TH     := $(BIN)/trialhouse
 WH     := $(DEMO)/warehouse/trialhouse.duckdb
 FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examples/foreign/harbor-job examples/foreign/swebench-submission
 RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
+SWEEP_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/sweep/report.json'))['run_id'])"
 # compare and report get the same baseline (and so the same candidates and Holm family)
 BASELINE := sim-alpha-minimal
 
@@ -38,7 +39,9 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) validate --manifest $(DEMO)/corpus/manifest.json
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/controls --validation-only --jobs $(JOBS)
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/main --jobs $(JOBS)
-	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
+	@# a budget sweep of a simulated agent, with one visible check: its own manifest (docs/example-corpus.md)
+	$(TH) run --manifest $(DEMO)/corpus/sweep.json --output $(DEMO)/runs/sweep --jobs $(JOBS)
+	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(DEMO)/runs/sweep $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
 	$(TH) calibrate-judge --manifest $(DEMO)/corpus/manifest.json --rubric rubrics/fits-the-codebase.md --dataset $(DEMO)/corpus/rubrics/fits-the-codebase.calibration.json --variant sim-alpha-planner --warehouse $(WH)
 	$(TH) review import $(DEMO)/corpus/reviews/reviews.csv --rubric $(DEMO)/corpus/reviews/grid.yaml --warehouse $(WH)
 	$(TH) review summary --warehouse $(WH)
@@ -47,10 +50,14 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE)
 	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
 	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest --bundle $(DEMO)/reports/viewer
+	$(TH) budget-curve --warehouse $(WH) --run $$($(SWEEP_ID))
+	$(TH) visibility --warehouse $(WH) --run $$($(SWEEP_ID))
+	$(TH) report --warehouse $(WH) --run $$($(SWEEP_ID)) --output $(DEMO)/reports/sweep --bundle $(DEMO)/reports/viewer
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
 	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
 	@echo "report:     $(DEMO)/reports/latest/report.html  (trial ids link to the bundle's pages)"
+	@echo "sweep:      $(DEMO)/reports/sweep/report.html  (quality at several budgets; visible and hidden checks)"
 	@echo "viewer:     $(TH) view -w $(WH) --reviews $(DEMO)/reviews.jsonl --rubric $(DEMO)/corpus/reviews/grid.yaml"
 	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"
 	@echo "notebooks:  make lab"

@@ -39,6 +39,11 @@ class TrialStarted(BaseEvent):
     workspace: str
     order: Count64 = Field(description="Position in the run's trial order.")
     case_fingerprint: str | None = None
+    timeout_seconds: float | None = None
+    """The trial's time budget: its variant's, else its case's, else the manifest's
+    (None: runs before per-case budgets, where it is the run's ``timeout_seconds``)."""
+    max_cost_usd: float | None = None
+    """The trial's spend limit, chosen the same way (None: unlimited, or an older run)."""
 
 
 class TrialSkipped(BaseEvent):

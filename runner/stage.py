@@ -151,7 +151,7 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
             remove_tree(dirs.root)
             return StageResult(stage, attempt, res, AgentReport(), None, [],
                                stop=Stop("infra_error", why, grade=False), redactions=hidden)
-    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, time_left, base, emit)
+    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, (time_left, budget), base, emit)
     for call in inv.calls:  # the gateway's own records: what crossed the wire, whatever the agent says
         emit(ModelCall, **to_event_fields(call))
     for conn in inv.connections:  # every connection through the gateway's proxy, allowed or not
@@ -167,9 +167,12 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
 
 
 def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, stage: str, attempt: int,
-            findings: list[str], time_left: float, base: str | None, emit: TrialEmit) -> _Invocation:
-    """The agent's one sandboxed run, with the gateway's records of its calls."""
+            findings: list[str], clock: tuple[float, TrialBudget], base: str | None,
+            emit: TrialEmit) -> _Invocation:
+    """The agent's one sandboxed run, with the gateway's records of its calls; ``clock``:
+    the stage's time and the trial's budget (the spend so far goes into the context)."""
     case, variant = setup.case, setup.variant
+    time_left, budget = clock
     ctx = StageContext(
         kind=variant.agent.kind, stage=stage, attempt=attempt, case_id=case.id,
         repetition=setup.repetition, variant_id=variant.id, model=variant.model,
@@ -179,6 +182,8 @@ def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, sta
         verdict_file=str(dirs.verdict_file),
         labels=case.labels.model_dump(exclude_none=True),
         reasoning_effort=variant.reasoning_effort,
+        max_cost_usd=budget.max_cost_usd, spent_usd=round(budget.known_cost(), 6), sweep=variant.sweep,
+        stages=list(setup.manifest.stages),
     )
     gw = setup.gateway
     raw_out, raw_err = files.dir / "logs" / f"{tag}.stdout.raw", files.dir / "logs" / f"{tag}.stderr.raw"

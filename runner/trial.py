@@ -121,8 +121,8 @@ class _Trial:
         self.box = spec.containment
         self.tid = spec.trial_id
         self._emit = emit
-        self.budget = TrialBudget(self.manifest.timeout_seconds, self.manifest.max_cost_usd,
-                                  self.box.max_workspace_bytes, self.emit, clock)
+        timeout_s, max_cost = self.manifest.budget(spec.case, spec.variant)
+        self.budget = TrialBudget(timeout_s, max_cost, self.box.max_workspace_bytes, self.emit, clock)
         self.git = TrialGit(spec.trial_dir / ".runner" / "git", self.box.store)
         self.files = TrialFiles(spec.trial_dir)
         self.stage_setup = StageSetup(
@@ -156,7 +156,8 @@ class _Trial:
         spec = self.spec
         self.emit(TrialStarted, case_id=spec.case.id, variant=spec.variant.id,
                   config_id=spec.config_id, repetition=spec.repetition, seed=spec.seed,
-                  workspace=str(self.files.ws), order=spec.order, case_fingerprint=spec.case_fingerprint)
+                  workspace=str(self.files.ws), order=spec.order, case_fingerprint=spec.case_fingerprint,
+                  timeout_seconds=self.budget.timeout_s, max_cost_usd=self.budget.max_cost_usd)
         early = self.prepare()
         self.setup_s = self.budget.elapsed()
         if early is not None:

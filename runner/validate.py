@@ -27,6 +27,8 @@ from contract.values import MAX_DEPTH
 from runner import git
 from runner.errors import RunnerError
 from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
+from runner.manifest.document import expand_sweeps
+from runner.manifest.sweeps import without_branch
 from runner.paths import check_input, input_refs
 from runner.placeholders import placeholder_problems
 
@@ -174,16 +176,17 @@ def validate_manifest(path: Path) -> ValidationReport:
         # The checks that need this machine import the agents, the gateway and the judges
         # (aiohttp among them): only for a manifest that parsed, so a broken one fails fast.
         from runner.judges.config import judge_problems
+        from runner.visible import check_problems
 
         _check_agents(report, manifest, base)
         _check_command_paths(report, manifest, base)
-        for loc, msg in judge_problems(manifest, base):
+        for loc, msg in [*judge_problems(manifest, base), *check_problems(manifest)]:
             report.add(Problem(loc, msg))
         report.notes.append(network_note(manifest))
     if blanks:  # a blank is the one problem at its location (not also "does not apply cleanly")
         at = {b.location for b in blanks}
         report.problems = blanks + [p for p in report.problems if p.location not in at]
-    report.manifest = manifest
+    report.manifest = expand_sweeps(manifest) if manifest is not None else None  # a sweep: one variant per point
     return report
 
 
@@ -213,8 +216,10 @@ def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | No
             manifest = Manifest.model_validate(raw)
         except ValidationError as exc:
             for err in exc.errors():
-                where, message = _message(err)
-                report.add(Problem(json_path(where), message))
+                plain = without_branch(raw, tuple(err["loc"]))
+                if plain is not None:
+                    where, message = _message({**err, "loc": plain})
+                    report.add(Problem(json_path(where), message))
         if unusable:
             manifest = None
     if manifest is None:

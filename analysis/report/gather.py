@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analysis.cohorts import Cohorts
+    from analysis.budget_curve import BudgetCurve
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
     from analysis.eligibility import Blockers, Eligibility, Gates
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from analysis.summary import Checked, Summary
     from analysis.trajectory import TrajectorySummary
     from analysis.unscored import Unscored
+    from analysis.visibility import Visibility
 
 
 @dataclass
@@ -87,6 +89,9 @@ class ReportData:
     minutes (``analysis.review.judged_and_reviewed``)."""
     stop_rules: RulesCheck | None = None  # None: no rules file given (``report --rules``)
     cohorts: Cohorts | None = None  # None: no cohort ticket in the warehouse
+    budget_curve: BudgetCurve | None = None  # None: no sweep, or why not (budget_curve_absent)
+    budget_curve_absent: str | None = None
+    visibility: Visibility | None = None  # None: no visible check in the selection
 
 
 _RUNS_SQL = """
@@ -235,7 +240,20 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
                              [list(filters.runs), list(filters.runs), run_ids]),
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
         stop_rules=check_rules(con, rules, rules_at) if rules is not None else None,
-        cohorts=cohorts(con, filters) if has_cohorts(con) else None)
+        cohorts=cohorts(con, filters) if has_cohorts(con) else None,
+        **_budgets_and_checks(con, filters))
+
+
+def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Any]:
+    """The budget curve and the visible/hidden checks, when the selection has a sweep and a
+    visible check (an absent sweep is no section; a sweep that cannot be drawn says why)."""
+    from analysis.budget_curve import NO_SWEEP, budget_curve
+    from analysis.visibility import visibility
+
+    curve, why = _optional(budget_curve, con, filters)
+    vis, _absent = _optional(visibility, con, filters)
+    return {"budget_curve": curve, "budget_curve_absent": None if why is None or why.startswith(NO_SWEEP) else why,
+            "visibility": vis}
 
 
 def _regrades(con: duckdb.DuckDBPyConnection, filters: Filters) -> Regrades:
