@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 OUTCOME_ORDER = ("accepted", "target_failed", "regression", "budget_exhausted",
-                 "infra_error", "invalid")
+                 "agent_output_error", "infra_error", "invalid")
 
 _LATEST_SQL = """
 SELECT trial_id, annotator, coalesce(category, verdict) AS value, note

@@ -28,10 +28,12 @@ from contract.trial_events import (
 )
 from runner import sandbox
 from runner.agents.harness_stage import ResolvedHarness
+from runner.blame import agent_output_reason
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
 from runner.eventlog import Emit
+from runner.flags import UnreadablePatch
 from runner.git import GitError
 from runner.grading import (
     GradeResult,
@@ -56,7 +58,7 @@ from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
 from runner.stage import StageResult, StageSetup, run_stage
-from runner.trial_files import TrialFiles, create_workspace
+from runner.trial_files import Kept, TrialFiles, create_workspace
 from runner.walk import tree_size
 
 
@@ -104,6 +106,12 @@ class TrialOutcome:
     usage: Usage
     flags: int = 0
     attempts: int = 0
+
+
+def charged(exc: BaseException, what: str) -> Stop | None:
+    """The agent's failure when ``exc`` came from what it left (``runner.blame``), else None."""
+    reason = agent_output_reason(exc, what)
+    return None if reason is None else Stop("agent_output_error", reason, grade=False)
 
 
 def _check_stop(spec: TrialSpec) -> None:
@@ -227,8 +235,9 @@ class _Trial:
         _check_stop(spec)
         try:
             results, violations = self.grade(attempt)
-        except GitError as exc:
-            failed = self.budget.work_failed("preparing the grading copy", exc)
+        except (GitError, OSError, UnicodeError) as exc:
+            failed = charged(exc, "preparing the grading copy") or self.budget.work_failed(
+                "preparing the grading copy", exc)
             self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[])
             return failed.outcome, failed.reason, [], True
         bad = self.integrity("after_grading") + violations
@@ -238,7 +247,13 @@ class _Trial:
         self.last_results = results
         emit_gradings(self.emit, attempt, results, final, spec.baseline)
         if final and outcome not in NOT_JUDGED:
-            bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            try:
+                bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            except (OSError, UnicodeError) as exc:
+                stop = charged(exc, "writing the judges' evidence")
+                if stop is None:
+                    raise
+                bad, outcome, reason = [], stop.outcome, stop.reason
             if bad:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
         next_findings = [] if final else retry_findings(stage_findings, results, list(spec.case.criteria),
@@ -336,9 +351,16 @@ class _Trial:
     def finish(self, outcome: Outcome, reason: str, attempts: int) -> TrialOutcome:
         spec, budget = self.spec, self.budget
         graders = case_inputs(spec.snapshot, spec.case).contents  # their names are flagged in the patch
-        kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
-                               self.current.tree if self.current else None, spec.case.allowed_paths,
-                               self.emit, budget.for_evidence, graders)
+        try:
+            kept = self.files.keep(self.git, self.box.store, self.box.redactor,
+                                   (self.prepared_tree, self.ignored_tree),
+                                   self.current.tree if self.current else None, spec.case.allowed_paths,
+                                   self.emit, budget.for_evidence, graders)
+        except (OSError, UnicodeError, UnreadablePatch) as exc:
+            stop = charged(exc, f"keeping the evidence (graded {outcome})")
+            if stop is None:
+                raise
+            outcome, reason, kept = stop.outcome, stop.reason, Kept()
         self.redactions += kept.redactions
         if kept.patch is not None and kept.patch.summarised:
             reason += f" (changes.patch summarises {len(kept.patch.summarised)} large file(s))"

@@ -37,6 +37,7 @@ from runner.capture import TrialGit
 from runner.evidence import read_capped, write_atomic
 from runner.flags import GraderNames, grader_names, inspect_patch
 from runner.git import GitError, git
+from runner.patchnames import quote
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.run_store import RunStore
@@ -170,7 +171,7 @@ class TrialFiles:
         paths = None  # read before the runner's git directory goes
         if final_tree is not None and prepared is not None:
             try:
-                paths = tgit.changed_names(prepared, final_tree)[:PATCH_PATHS]
+                paths = [quote(p) for p in tgit.changed_names(prepared, final_tree)[:PATCH_PATHS]]
             except GitError:
                 paths = None
         store.discard(self.dir / ".sandbox")
