@@ -390,4 +390,8 @@ def run_trial(spec: TrialSpec, emit: Emit, clock: Clock = time.monotonic) -> Tri
     ``clock`` is the trial budget's (``runner.budget``)."""
     remove_tree(spec.trial_dir)
     spec.trial_dir.mkdir(parents=True)
-    return _Trial(spec, emit, clock).run()
+    trial = _Trial(spec, emit, clock)
+    try:
+        return trial.run()
+    finally:  # whatever raised (or was charged to the agent): nothing unredacted stays
+        trial.files.scrub(spec.containment.store)

@@ -87,6 +87,8 @@ class TrialFiles:
         self.ws = trial_dir / "workspace"
         self.home = trial_dir / ".sandbox" / "home"
         self.tmp = trial_dir / ".sandbox" / "tmp"
+        self.kept = False
+        """The workspace was redacted and the private directories discarded (``keep``)."""
         self.dir_ids: dict[str, tuple[int, int]] = {}
         for name in ("", *EVIDENCE_DIRS):
             (self.dir / name).mkdir(exist_ok=True)
@@ -208,7 +210,23 @@ class TrialFiles:
                           f"{KEPT_FILE_LIMIT} bytes):\n" + "".join(f"{r}\n" for r in removed)).encode())
         store.discard(self.ws / ".git")
         store.discard(self.dir / ".runner")
+        self.kept = True
         return redactions
+
+    def scrub(self, store: RunStore) -> None:
+        """Unless ``keep`` finished: remove the workspace, the sandbox's HOME/TMP and the
+        runner's scratch, unredacted as they are (the ``finally`` of every trial: whatever
+        raised, no secret stays at rest in the run directory; docs/security.md)."""
+        if self.kept:
+            return
+        for path in (self.ws, self.dir / ".sandbox", self.dir / ".runner"):
+            try:
+                store.discard(path)
+            except Exception:  # noqa: BLE001 - the background removal failed: remove it here
+                remove_tree(path)
+        if not os.path.lexists(self.ws):
+            write_atomic(self.dir / "workspace-removed.txt",
+                         b"The trial did not finish normally: its workspace was removed unredacted.\n")
 
 
 def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,
