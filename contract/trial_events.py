@@ -186,6 +186,9 @@ class TrialFinished(BaseEvent):
     agent wrote into its output: a leak, which makes its configuration ineligible."""
     gateway_usage: GatewayUsage | None = None
     """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
+    evidence: dict[str, str] | None = None
+    """Relative path → sha256 of every evidence file the trial kept (``contract.chain.evidence_hashes``):
+    the hash chain covers them. None: not recorded (a trial that never finished normally)."""
     patch_paths: list[str] | None = None
     """Paths ``changes.patch`` touches (prepared tree → final tree; the first 1000), which
     trajectory metrics relate the files an agent read to. None: not recorded."""

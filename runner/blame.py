@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 
 from runner.flags import UnreadablePatch
+from runner.outcome import Stop
 
 AGENT_OUTPUT_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EILSEQ, errno.ELOOP, errno.EFBIG,
                                  errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM})
@@ -42,3 +43,10 @@ def agent_output_reason(exc: BaseException, what: str) -> str | None:
     """The ``agent_output_error`` reason for ``exc`` raised while ``what``, or None."""
     problem = agent_output_problem(exc)
     return None if problem is None else f"agent output error while {what}: {problem}"
+
+
+def charged(exc: BaseException, what: str) -> Stop | None:
+    """The agent's failure (an ungraded ``agent_output_error`` stop) when ``exc`` came from
+    what it left, else None."""
+    reason = agent_output_reason(exc, what)
+    return None if reason is None else Stop("agent_output_error", reason, grade=False)

@@ -20,12 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from contract.chain import (
+    NO_KEY,
     SEAL_NAME,
     ChainLink,
     ChainVerdict,
     chain_digest,
     chain_genesis,
+    key_fingerprint,
+    load_key,
     read_seal,
+    seal_mac,
+    seal_status,
     verify_chain,
 )
 from contract.envelope import BaseEvent, utc_now
@@ -81,6 +86,9 @@ class VerifiedEvents:
     """The last line the chain vouches for (a resume chains its first line to it)."""
     lines: int = 0
     """How many lines the chain vouches for."""
+    seal: str = ""
+    """What the keyed seal says when the chain is intact (``contract.chain.seal_status``):
+    ``intact`` only when its HMAC verifies with this machine's key."""
 
     @property
     def intact(self) -> bool:
@@ -130,6 +138,9 @@ def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
                    key=lambda link: link.line)
     verdict: ChainVerdict = verify_chain(links, chain_genesis(rid), seal)
     out.notes += verdict.notes
+    verified, out.seal = seal_status(seal, load_key())
+    if not verified and seal is not None and seal.mac is not None and out.seal != NO_KEY:
+        out.notes.append(f"{SEAL_NAME}: {out.seal}")
     out.refused += sorted(verdict.rejected.items())
     out.refused.sort()
     kept = [(n, e, line) for n, e, line in mine if n not in verdict.rejected]
@@ -149,7 +160,7 @@ class EventLog:
 
     def __init__(self, path: Path, run_id: str, next_seq: int = 0,
                  listener: Callable[[BaseEvent], None] | None = None, last_line: bytes | None = None,
-                 lines: int = 0, redactor: Redactor | None = None) -> None:
+                 lines: int = 0, redactor: Redactor | None = None, key: bytes | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self._seq = next_seq
@@ -160,6 +171,8 @@ class EventLog:
         self._file = os.fdopen(fd, "ab")
         self._listener = listener
         self._redactor = redactor
+        self._key = key
+        """The chain key (``contract.chain.chain_key``): each seal carries an HMAC of its head."""
         self.redactions = 0
 
     def emit(self, cls: type[BaseEvent], **fields: Any) -> BaseEvent:
@@ -183,7 +196,10 @@ class EventLog:
         return event
 
     def _seal(self, closed: bool) -> None:
-        seal = {"run_id": self.run_id, "lines": self._lines, "head": self._prev, "closed": closed}
+        seal: dict[str, Any] = {"run_id": self.run_id, "lines": self._lines, "head": self._prev, "closed": closed}
+        if self._key is not None:
+            seal["key"] = key_fingerprint(self._key)
+            seal["mac"] = seal_mac(self._key, self.run_id, self._lines, self._prev, closed)
         write_atomic(seal_path(self.path), json.dumps(seal).encode() + b"\n", durable=True)
 
     def close(self, sealed: bool = True) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.chain import evidence_hashes
 from contract.envelope import BaseEvent, Outcome
 from contract.stage_events import Usage
 from contract.trial_events import (
@@ -28,7 +29,7 @@ from contract.trial_events import (
 )
 from runner import sandbox
 from runner.agents.harness_stage import ResolvedHarness
-from runner.blame import agent_output_reason
+from runner.blame import charged
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
@@ -106,12 +107,6 @@ class TrialOutcome:
     usage: Usage
     flags: int = 0
     attempts: int = 0
-
-
-def charged(exc: BaseException, what: str) -> Stop | None:
-    """The agent's failure when ``exc`` came from what it left (``runner.blame``), else None."""
-    reason = agent_output_reason(exc, what)
-    return None if reason is None else Stop("agent_output_error", reason, grade=False)
 
 
 def _check_stop(spec: TrialSpec) -> None:
@@ -369,6 +364,8 @@ class _Trial:
         wall = budget.elapsed()
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
                             usage.cost_usd, wall, kept.flags)
+        self.files.scrub(self.box.store)  # before the hashes: nothing in the trial changes after
+        evidence = evidence_hashes(self.files.dir)
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
             repetition=spec.repetition, outcome=outcome, reason=reason, attempts=attempts,
@@ -381,6 +378,7 @@ class _Trial:
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
             secrets_leaked=self.leaked, gateway_usage=budget.gateway_usage(), patch_paths=kept.patch_paths,
+            evidence=evidence,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, kept.flags, attempts)
 

@@ -214,11 +214,12 @@ class TrialFiles:
         return redactions
 
     def scrub(self, store: RunStore) -> None:
-        """Unless ``keep`` finished: remove the workspace, the sandbox's HOME/TMP and the
+        """Unless ``keep`` finished (or this ran already): remove the workspace, the sandbox's HOME/TMP and the
         runner's scratch, unredacted as they are (the ``finally`` of every trial: whatever
         raised, no secret stays at rest in the run directory; docs/security.md)."""
         if self.kept:
             return
+        self.kept = True  # once: the trial's evidence is hashed after it
         for path in (self.ws, self.dir / ".sandbox", self.dir / ".runner"):
             try:
                 store.discard(path)
