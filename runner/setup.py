@@ -226,7 +226,7 @@ def run_key() -> bytes:
 def check_evidence(run_dir: Path, verified: VerifiedEvents) -> None:
     """Refuse to continue a run whose seal or evidence was changed after the fact."""
     problems = [n for n in verified.notes if WRONG_MAC in n]
-    last = {e.trial_id: e for e in verified.events if isinstance(e, TrialFinished)}
+    last = {str(e.trial_id): e for e in verified.events if isinstance(e, TrialFinished)}
     for tid, fin in last.items():
         if fin.evidence is not None and (run_dir / "trials" / tid).is_dir():
             problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence)]

@@ -9,6 +9,8 @@ the same way without it. Once the rule applies the two have the same rate.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -83,3 +85,53 @@ def test_an_abstention_trigger_is_charged_to_the_agent(kit, corpus_root, tmp_pat
     if trigger == "longpath":  # the judges' evidence folder cannot hold it: the agent's failure
         assert failed.outcome == "agent_output_error" and "ENAMETOOLONG" in failed.reason
         assert (tdir / "changes.patch").exists() and (tdir / "workspace" / "calc.py").exists()
+
+
+def th(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "trialhouse", *args], capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "250"}, timeout=600)
+
+
+def test_an_abstention_the_runner_cannot_recognise_is_flagged_with_its_figures(kit, corpus_root, tmp_path):
+    """The residual channel: an agent that claims a provider failure (Claude's JSON error
+    result, exit 1) on the case it would fail is ``infra_error`` (the runner cannot tell a
+    real outage from a claim); ``analysis.abstention`` flags it from the data in summarize,
+    compare, eligibility and the report, with the rate counting infra errors as failures."""
+    m = twin_corpus(kit, corpus_root, "claim")
+    data = json.loads(m.read_text())
+    data["variants"][0]["agent"]["usage_format"] = "claude-json"
+    m.write_text(json.dumps(data))
+    res = run_trials(m, tmp_path / "o", progress=False)
+    fins = {(e.variant, e.case_id): e for e in read_events(res.events_path) if isinstance(e, TrialFinished)}
+    assert fins[("abstainer", "mul_again")].outcome == "infra_error"
+    wh = str(tmp_path / "wh" / "w.duckdb")
+    assert th("ingest", str(tmp_path / "o"), "--warehouse", wh).returncode == 0
+    summary = json.loads(th("summarize", "--warehouse", wh, "--json").stdout)
+    flagged = [e for e in summary["eligibility"] if any("selective abstention" in r for r in e["reasons"])]
+    assert [e["config_id"] for e in flagged] == [fins[("abstainer", "mul")].config_id]
+    (reason,) = [r for r in flagged[0]["reasons"] if "selective abstention" in r]
+    assert "1 of 2 trials are infra errors (50%) against 0% (0/2)" in reason
+    assert "1 of them on tasks the others fail" in reason
+    assert "rate 100% (1/1), 50% (1/2) with infra errors counted as failures" in reason
+    assert any("selective abstention" in w for w in summary["warnings"])
+    eligibility = th("eligibility", "--warehouse", wh)
+    assert "selective abstention" in eligibility.stdout, eligibility.stderr
+    compared = th("compare", "--warehouse", wh)
+    assert "selective abstention" in compared.stdout + compared.stderr
+    made = th("report", "--warehouse", wh, "--output", str(tmp_path / "report"))
+    assert made.returncode == 0, made.stderr
+    assert "selective abstention" in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_an_honest_outage_shared_by_everyone_is_not_flagged(kit, corpus_root, tmp_path):
+    """The control: the same infra errors on both configurations are no abstention."""
+    m = twin_corpus(kit, corpus_root, "claim")
+    data = json.loads(m.read_text())
+    for v in data["variants"]:
+        v["agent"] = {**abstainer("claim"), "usage_format": "claude-json"}
+    m.write_text(json.dumps(data))
+    run_trials(m, tmp_path / "o", progress=False)
+    wh = str(tmp_path / "wh" / "w.duckdb")
+    assert th("ingest", str(tmp_path / "o"), "--warehouse", wh).returncode == 0
+    summary = json.loads(th("summarize", "--warehouse", wh, "--json").stdout)
+    assert not any("selective abstention" in r for e in summary["eligibility"] for r in e["reasons"])

@@ -6,7 +6,9 @@ On the case named ``SOLVED_CASE`` it solves the tiny corpus's task (``calc.mul``
 other case it leaves a wrong change and, unless TRIGGER is ``none`` (the honest twin),
 one of the things the runner once could not process: ``space`` (a new file at
 ``x b/y``), ``big`` (five 7 MiB text files), ``badutf8`` (a file name with an invalid
-UTF-8 byte), ``longpath`` (a path that fits the workspace but not a deeper folder).
+UTF-8 byte), ``longpath`` (a path that fits the workspace but not a deeper folder);
+``claim`` prints a provider failure it never had (the channel ``analysis.abstention``
+catches from the data).
 """
 
 import os
@@ -22,7 +24,11 @@ if os.environ.get("TRIALHOUSE_CASE_ID") == solved:
     (ws / "calc.py").write_text(MUL)
     sys.exit(0)
 (ws / "calc.py").write_text(WRONG)
-if trigger == "space":
+if trigger == "claim":  # a provider failure it never had (Claude's JSON result), exit 1
+    print('{"type": "result", "subtype": "error_during_execution", "is_error": true, '
+          '"result": "API Error: 529 overloaded"}', flush=True)
+    sys.exit(1)
+elif trigger == "space":
     (ws / "x b").mkdir()
     (ws / "x b" / "y").write_text("spaced\n")
 elif trigger == "big":
