@@ -5,13 +5,18 @@ configuration that turns the tasks it would fail into infra errors looks better 
 is. The runner charges what it can recognise to the agent; this question catches the rest
 from the data: per configuration, on the tasks it shares with the others, its infra-error
 share is compared with theirs, and where its infra errors fall is compared with where
-the others fail. A configuration is flagged (``selective``) when it has infra errors and
+the others fail. A configuration is flagged (``selective``) when its infra errors move
+its rate (counted as failures, the rate drops by at least ``MIN_DROP``) and
 
 - its share is **much higher**: at least ``MIN_SHARE`` and at least twice the others'
   share plus ``MARGIN``; or
 - its infra errors are **concentrated on tasks the others fail** (their solve rate below
-  one half): at least ``CONCENTRATION`` of them there, and that share ``MARGIN`` above the
-  share of its trials there.
+  one half): at least ``MIN_CONCENTRATED`` of them, ``CONCENTRATION`` of them there, and
+  that share ``MARGIN`` above the share of its trials there.
+
+The rate drop keeps chance out: a few infra errors spread as the environment spreads
+them move no rate (a synthetic warehouse at 2% infra errors flags nothing, whatever the
+slice), while an abstainer's move it by the failures they hide.
 
 The flag carries the figures and a sensitivity line (the rate with infra errors counted
 as failures); ``analysis.eligibility`` makes a flagged candidate ineligible, so
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
 MIN_SHARE = 0.10
 MARGIN = 0.05
 CONCENTRATION = 0.80
+MIN_CONCENTRATED = 3
+MIN_DROP = 0.05
 
 _CELLS_SQL = """
 SELECT {universe} AS universe, t.case_id, t.config_id, count(*) AS n,
@@ -73,14 +80,30 @@ class Abstention:
 
     @property
     def concentrated(self) -> bool:
-        if not self.infra or not self.trials:
+        if self.infra < MIN_CONCENTRATED or not self.trials:
             return False
         there = self.infra_on_failed / self.infra
         return there >= CONCENTRATION and there >= self.trials_on_failed / self.trials + MARGIN
 
     @property
+    def rate(self) -> float | None:
+        return self.solved / self.valid if self.valid else None
+
+    @property
+    def rate_counted(self) -> float | None:
+        """The rate with infra errors counted as failures (the sensitivity line)."""
+        counted = self.valid + self.infra
+        return self.solved / counted if counted else None
+
+    @property
+    def drop(self) -> float:
+        if self.rate is None or self.rate_counted is None:
+            return 0.0
+        return self.rate - self.rate_counted
+
+    @property
     def selective(self) -> bool:
-        return self.infra > 0 and (self.much_higher or self.concentrated)
+        return self.infra > 0 and self.drop >= MIN_DROP and (self.much_higher or self.concentrated)
 
     def message(self) -> str:
         """The flag with its figures and the sensitivity line."""
