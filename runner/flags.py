@@ -24,7 +24,7 @@ from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from runner.errors import RunnerError
-from runner.patchnames import placeholders
+from runner.patchnames import placeholders, unquote
 
 CUT_NOTE = "\n# trialhouse: patch cut at "
 """The note ``runner.trees`` ends a patch cut at its size limit with."""
@@ -149,7 +149,8 @@ def inspect_patch(diff_text: str, allowed_paths: list[str] | None,
         removed = [line.value for hunk in pf for line in hunk if line.is_removed]
 
         if allowed_paths is not None:
-            outside = sorted(p for p in paths if not is_allowed(p, allowed_paths))
+            outside = sorted(p for p in paths  # a quoted name is matched as the name it is
+                             if not is_allowed(unquote(p).decode("utf-8", "surrogateescape"), allowed_paths))
             if outside:
                 findings.append(FlagFinding("outside_allowed_paths", path, f"not under {', '.join(allowed_paths)}"))
         if pf.is_removed_file and is_test_path(path):

@@ -64,14 +64,15 @@ def unquote(name: str) -> bytes:
 
 
 def _side(text: str, prefix: str) -> str | None:
-    """The path a ``---``/``+++``/``rename`` value names (git's ``a/``/``b/`` dropped),
-    quoted for display; None for ``/dev/null``."""
+    """The path a ``---``/``+++``/``rename`` value names (git's ``a/``/``b/`` dropped: either
+    one, ``git diff -R`` swaps them; none when ``prefix`` is empty), quoted for display;
+    None for ``/dev/null``."""
     text = text[:-1] if text.endswith("\t") else text
     if text == "/dev/null":
         return None
     name = unquote(text).decode("utf-8", "surrogateescape")
-    if prefix and name.startswith(prefix):
-        name = name[len(prefix):]
+    if prefix and name[:2] in ("a/", "b/"):
+        name = name[2:]
     return quote(name)
 
 
