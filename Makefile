@@ -15,7 +15,7 @@ RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main
 BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test test-scale lint lab bench fuzz schema chromium bubblewrap tools node clean
+.PHONY: help venv demo test test-scale lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -54,7 +54,7 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
+test: $(STAMP) chromium bubblewrap tools recipe-tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
 	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
 	$(BIN)/mypy contract runner ingest warehouse analysis viewer trialhouse
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
@@ -71,8 +71,8 @@ lint: $(STAMP) ## ruff
 lab: $(STAMP) ## open JupyterLab on the notebooks (uses the demo warehouse by default)
 	TRIALHOUSE_WAREHOUSE=$(abspath $(WH)) $(BIN)/jupyter lab notebooks/
 
-fuzz: $(STAMP) ## seeded fuzzing: 520 event files, 449 manifests, 60 runs-jsonl files (columnar vs row path), 500 foreign results, 30 analysis warehouses; 0 findings expected
-	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --analysis 30 --seed 14
+fuzz: $(STAMP) ## seeded fuzzing: 520 event files, 449 manifests, 60 runs-jsonl files (columnar vs row path), 500 foreign results, 40 hostile files, 30 analysis warehouses; 0 findings expected
+	$(BIN)/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --hostile 40 --analysis 30 --seed 14
 
 bench: $(STAMP) ## reproducible benchmarks at 1M events/trials; rewrites bench/results.md (see bench/README.md)
 	$(BIN)/python -m pip install --quiet -e '.[inspect]' --config-settings editable_mode=compat  # the Inspect import bench measures against inspect-ai itself
@@ -105,13 +105,21 @@ LITELLM_VERSION     ?= 1.110.2
 CLAUDE_DIR := $(TOOLS)/claude-code-$(CLAUDE_CODE_VERSION)
 CODEX_DIR  := $(TOOLS)/codex-$(CODEX_VERSION)
 MINI_DIR   := $(TOOLS)/mini-swe-agent-$(MINI_SWE_AGENT_VERSION)
+AIDER_VERSION       ?= 0.86.2
+AIDER_DIR  := $(TOOLS)/aider-chat-$(AIDER_VERSION)
+OPENHANDS_VERSION   ?= 1.16.0
+OPENHANDS_PYTHON    ?= python3.12
+OPENHANDS_DIR := $(TOOLS)/openhands-$(OPENHANDS_VERSION)
 
 tools: $(CLAUDE_DIR)/.installed $(CODEX_DIR)/.installed $(MINI_DIR)/.installed ## install the pinned agent CLIs into tools/ (Claude Code, Codex, mini-swe-agent)
 	@mkdir -p $(TOOLS)/bin
 	@ln -sfn ../claude-code-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude $(TOOLS)/bin/claude
 	@ln -sfn ../codex-$(CODEX_VERSION)/node_modules/.bin/codex $(TOOLS)/bin/codex
 	@ln -sfn ../mini-swe-agent-$(MINI_SWE_AGENT_VERSION)/bin/mini $(TOOLS)/bin/mini
-	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --version | head -1
+	@$(TOOLS)/bin/claude --version && $(TOOLS)/bin/codex --version && $(TOOLS)/bin/mini --help | head -1
+
+recipe-tools: $(AIDER_DIR)/.installed $(OPENHANDS_DIR)/.installed ## install the pinned CLIs of the command-agent recipes into tools/ (aider, OpenHands; PyPI only)
+	@$(AIDER_DIR)/bin/aider --version
 
 node: ## install Debian's nodejs and npm where missing (Node >= 18 for the agent CLIs)
 	@command -v npm >/dev/null 2>&1 && node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \
@@ -129,6 +137,19 @@ $(CODEX_DIR)/.installed:
 	@$(MAKE) --no-print-directory node
 	rm -rf $(CODEX_DIR) && mkdir -p $(CODEX_DIR)
 	npm install --prefix $(CODEX_DIR) --no-audit --no-fund --loglevel=error --save-exact @openai/codex@$(CODEX_VERSION)
+	touch $@
+
+$(AIDER_DIR)/.installed:
+	rm -rf $(AIDER_DIR)
+	$(PYTHON) -m venv $(AIDER_DIR)
+	$(AIDER_DIR)/bin/python -m pip install --quiet aider-chat==$(AIDER_VERSION)
+	touch $@
+
+$(OPENHANDS_DIR)/.installed:
+	@command -v $(OPENHANDS_PYTHON) >/dev/null 2>&1 || { echo "the OpenHands CLI needs Python >= 3.12: install it, or set OPENHANDS_PYTHON"; exit 1; }
+	rm -rf $(OPENHANDS_DIR)
+	$(OPENHANDS_PYTHON) -m venv $(OPENHANDS_DIR)
+	$(OPENHANDS_DIR)/bin/python -m pip install --quiet openhands==$(OPENHANDS_VERSION)
 	touch $@
 
 $(MINI_DIR)/.installed:

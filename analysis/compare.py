@@ -21,6 +21,7 @@ from analysis.eligibility import assess, default_baseline, eligibility_from_kind
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
 from analysis.paired import compare_relation
+from analysis.regrade import regrades_in
 from analysis.resampling import SEED
 from analysis.sides import sharing, sides, universe_of_sides
 from analysis.tasks import evaluator_changes
@@ -121,7 +122,7 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     return ComparisonSet(base, cands, comps, "requested" if baseline else "default", excluded,
                          by_cols, simulated, universe,
                          [*changed, *said, *notes, *left_out, *scope.coverage_notes(con, filters),
-                          *gone.notes()], gated)
+                          *gone.notes(), *regrades_in(con, filters).notes()], gated)
 
 
 def compare_frame(df: pl.DataFrame, baseline: str | None = None,

@@ -42,6 +42,21 @@ UNSCORED_SQL = """EXISTS (SELECT 1 FROM cases u WHERE u.scored = FALSE
 """The trial's case was not scored in its run (failed or flaky controls; alias t): the one
 place "unscored cases are left out" is written. ``t`` may be trials or ``task_rollup``."""
 
+_REGRADED_CELLS = """(SELECT DISTINCT g.run_id, g.regraded_from_run_id AS original_run_id, g.config_id,
+        g.case_id, gr.started_at AS regraded_at
+    FROM trials g JOIN runs gr ON gr.run_id = g.run_id
+    WHERE g.regraded_from_run_id IS NOT NULL{runs})"""
+SUPERSEDED_SQL = """(EXISTS (SELECT 1 FROM {cells} g
+        WHERE g.original_run_id = t.run_id AND g.config_id = t.config_id AND g.case_id = t.case_id)
+    OR EXISTS (SELECT 1 FROM {cells} mine JOIN {cells} later
+        ON later.original_run_id = mine.original_run_id AND later.config_id = mine.config_id
+           AND later.case_id = mine.case_id AND later.regraded_at > mine.regraded_at
+        WHERE mine.run_id = t.run_id AND mine.config_id = t.config_id AND mine.case_id = t.case_id))"""
+"""The trial was graded again by a regrade the selection holds (alias t; trials or
+``task_rollup``): its (run, configuration, case) was regraded, or a later regrade graded
+the same trials again. Analyses read each agent trial once, under the latest evaluator
+the selection holds (docs/analysis.md, "Regrades"); ``Filters.all_grades`` reads both."""
+
 UNIVERSE_KIND_SQL = (f"CASE WHEN {case_label('benchmark')} IS NOT NULL THEN 'benchmark' "
                      "WHEN r.manifest_id IS NOT NULL THEN 'manifest' ELSE 'run' END")
 
@@ -106,6 +121,12 @@ class Filters:
     allow_evaluator_change: bool = False
     """Let a paired question (compare, period) pair a case across two evaluator
     fingerprints; otherwise it refuses (``analysis.tasks.evaluator_changes``)."""
+    all_grades: bool = False
+    """Also read trials a selected regrade graded again (``SUPERSEDED_SQL``); by default
+    each agent trial is read once, from its latest regrade in the selection."""
+    regrades_present: bool | None = None
+    """Set by ``scope.resolve``: whether the warehouse holds a regrade run (when none, the
+    superseded clause is left out of the SQL)."""
 
     @classmethod
     def parse(cls, runs=None, since=None, until=None, labels=None,
@@ -176,6 +197,12 @@ class Filters:
             clauses.append("t.cost_usd IS NOT NULL")
         if not self.include_unvalidated and self.unscored_present is not False:
             clauses.append(f"NOT {UNSCORED_SQL}")
+        if not self.all_grades and self.regrades_present is not False:
+            runs = ""
+            if self.runs:  # only a regrade the selection names replaces a trial
+                runs = " AND g.run_id IN (SELECT unnest(?::VARCHAR[]))"
+                params += [list(self.runs)] * 3
+            clauses.append("NOT " + SUPERSEDED_SQL.format(cells=_REGRADED_CELLS.format(runs=runs)))
         for key, value in self.labels:
             if key in CASE_COLUMNS:
                 clauses.append(f"{case_label(key)} = ?")  # key is from a fixed whitelist

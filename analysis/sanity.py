@@ -10,11 +10,14 @@ checks as shell one-liners). Each check here is a named warning with counts, sho
   nobody worked for is usually a broken task or a logging gap). Baselines (``null``,
   ``reference``) make no model calls by design and are not checked;
 - ``infra_share``: a configuration whose infra errors exceed ``INFRA_SHARE`` of its
-  complete trials (the comparison then rests on whatever the environment let through).
+  complete trials (the comparison then rests on whatever the environment let through);
+- ``model_substituted``: trials whose agent asked the gateway for a model other than the
+  configuration's ``model`` label (the trial measured that model; docs/agents.md).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +46,16 @@ _EXAMPLE = """
 SELECT config_id, n FROM ({counts}) WHERE universe = ? AND case_id = ? ORDER BY config_id
 """
 
+_SUBSTITUTED = """
+SELECT t.config_id, count(*), any_value(cf.model), any_value(t.gateway_models_json)
+FROM {trials} t{joins}
+LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id
+WHERE {where} AND t.model_substituted
+GROUP BY t.config_id ORDER BY t.config_id
+"""  # noqa: S608 -- fixed fragments only; values are parameters
+"""Configurations with trials that called another model than their label: few rows, skipped
+by row group when the Parquet statistics show none."""
+
 _TRIAL_COUNTS = """
   SELECT {universe} AS universe, t.case_id, t.config_id, count(*) AS n
   FROM {trials} t{joins}
@@ -65,7 +78,7 @@ universe and no slice (``Staged.one_run``), so there is nothing to add up."""
 class SanityWarning:
     """One named check that failed, with its counts."""
 
-    check: str  # unequal_runs | empty_success | infra_share
+    check: str  # unequal_runs | empty_success | infra_share | model_substituted
     count: int
     message: str
     config_id: str | None = None
@@ -113,4 +126,17 @@ def sanity(con: duckdb.DuckDBPyConnection, filters: Filters, staged: bool = Fals
                 f"{cid[:12]}: {c.infra} of {c.complete} complete trials are infra errors "
                 f"({c.infra / c.complete:.0%} > {INFRA_SHARE:.0%}): the comparison is "
                 "unreliable"), cid))
+    return out + substituted(con, filters)
+
+
+def substituted(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[SanityWarning]:
+    """One ``model_substituted`` warning per configuration that has such trials."""
+    where, params = filters.where()
+    sql = _SUBSTITUTED.format(trials=TRIALS, joins=joins(filters, []), where=where)
+    out = []
+    for cid, n, label, models in con.execute(sql, params).fetchall():
+        asked = ", ".join(json.loads(models)) if models else "unknown"
+        out.append(SanityWarning("model_substituted", n, (
+            f"{cid[:12]}: {n} trial(s) asked the gateway for another model than the label "
+            f"{label or '(none)'} (asked for: {asked}): they measure that model"), cid))
     return out

@@ -93,6 +93,9 @@ def resolve(con: duckdb.DuckDBPyConnection, filters: Filters | None) -> Filters:
     if filters.unscored_present is None:
         (n,), = con.execute("SELECT count(*) FROM cases WHERE scored = FALSE").fetchall()
         filters = replace(filters, unscored_present=n > 0)
+    if filters.regrades_present is None:
+        (n,), = con.execute("SELECT count(*) FROM runs WHERE regrade_of IS NOT NULL").fetchall()
+        filters = replace(filters, regrades_present=n > 0)
     return filters
 
 

@@ -17,6 +17,7 @@ from analysis.errors import AnalysisError
 from analysis.filters import UNIVERSE_SQL, Filters, check_by
 from analysis.flags import flag_counts
 from analysis.formatting import label
+from analysis.pre_existing import pre_existing
 from analysis.sanity import SanityWarning, sanity
 from analysis.scope import coverage_notes
 from analysis.tasks import Staged, TaskUniverse
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from analysis.checks import TrialCounts
     from analysis.eligibility import Gates
+    from analysis.pre_existing import PreExisting
     from analysis.unscored import Unscored
 
 SMALL_TASKS = 10
@@ -63,6 +65,7 @@ class Checked:
     gates: dict[str, Gates]  # every configuration of the selection (analysis.eligibility)
     unscored: Unscored
     sanity: list[SanityWarning]
+    pre_existing: PreExisting | None = None
 
 
 @dataclass
@@ -77,6 +80,7 @@ class Summary:
     universes: list[TaskUniverse] = field(default_factory=list)
     eligibility: list[dict] = field(default_factory=list)  # Eligibility.as_dict per config
     unscored: dict | None = None  # analysis.tasks.Unscored.as_dict
+    pre_existing: dict | None = None  # analysis.pre_existing.PreExisting.as_dict
     sanity: list[dict] = field(default_factory=list)  # analysis.sanity warnings
     task_versions: list[dict] = field(default_factory=list)  # cases with 2+ evaluators
     checked: Checked | None = None  # with checks: what they found (not part of the JSON)
@@ -98,6 +102,7 @@ class Summary:
                       "excluded_cases": self.excluded_cases,
                       "universes": [u.as_dict() for u in self.universes],
                       "eligibility": self.eligibility, "unscored": self.unscored,
+                      "pre_existing": self.pre_existing,
                       "sanity": self.sanity, "task_versions": self.task_versions,
                       "warnings": self.warnings})
 
@@ -269,6 +274,21 @@ def _holistic(con: duckdb.DuckDBPyConnection, st: Staged, filters: Filters, by_c
     return {r[:n]: dict(zip(hcols, r[n:], strict=True)) for r in cur.fetchall()}
 
 
+def _nothing_common(st: Staged) -> str | None:
+    """Why there is no row although complete trials were selected: no task is common to the
+    configurations of their universe (each ran other tasks), so nothing can be compared."""
+    complete = sum(c for c, _, _ in st.trial_counts.values())
+    empty = [u for u in st.universes if u.common == 0]
+    if not complete or not empty:
+        return None
+    named = "; ".join(f"{u.name}: {len(u.config_ids):,} configuration(s) over {u.tasks:,} task(s)"
+                      for u in empty[:3]) + (f"; and {len(empty) - 3} more" if len(empty) > 3 else "")
+    return (f"{complete:,} complete trial(s) in {len(st.config_runs):,} configuration(s) match, but no "
+            f"task is common to all the configurations of their task universe ({named}); summarize "
+            "compares configurations on the tasks they all ran (docs/analysis.md, \"Task universes and the task set\"): "
+            "select configurations that share tasks (--config, --model, --run)")
+
+
 def _warnings(rows: list[dict], excluded: list[dict]) -> list[str]:
     out = [f"{label(ex)} ({ex['config_id'][:12]}): "
            f"{len(ex['case_ids'])} task(s) outside the common set of {ex['universe']} excluded"
@@ -328,10 +348,9 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     recs = sorted((rec for rec in recs if rec["config_id"] is not None),
                   key=lambda r: _sort_key(r, by_cols))
     if not recs:
-        raise AnalysisError(
+        raise AnalysisError(_nothing_common(st) or (
             f"no complete trials match the filters {filters.as_dict()}; check "
-            "--run/--label/--since or ingest a run first"
-        )
+            "--run/--label/--since or ingest a run first"))
     rows = [{**{k: rec[k] for k in CONFIG_KEYS}, "universe": rec["universe"],
              **{b: rec[b] for b in by_cols}, **_row(rec)} for rec in recs]
     out = Summary(rows=rows, by=by_cols, excluded_cases=excluded,
@@ -352,13 +371,15 @@ def _checked(con: duckdb.DuckDBPyConnection, filters: Filters, out: Summary,
     roles = assess(con, filters, {r["config_id"] for r in out.rows}, selection)
     out.eligibility = [roles[cid].as_dict() for cid in sorted(roles)]
     gone = unscored(con, filters)
-    out.checked = Checked(selection, gone, found)
+    pre = pre_existing(con, filters)
+    out.checked = Checked(selection, gone, found, pre)
     out.unscored = gone.as_dict()
+    out.pre_existing = pre.as_dict()
     out.sanity = [w.as_dict() for w in found]
     ineligible = [f"INELIGIBLE {cid[:12]}: " + "; ".join(e.reasons)
                   for cid, e in sorted(roles.items()) if e.reasons]
     baseline_notes = [f"baseline {cid[:12]} (never ineligible): " + "; ".join(e.notes)
                       for cid, e in sorted(roles.items()) if e.notes]
-    out.warnings = [*gone.notes(), *ineligible, *baseline_notes,
+    out.warnings = [*gone.notes(), *pre.notes(), *ineligible, *baseline_notes,
                     *(w.message for w in found), *out.warnings]
     return out

@@ -191,10 +191,11 @@ def model_vs_tool_time(con: duckdb.DuckDBPyConnection, filters: Filters | None =
     model's share, and how many steps had no times."""
     def metric(s: _Stage) -> dict[str, Any]:
         r = tm.model_vs_tool_time(s.steps)
-        return {"model_s": r.model_s, "tool_s": r.tool_s, "model_share": r.model_share, "untimed": r.untimed}
+        return {"model_s": r.model_s, "tool_s": r.tool_s, "model_share": r.model_share, "untimed": r.untimed,
+                "why_unknown": r.why_unknown}
 
     return _per_stage(con, filters, metric, {"model_s": _float(), "tool_s": _float(), "model_share": _float(),
-                                             "untimed": _int()})
+                                             "untimed": _int(), "why_unknown": _str()})
 
 
 def tokens_per_step(con: duckdb.DuckDBPyConnection, filters: Filters | None = None) -> pl.DataFrame:

@@ -199,9 +199,12 @@ class TimeSplit:
     """Seconds in model turns with both times; None when the stage has model turns and none
     of them is timed (mini-swe-agent and ATIF stamp a turn only when it ends): unknown, not 0."""
     tool_s: float | None
-    """The same for tool calls."""
+    """The same for tool calls; also None when tool calls are timed but all at 0 s (a harness
+    that recorded no start: the share would be a fake 1.0)."""
     untimed: int
     """Steps without both timestamps (left out of both sums)."""
+    why_unknown: str | None = None
+    """Why ``model_share`` is unknown, when it is."""
 
     @property
     def model_share(self) -> float | None:
@@ -209,6 +212,9 @@ class TimeSplit:
             return None
         total = self.model_s + self.tool_s
         return self.model_s / total if total > 0 else None
+
+
+_NAMES = {"model": "model turn", "tool": "tool call"}
 
 
 def model_vs_tool_time(steps: Sequence[StepLike]) -> TimeSplit:
@@ -221,8 +227,19 @@ def model_vs_tool_time(steps: Sequence[StepLike]) -> TimeSplit:
             continue
         timed[step.kind] += 1
         sums[step.kind] += max((step.ended_at - step.started_at).total_seconds(), 0.0)
-    side = {k: None if seen[k] and not timed[k] else sums[k] for k in sums}
-    return TimeSplit(side["model"], side["tool"], len(steps) - timed["model"] - timed["tool"])
+    side: dict[str, float | None] = dict(sums)
+    why = []
+    for kind in ("model", "tool"):
+        if seen[kind] and not timed[kind]:
+            side[kind] = None
+            why.append(f"no {_NAMES[kind]} has a start and an end ({seen[kind]} untimed)")
+        elif timed[kind] and sums[kind] == 0:
+            side[kind] = None
+            why.append(f"every timed {_NAMES[kind]} lasted 0 s (the harness recorded no start)")
+    if not why and sums["model"] + sums["tool"] == 0:
+        why.append("no timed steps")
+    return TimeSplit(side["model"], side["tool"], len(steps) - timed["model"] - timed["tool"],
+                     "; ".join(why) or None)
 
 
 # ---------------------------------------------------------------- 7. tokens per step

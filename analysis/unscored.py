@@ -64,16 +64,20 @@ class Unscored:
                 f"disagreed): {listed}{more}; --include-unvalidated counts them"]
 
 
+def selected_runs(con: duckdb.DuckDBPyConnection, filters: Filters) -> list[str]:
+    """The runs the selection reads (``filters`` resolved), unscored cases included."""
+    if filters.runs:
+        return list(filters.runs)
+    wide = replace(filters, include_unvalidated=True)
+    where, params = wide.where()
+    sql = _SELECTED_RUNS_SQL.format(table="trials" if wide.needs_trials else "task_rollup",
+                                    joins=joins(wide, []), where=where)
+    return [r for (r,) in con.execute(sql, params).fetchall()]
+
+
 def unscored(con: duckdb.DuckDBPyConnection, filters: Filters) -> Unscored:
     """The unscored cases of the runs the selection reads (``filters`` resolved)."""
     if filters.unscored_present is False:  # resolved: the warehouse holds no unscored case
         return Unscored([], filters.include_unvalidated)
-    runs = list(filters.runs)
-    if not runs:
-        wide = replace(filters, include_unvalidated=True)
-        where, params = wide.where()
-        sql = _SELECTED_RUNS_SQL.format(table="trials" if wide.needs_trials else "task_rollup",
-                                        joins=joins(wide, []), where=where)
-        runs = [r for (r,) in con.execute(sql, params).fetchall()]
-    rows = con.execute(_UNSCORED_SQL, [runs]).fetchall()
+    rows = con.execute(_UNSCORED_SQL, [selected_runs(con, filters)]).fetchall()
     return Unscored([UnscoredCase(*r) for r in rows], filters.include_unvalidated)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -159,6 +161,10 @@ class RunStarted(BaseEvent):
     the key itself stays in the user's config folder). None: an unkeyed run."""
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
     grading_semantics: Int32 | None = None
+    regrade_of: Id | None = None
+    """Set by ``trialhouse regrade``: the run whose trials' final states this run grades
+    again with the manifest's current graders (its variants and budgets are that run's;
+    no agent runs)."""
 
 
 class ControlResult(BaseEvent):
@@ -177,6 +183,25 @@ class ControlResult(BaseEvent):
     expected: Literal["passed", "failed"]
     ok: bool
     duration_s: float
+    pre_existing: bool = False
+    """A regression or repository criterion that already fails on the initial commit (and
+    so still fails with the reference patch): not a problem of the case (``ok``), noise for
+    its trials (docs/runner.md, "Pre-existing failures")."""
+
+
+class PreExisting(BaseModel):
+    """A regression or repository criterion that fails on the initial commit: the case is
+    scored, and a trial's failure of it is noise, not a regression."""
+
+    model_config = MODEL_CONFIG
+
+    criterion_id: Id
+    layer: Layer
+    output: str = ""
+    """The tail of its output on the initial commit (stdout, then stderr; redacted, at most
+    2000 characters)."""
+    output_path: str | None = None
+    """Its full output on the initial commit, relative to the run directory."""
 
 
 class CaseValidated(BaseEvent):
@@ -193,6 +218,9 @@ class CaseValidated(BaseEvent):
     fingerprint: str | None = None
     from_run: str | None = None
     """Set when copied from a validation-only run (``run --controls``)."""
+    pre_existing: list[PreExisting] = Field(default_factory=list)
+    """Regression and repository criteria already failing on the initial commit (each with
+    its output there); their failures are graded as noise (``Grading.baseline``)."""
 
 
 class RunFinished(BaseEvent):
@@ -204,3 +232,23 @@ class RunFinished(BaseEvent):
     unscored_cases: list[Id] = Field(default_factory=list)
     outcomes: dict[str, Count64] = Field(default_factory=dict)
     duration_s: float
+
+
+def current_controls(starts: Iterable[int], validated: Mapping[str, int],
+                     controls: Sequence[tuple[int, str]]) -> list[bool]:
+    """Which ``control_result`` events count: for each (seq, case id) of ``controls``, whether
+    it belongs to the session (the part of the log after one ``run_started``, ``starts``
+    their seqs) that wrote its case's latest ``case_validated`` (``validated``: case id →
+    its seq), else to the latest session holding results of that case. A runner killed
+    during a case's controls left part of them; ``--resume`` runs them again whole, and
+    only that whole set counts (docs/runner.md, "Operations")."""
+    marks = sorted(starts)
+
+    def session(seq: int) -> int:
+        return bisect_right(marks, seq)
+
+    chosen: dict[str, int] = {case: session(seq) for case, seq in validated.items()}
+    for seq, case in controls:
+        if case not in validated:
+            chosen[case] = max(chosen.get(case, -1), session(seq))
+    return [session(seq) == chosen[case] for seq, case in controls]

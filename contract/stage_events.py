@@ -90,6 +90,8 @@ class GatewayUsage(BaseModel):
     failed_calls: Count64 = 0
     """Calls answered with an error status, or never answered."""
     retries: Count64 = 0
+    """Calls that were the agent's retry of an earlier call (each retry counted once: a call's
+    own ``retries`` is its ordinal among the tries at that point, not a count to add up)."""
     input_tokens: Count64 | None = None
     """Uncached input tokens, summed over the calls that answered 200."""
     output_tokens: Count64 | None = None
@@ -97,6 +99,9 @@ class GatewayUsage(BaseModel):
     cache_write_tokens: Count64 | None = None
     model_s: float = Field(default=0.0, ge=0)
     """Sum of the calls' latencies: time spent waiting on the model."""
+    models: list[str] = Field(default_factory=list)
+    """The distinct models the agent's main-loop calls asked for (side requests aside), in
+    order of first use: what the variant's ``model`` label is checked against."""
 
 
 class StageFinished(BaseEvent):

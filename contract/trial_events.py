@@ -3,13 +3,30 @@ gradings, budgets, patch flags and its finish (the one line that decides its out
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
-from contract.envelope import BaseEvent, Layer, Outcome, Stage, Verdict
-from contract.fields import Count32, Count64, Id, Int32, Int64, Positive32
+from contract.envelope import MODEL_CONFIG, BaseEvent, Layer, Outcome, Stage, Verdict
+from contract.fields import Count32, Count64, Id, Int32, Int64, Positive32, TrialId
 from contract.stage_events import GatewayUsage, Usage
+
+
+class RegradedFrom(BaseModel):
+    """The trial a ``trialhouse regrade`` trial grades again: its run, id, outcome and
+    evaluator, and when its agent ran (the regraded trial's time is that one's)."""
+
+    model_config = MODEL_CONFIG
+
+    run_id: Id
+    trial_id: TrialId
+    outcome: Outcome
+    reason: str = ""
+    case_fingerprint: str | None = None
+    """The evaluator that graded it (the regrade's is ``case_fingerprint``)."""
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class TrialStarted(BaseEvent):
@@ -34,6 +51,9 @@ class TrialSkipped(BaseEvent):
     repetition: Positive32
     reason: str
     case_fingerprint: str | None = None
+    regraded_from: RegradedFrom | None = None
+    """``trialhouse regrade``: the trial not graded again, listed with why (its final state
+    was not kept, its case is not scored under the new evaluator)."""
 
 
 class PrepareFinished(BaseEvent):
@@ -146,6 +166,11 @@ class AttemptFinished(BaseEvent):
     attempt: Positive32
     outcome: Outcome
     findings: list[str] = Field(default_factory=list)
+    stop_kind: Literal["none", "ungraded", "graded", "unless_accepted"] | None = None
+    """How the attempt's stop relates to its grade (``runner.outcome.stop_kind``): what a
+    regrade needs to decide the outcome again from a new grade (None: older runs)."""
+    stop_outcome: Outcome | None = None
+    stop_reason: str | None = None
 
 
 class TrialFinished(BaseEvent):
@@ -189,6 +214,16 @@ class TrialFinished(BaseEvent):
     evidence: dict[str, str] | None = None
     """Relative path → sha256 of every evidence file the trial kept (``contract.chain.evidence_hashes``):
     the hash chain covers them. None: not recorded (a trial that never finished normally)."""
+    model_substituted: bool | None = None
+    """True when a main-loop call through the gateway asked for a model other than the
+    variant's ``model`` label (``gateway_usage.models`` says which): the trial measured that
+    model. None: no gateway, no main-loop call, or no label to compare."""
     patch_paths: list[str] | None = None
     """Paths ``changes.patch`` touches (prepared tree → final tree; the first 1000), which
     trajectory metrics relate the files an agent read to. None: not recorded."""
+    regraded_from: RegradedFrom | None = None
+    """``trialhouse regrade``: the trial whose final state this one graded again. Usage,
+    cost, steps and times are that trial's (no agent ran); the outcome is the new grade's."""
+    regrade_s: float | None = Field(default=None, ge=0)
+    """``trialhouse regrade``: seconds the regrade spent rebuilding and grading the final
+    state (kept apart from the trial's own ``duration_s``)."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,6 +297,18 @@ def _add(path: Path, into: dict[str, LabelEntry], what: str, name: str, line: in
     into[name] = LabelEntry(labels, line)
 
 
+def _csv_rows(path: Path, reader: csv.DictReader) -> Iterator[dict]:
+    """The reader's rows; a row the ``csv`` module cannot read (a field past 128 KiB) is an
+    ``AliasesError`` at its line, not a traceback."""
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise AliasesError(f"{path}:{reader.line_num + 1}: not readable CSV ({e})") from None
+
+
 def _labels_csv(path: Path) -> LabelSet:
     text = path.read_text(encoding="utf-8")
     reader = csv.DictReader(io.StringIO(text))
@@ -305,7 +317,7 @@ def _labels_csv(path: Path) -> LabelSet:
         raise AliasesError(f"{path}:1: a labels CSV needs a 'task' or 'repository' column "
                            f"(found: {', '.join(cols) or 'no header'})")
     out = LabelSet(path)
-    for row in reader:
+    for row in _csv_rows(path, reader):
         line = reader.line_num
         labels = {k: v.strip() for k, v in row.items()
                   if k not in ("task",) and v and v.strip() and k is not None}

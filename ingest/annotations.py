@@ -5,21 +5,22 @@ and optionally ``run_id`` becomes one partition ``run_id = annotations-<sha12 of
 file>``: importing the same file again changes nothing, a corrected file adds its own
 partition. Who said it is kept (``annotator``; ``--annotator`` fills blanks). Unknown
 trial ids, ambiguous ones (same id in several runs and no run_id column) and unknown
-categories/decisions are quarantined with their CSV line numbers.
+categories/decisions are quarantined with their CSV line numbers, and so are records that
+cannot be read (``ingest.csv_records``: read a bounded record at a time).
 """
 
 from __future__ import annotations
 
-import csv
-import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 from contract.stage_events import FailureCategory
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
+from ingest.csv_records import Record, TooManyRecords, csv_records
 from ingest.rows import row_problem
-from ingest.write import new_batch_id, unchanged, write_batch
+from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
 
 CATEGORIES: tuple[str, ...] = FailureCategory.__args__  # type: ignore[attr-defined]
@@ -56,35 +57,33 @@ def _checked_paths(csv_path: Path, warehouse: Path, kind: str) -> None:
         )
 
 
-def _reader(csv_path: Path, data: bytes, column: str) -> tuple[csv.DictReader, str]:
-    """The CSV's rows and the name of its value column (``column``, or ``verdict``)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise IngestInputError(f"{csv_path}: not UTF-8 text") from None
-    reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    value_col = column if column in header else ("verdict" if "verdict" in header else None)
-    if "trial_id" not in header or value_col is None:
+def _header(csv_path: Path, names: list[str], column: str) -> str:
+    """The name of the CSV's value column (``column``, or ``verdict``); else IngestInputError."""
+    value_col = column if column in names else ("verdict" if "verdict" in names else None)
+    if "trial_id" not in names or value_col is None:
         raise IngestInputError(
-            f"{csv_path}: header must name trial_id and {column} (found: {', '.join(header) or 'nothing'})"
+            f"{csv_path}: header must name trial_id and {column} (found: {', '.join(names) or 'nothing'})"
         )
-    return reader, value_col
+    return value_col
 
 
-def _rows(reader: csv.DictReader, value_col: str, kind: str, annotator: str | None, known: dict[str, list[str]],
-          src: str) -> tuple[list[dict], list[QuarantineRow]]:
-    """The ``judgments`` rows of the CSV's lines, and the lines quarantined with the reason."""
+def _rows(records: Iterator[Record], value_col: str, kind: str, annotator: str | None,
+          known: dict[str, list[str]], src: str) -> tuple[list[dict], list[QuarantineRow]]:
+    """The ``judgments`` rows of the CSV's records, and the records quarantined with their line
+    and the reason (a record that cannot be read too: ``ingest.csv_records``)."""
     column, allowed = KINDS[kind]
     now = datetime.now(UTC)
     rows, quarantine = [], []
-    for i, raw in enumerate(reader, start=2):
-        rec = {(k or "").strip(): (v or "").strip() for k, v in raw.items() if k is not None}
+    for r in records:
+        if r.fields is None:
+            quarantine.append(QuarantineRow(src, r.line, r.problem or "not readable", r.raw))
+            continue
+        rec = r.fields
         trial_id, value = rec.get("trial_id", ""), rec.get(value_col, "").lower()
         wanted_run = rec.get("run_id") or None
         runs = known.get(trial_id, [])
         if wanted_run is not None:
-            runs = [r for r in runs if r == wanted_run]
+            runs = [x for x in runs if x == wanted_run]
         reason = None
         if not trial_id:
             reason = "trial_id is empty"
@@ -102,8 +101,7 @@ def _rows(reader: csv.DictReader, value_col: str, kind: str, annotator: str | No
         }
         reason = reason or row_problem("judgments", row)
         if reason:
-            line = ",".join(raw.get(k) or "" for k in reader.fieldnames or [])
-            quarantine.append(QuarantineRow(src, i, reason, line[:4096]))
+            quarantine.append(QuarantineRow(src, r.line, reason, r.raw))
             continue
         rows.append(row)
     return rows, quarantine
@@ -120,20 +118,25 @@ def import_annotations(
     """Write the CSV's annotations as one batch; quarantine policy as ``ingest_paths``."""
     csv_path, warehouse = Path(csv_path), Path(warehouse)
     _checked_paths(csv_path, warehouse, kind)
-    data = csv_path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
-    run_id = f"annotations-{sha[:12]}"
-    files = [{"path": str(csv_path), "sha256": sha, "bytes": len(data)}]
-    reader, value_col = _reader(csv_path, data, KINDS[kind][0])
+    files = file_meta([csv_path])
+    run_id = f"annotations-{files[0]['sha256'][:12]}"
     result = IngestResult()
-    with db.write_lock(warehouse):
+    with db.write_lock(warehouse), csv_path.open("rb") as f:
+        try:
+            names, records = csv_records(f)
+        except ValueError as e:
+            raise IngestInputError(f"{csv_path}: {e}") from None
+        value_col = _header(csv_path, names, KINDS[kind][0])
         db.prepare(warehouse)
         same = unchanged(warehouse, run_id, files)
         if same is not None:
             result.batches.append(same)
         else:
             known = _known_trials(warehouse) if warehouse.exists() else {}
-            rows, quarantine = _rows(reader, value_col, kind, annotator, known, str(csv_path))
+            try:
+                rows, quarantine = _rows(records, value_col, kind, annotator, known, str(csv_path))
+            except TooManyRecords as e:
+                raise IngestInputError(f"{csv_path}: {e}") from None
             notes = [f"annotations for trials in run(s): {', '.join(sorted({known[str(r['trial_id'])][0] for r in rows}))}"] if rows else []
             result.batches.append(write_batch(
                 warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,

@@ -8,22 +8,25 @@ the grader: the trial's outcome ``accepted`` is the grader's accept), ``minutes`
 anchored grid: one ``grid.<item>`` column per item of the review rubric (a YAML file with
 ``id``, ``version``, ``reason_codes`` and ``items: {item: [choice, ...]}``). Rows naming
 unknown trials, missing a reason code for a disagreement, with negative or non-numeric
-minutes, or grid choices the rubric does not define are quarantined with their line.
+minutes, or grid choices the rubric does not define are quarantined with their line, and so
+are records that cannot be read (a field past 128 KiB, a record past 1 MiB, not UTF-8, not
+CSV): the file is read a bounded record at a time (``ingest.csv_records``; docs/security.md).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ingest.annotations import CATEGORIES, DECISIONS
 from ingest.api import IngestInputError, IngestQuarantined, IngestResult
 from ingest.batch import QuarantineRow
+from ingest.csv_records import TooManyRecords, csv_records, jsonl_records
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
 
@@ -55,21 +58,25 @@ def _grid_rubric(path: Path | None) -> tuple[str | None, dict[str, list[str]], l
     return f"{doc.get('id', path.stem)}@{doc['version']}", items, [str(c) for c in doc.get("reason_codes", [])]
 
 
-def _rows(path: Path, text: str) -> list[tuple[int, dict[str, Any], str]]:
+def _rows(path: Path, f: BinaryIO) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """``(line, record, raw text)`` of every review in the file, a bounded record at a time
+    (``ingest.csv_records``); a record that cannot be read is ``{"_bad": why}``."""
     if path.suffix == ".jsonl":
-        out = []
-        for i, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                rec = None
-            out.append((i, rec if isinstance(rec, dict) else {"_bad": "not a JSON object"}, line))
-        return out
-    reader = csv.DictReader(text.splitlines())
-    return [(i, {(k or "").strip(): (v or "").strip() for k, v in r.items() if k is not None}, ",".join(
-        (v or "") for v in r.values() if isinstance(v, str))) for i, r in enumerate(reader, start=2)]
+        for line, text, problem, raw in jsonl_records(f):
+            rec = None
+            if text is not None:
+                try:
+                    rec = json.loads(text)
+                except (ValueError, RecursionError):
+                    pass
+            yield line, rec if isinstance(rec, dict) else {"_bad": problem or "not a JSON object"}, raw
+        return
+    try:
+        _names, records = csv_records(f)
+    except ValueError as e:
+        raise IngestInputError(f"{path}: {e}") from None
+    for r in records:
+        yield r.line, r.fields if r.fields is not None else {"_bad": r.problem}, r.raw
 
 
 def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
@@ -80,13 +87,8 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
     if not warehouse.is_file():
         raise IngestInputError(f"{warehouse}: no warehouse here; ingest the runs first")
     grid_id, grid, codes = _grid_rubric(rubric)
-    data = path.read_bytes()
     files = file_meta([path] if rubric is None else [path, Path(rubric)])
     run_id = f"reviews-{hashlib.sha256(''.join(str(f['sha256']) for f in files).encode()).hexdigest()[:12]}"
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise IngestInputError(f"{path}: not UTF-8 text") from None
     result = IngestResult()
     with db.write_lock(warehouse):
         db.prepare(warehouse)
@@ -102,12 +104,16 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
             finally:
                 con.close()
             rows, quarantine, now = [], [], datetime.now(UTC)
-            for line, rec, raw in _rows(path, text):
-                reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
-                if reason:
-                    quarantine.append(QuarantineRow(str(path), line, reason, raw[:4096]))
-                else:
-                    rows.append(row)
+            with path.open("rb") as f:
+                try:
+                    for line, rec, raw in _rows(path, f):
+                        reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
+                        if reason:
+                            quarantine.append(QuarantineRow(str(path), line, reason, raw))
+                        else:
+                            rows.append(row)
+                except TooManyRecords as e:
+                    raise IngestInputError(f"{path}: {e}") from None
             result.batches.append(write_batch(warehouse, run_id, new_batch_id(), "reviews", files,
                                               {"reviews": rows}, quarantine, None, []))
         db.refresh(warehouse)

@@ -240,6 +240,6 @@ class RunNormalizer:
                 incomplete += 1
         if incomplete:
             self.notes.append(f"{incomplete} trial(s) have no trial_finished event: incomplete, not failed")
-        out["gradings"] += control_gradings(self._controls)
+        out["gradings"] += control_gradings(self._controls, started, self._validated)
         return {"runs": runs, "configs": configs, "cases": cases, "criteria": criteria,
                 "skipped_trials": skipped_rows(self._skipped), **out}

@@ -12,7 +12,13 @@ import json
 from operator import attrgetter
 from typing import Any
 
-from contract.run_events import CaseValidated, RunFinished, RunStarted, VariantInfo
+from contract.run_events import (
+    CaseValidated,
+    RunFinished,
+    RunStarted,
+    VariantInfo,
+    current_controls,
+)
 from contract.trial_events import TrialSkipped
 from ingest.cost import Prices
 
@@ -20,7 +26,8 @@ _get_control = attrgetter("case_id", "control", "criterion_id", "layer", "exit_c
                           "verdict", "duration_s")
 _RUN_FIELDS = ("engine_version", "os", "python", "git_version", "repository", "initial_commit",
                "initial_tree", "repetitions", "max_attempts", "timeout_seconds", "max_cost_usd",
-               "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics")
+               "validation_only", "simulated", "control_repeats", "controls_from", "grading_semantics",
+               "regrade_of")
 """``run_started`` fields copied to the ``runs`` row as they are."""
 
 
@@ -113,6 +120,10 @@ def case_rows(rs: RunStarted | None, validated: dict[str, CaseValidated]) -> lis
             "fingerprint": c.fingerprint,
             "scored": val.ok if val else None,
             "unscored_reason": "; ".join(val.problems) or "controls failed" if val and not val.ok else None,
+            "pre_existing": len(val.pre_existing) if val else None,
+            "pre_existing_json": compact_json([
+                {"criterion_id": p.criterion_id, "layer": p.layer, "output": p.output,
+                 "output_path": p.output_path} for p in val.pre_existing]) if val else None,
         })
     return cases
 
@@ -127,20 +138,37 @@ def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
     ]
 
 
-def control_gradings(controls: list[tuple]) -> list[tuple]:
-    """The controls' ``(event, µs)`` entries as ``gradings`` row tuples (``TRIAL_COLUMNS`` order), by seq."""
+def control_gradings(controls: list[tuple], starts: list[RunStarted],
+                     validated: dict[str, CaseValidated]) -> list[tuple]:
+    """The controls' ``(event, µs)`` entries as ``gradings`` row tuples (``TRIAL_COLUMNS`` order),
+    by seq: of each case, only the set its latest validation came from (``current_controls``:
+    a killed runner's partial set is not counted next to the one ``--resume`` ran again)."""
+    ordered = sorted(controls, key=lambda pair: pair[0].seq)
+    keep = current_controls([e.seq for e in starts], {k: v.seq for k, v in validated.items()},
+                            [(e.seq, e.case_id) for e, _m in ordered])
     out = []
-    for e, m in sorted(controls, key=lambda pair: pair[0].seq):
+    for (e, m), kept in zip(ordered, keep, strict=True):
+        if not kept:
+            continue
         c = _get_control(e)
         # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
         out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
     return out
 
 
+def _regraded(link: Any) -> dict[str, Any]:
+    """The ``regraded_from`` link of a regrade's skipped trial as columns."""
+    if link is None:
+        return {"regraded_from_run_id": None, "regraded_from_trial_id": None, "original_outcome": None}
+    return {"regraded_from_run_id": link.run_id, "regraded_from_trial_id": link.trial_id,
+            "original_outcome": link.outcome}
+
+
 def skipped_rows(skipped: dict[str, TrialSkipped]) -> list[dict[str, Any]]:
     """The ``skipped_trials`` rows, by trial id."""
     return [
         {"trial_id": e.trial_id, "case_id": e.case_id, "variant": e.variant, "config_id": e.config_id,
-         "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint}
+         "repetition": e.repetition, "reason": e.reason, "case_fingerprint": e.case_fingerprint,
+         **_regraded(e.regraded_from)}
         for _t, e in sorted(skipped.items())
     ]

@@ -51,7 +51,8 @@ STAGE_COLUMNS = ("harness_version", "session_id", "cost_basis", "claimed_cost_us
                  "gateway_output_tokens", "gateway_cache_read_tokens", "gateway_cache_write_tokens", "gateway_model_s")
 """Appended to the ``stages`` row tuples, filled from ``stage_finished``."""
 TRIAL_COLUMNS = ("cost_basis", "gateway_calls", "gateway_input_tokens", "gateway_output_tokens",
-                 "gateway_cache_read_tokens", "gateway_cache_write_tokens", "gateway_model_s", "patch_paths_json")
+                 "gateway_cache_read_tokens", "gateway_cache_write_tokens", "gateway_model_s", "patch_paths_json",
+                 "gateway_models_json", "model_substituted")
 """Appended to the ``trials`` row tuples, filled from ``trial_finished``."""
 TRIAL_NULLS = (None,) * len(TRIAL_COLUMNS)
 
@@ -113,6 +114,6 @@ def trial_values(event: Any) -> tuple:
     gw, paths = event.gateway_usage, event.patch_paths
     patch = None if paths is None else _list(paths)
     if gw is None:
-        return (event.usage.cost_basis, *TRIAL_NULLS[1:-1], patch)
+        return (event.usage.cost_basis, *TRIAL_NULLS[1:-3], patch, None, event.model_substituted)
     return (event.usage.cost_basis, gw.calls, gw.input_tokens, gw.output_tokens, gw.cache_read_tokens,
-            gw.cache_write_tokens, gw.model_s, patch)
+            gw.cache_write_tokens, gw.model_s, patch, _list(gw.models), event.model_substituted)

@@ -172,6 +172,8 @@ class StructCompiler:
             raise UnsupportedField(f"{where}: bounds on a type that is not a number or string")
         if tp in (str, bool, int, float):
             return tp
+        if tp is datetime:  # RFC 3339 text; a naive one is read as UTC (``exact_micros``)
+            return datetime
         if tp is Any:
             return Any
         if tp is type(None):

@@ -15,6 +15,7 @@ from ingest import steps as trajectory
 from ingest.batch import QuarantineRow
 from ingest.cost import Prices, resolve_cost
 from ingest.fastdecode import to_model
+from ingest.line_validation import exact_micros
 from ingest.run_rows import compact_json
 
 TRIAL_TABLES = ("trials", "attempts", "stages", "gradings", "judgments", "flags", *trajectory.TABLES)
@@ -51,6 +52,11 @@ _STAGE_BASE = len(TRIAL_COLUMNS["stages"])
 TRIAL_COLUMNS.update(trajectory.COLUMNS)
 TRIAL_COLUMNS["stages"] += trajectory.STAGE_COLUMNS
 TRIAL_COLUMNS["trials"] += trajectory.TRIAL_COLUMNS
+REGRADE_COLUMNS = ("regrade_s", "regraded_from_run_id", "regraded_from_trial_id", "original_outcome",
+                   "original_fingerprint")
+"""Appended to the ``trials`` row tuples: a ``trialhouse regrade`` trial's link to the trial it
+grades again (null for every other trial)."""
+TRIAL_COLUMNS["trials"] += REGRADE_COLUMNS
 
 
 _get_stage_fin, _get_usage, _get_usage_t, _get_grading, _get_trial_fin = (
@@ -61,11 +67,19 @@ _get_fin = attrgetter("usage", "flags", "simulated", "reason")
 _STAGE_KINDS = frozenset({"stage_started", "stage_finished", "checkpoint"})
 _TRAJECTORY_KINDS = trajectory.KINDS
 _STAGE_NULLS = (None,) * (len(TRIAL_COLUMNS["stages"]) - 3)
-_TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6) + trajectory.TRIAL_NULLS
+_TRIAL_FIN_NULLS = (None,) * (len(_TRIAL_FIN) - 2 + 6) + trajectory.TRIAL_NULLS + (None,) * len(REGRADE_COLUMNS)
 
 _first = itemgetter(0)
 _second = itemgetter(1)
 _NO_VARIANT = (None, None, None, False)
+
+
+def regrade_values(fin) -> tuple:
+    """The ``REGRADE_COLUMNS`` of one ``trial_finished`` event."""
+    link = fin.regraded_from
+    if link is None:
+        return (fin.regrade_s, None, None, None, None)
+    return (fin.regrade_s, link.run_id, link.trial_id, link.outcome, link.case_fingerprint)
 
 
 def variant_keys(variants: dict) -> dict[str, tuple]:
@@ -126,10 +140,14 @@ class TrialRows:
                 harness, harness_version, case_id, repetition)
         if fin is not None:
             u, fin_flags, fin_simulated, reason = _get_fin(fin)
+            link = fin.regraded_from
+            if link is not None:  # a regraded trial keeps the time its agent ran
+                ts_m = exact_micros(link.started_at) if link.started_at is not None else ts_m
+                fin_m = exact_micros(link.finished_at) if link.finished_at is not None else fin_m
             out["trials"].append((
                 *head, True, ts_m, labels, max(fin_flags, nflags), fin_simulated or simulated,
                 reason or None, fin_m, *self.cost(u, model, fin), *_get_trial_fin(fin), *_get_usage_t(u),
-                *trajectory.trial_values(fin),
+                *trajectory.trial_values(fin), *regrade_values(fin),
             ))
         else:
             out["trials"].append((

@@ -16,6 +16,9 @@ import errno
 from runner.flags import UnreadablePatch
 from runner.outcome import Stop
 
+AGENT_OUTPUT_ERRORS = (OSError, UnicodeError, UnreadablePatch)
+"""What processing the agent's files may raise that ``agent_output_problem`` may charge to it."""
+
 AGENT_OUTPUT_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.EILSEQ, errno.ELOOP, errno.EFBIG,
                                  errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM})
 """Errors a file operation on the agent's files fails with because of those files: a

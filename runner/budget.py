@@ -131,6 +131,17 @@ class TrialBudget:
             self._emit(Budget, type="cost", status="unknown", limit=self.max_cost_usd, used=None)
         return None
 
+    def final_cost_status(self) -> CostStatus:
+        """The spend against ``max_cost_usd`` when the trial ends: a trial whose total cost
+        is unknown (a stage that reported none, a stage cut by the clock, no stage at all)
+        is ``unknown``, never ``within`` (recorded as a ``budget`` event once)."""
+        if self.cost_status in ("unlimited", "exceeded") or self.usage().cost_usd is not None:
+            return self.cost_status
+        if self.cost_status != "unknown":
+            self.cost_status = "unknown"
+            self._emit(Budget, type="cost", status="unknown", limit=self.max_cost_usd, used=None)
+        return self.cost_status
+
     def workspace_stop(self, used: int) -> Stop | None:
         """The stop when the workspace (with HOME and TMP) holds ``used`` bytes, over the limit."""
         cap = self.max_workspace_bytes

@@ -1,7 +1,11 @@
 """Controls before scoring: every case's negative and positive control, graded as a
 trial is, repeated to catch criteria that disagree with themselves (docs/runner.md).
 
-A case whose controls fail, or whose criterion is flaky, is not scored. Controls run
+A case is scored when every target criterion fails on the initial commit and passes with
+the reference patch, no regression or repository criterion is broken by the reference,
+and nothing is flaky. A regression or repository criterion that already fails on the
+initial commit is *pre-existing* (recorded in ``case_validated`` with its output): the
+case is still scored, and layered grading counts that failure as noise. Controls run
 on the driver: alone (``run_controls``, a validation-only run), before a run's trials
 (``establish_controls``), or reused from a validation-only run of the same inputs
 (``load_controls``).
@@ -16,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.run_events import CaseValidated, ControlResult, RunStarted
+from contract.run_events import CaseValidated, ControlResult, PreExisting, RunStarted
 from runner import sandbox
 from runner.capture import TrialGit
 from runner.errors import RunnerError
 from runner.eventlog import read_events, read_verified
+from runner.evidence import read_capped
 from runner.git import GitError, git
 from runner.grading import GradingContext, argv_paths, case_inputs, grade_tree
 from runner.manifest import Case
@@ -34,6 +39,8 @@ from runner.trial_files import create_workspace
 from runner.validate import load_valid_manifest
 
 CONTROLS = ("negative", "positive")
+PRE_EXISTING_OUTPUT = 2000
+"""Characters of a pre-existing criterion's output kept in ``case_validated``."""
 
 
 @dataclass
@@ -55,7 +62,8 @@ class ReusedControls:
 
 
 def expected_verdict(control: str, layer: str) -> str:
-    """Only the target layer fails on the initial commit; everything passes the reference."""
+    """Only the target layer fails on the initial commit; everything passes the reference
+    (a pre-existing failure is the exception that still counts as ok: ``pre_existing_verdict``)."""
     return "failed" if control == "negative" and layer == "target" else "passed"
 
 
@@ -77,7 +85,7 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         remove_tree(where)
         ws, tgit = where / "workspace", TrialGit(where / ".runner" / "git", box.store)
         try:
-            tree, ignored, why = _control_state(s, case, control, ws, tgit, commit)
+            tree, ignored, why = control_state(s, case, control, ws, tgit, commit)
         except (GitError, OSError) as exc:
             tree, ignored, why = None, None, f"could not create a workspace: {exc}"
         if tree is None:
@@ -89,13 +97,18 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         for repeat in range(1, repeats + 1):
             run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored, log_dir=log_dir,
                              tag=f".{repeat}")
+            if stop.is_set():  # graders killed by Ctrl-C: no verdict, resume runs them again
+                ctx.close()
+                raise TrialInterrupted(case.id)
             for r in run.results:
                 expected = expected_verdict(control, r.layer)
+                pre = pre_existing_verdict(control, r.layer, r.verdict,
+                                           verdicts.get(("negative", r.criterion_id), []))
                 s.log.emit(ControlResult, case_id=case.id, control=control,
                            criterion_id=r.criterion_id, layer=r.layer, repeat=repeat,
                            exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
-                           verdict=r.verdict, expected=expected, ok=r.verdict == expected,
-                           duration_s=r.duration_s)
+                           verdict=r.verdict, expected=expected, ok=r.verdict == expected or pre,
+                           duration_s=r.duration_s, pre_existing=pre)
                 verdicts.setdefault((control, r.criterion_id), []).append(r.verdict)
             if run.violations:
                 problems.append(f"{control} control: a grader changed its inputs: "
@@ -105,17 +118,48 @@ def control_case(s: RunSetup, case: Case, repeats: int, stop: threading.Event) -
         remove_tree(ws)
     flaky, baseline, disagreements = _judge_verdicts(case, verdicts, repeats)
     problems += disagreements
+    listed = [pre_existing_entry(s.run_dir, case, cid) for cid in pre_existing_ids(case, baseline)]
     s.log.emit(CaseValidated, case_id=case.id, ok=not problems, problems=problems,
                flaky_criteria=flaky, baseline=baseline, repeats=repeats,
-               fingerprint=s.fingerprints[case.id])
+               fingerprint=s.fingerprints[case.id], pre_existing=listed)
     return {"case_id": case.id, "ok": not problems, "problems": problems, "flaky": flaky,
-            "baseline": baseline}
+            "baseline": baseline, "pre_existing": [p.criterion_id for p in listed]}
+
+
+def pre_existing_verdict(control: str, layer: str, verdict: str, negative: list[str]) -> bool:
+    """Whether a control's ``verdict`` is a pre-existing failure: a regression or
+    repository criterion failing on the initial commit (``negative``: its verdicts there so
+    far), or still failing with the reference patch when it failed there too. Such a
+    failure is not a reason to leave the case unscored: layered grading counts it as noise
+    (docs/runner.md, "Pre-existing failures")."""
+    if layer == "target" or verdict != "failed":
+        return False
+    return control == "negative" or (bool(negative) and set(negative) == {"failed"})
+
+
+def pre_existing_ids(case: Case, baseline: dict[str, str]) -> list[str]:
+    """The case's regression and repository criteria that fail on the initial commit."""
+    return [c.id for c in case.criteria if c.layer != "target" and baseline.get(c.id) == "failed"]
+
+
+def pre_existing_entry(run_dir: Path, case: Case, cid: str) -> PreExisting:
+    """A pre-existing criterion with the tail of its (redacted) output on the initial commit."""
+    layer = next(c.layer for c in case.criteria if c.id == cid)
+    logs = run_dir / "controls" / case.id / "negative-logs"
+    text = ""
+    for suffix in ("out", "err"):
+        data, _cut = read_capped(logs / f"{cid}.1.{suffix}", 64 * 1024)
+        text += (data or b"").decode("utf-8", "replace")
+    return PreExisting(criterion_id=cid, layer=layer, output=text[-PRE_EXISTING_OUTPUT:],
+                       output_path=f"controls/{case.id}/negative-logs/{cid}.1.out")
 
 
 def _judge_verdicts(case: Case, verdicts: dict[tuple[str, str], list[str]],
                     repeats: int) -> tuple[list[str], dict[str, str], list[str]]:
     """(flaky criteria, baseline verdicts, problems) of a case's controls: the problems
-    name every control that did not come out as expected and every flaky criterion."""
+    name every control that did not come out as expected and every flaky criterion. A
+    regression or repository criterion failing on the initial commit is pre-existing, not
+    a problem (``pre_existing_verdict``); one the reference patch breaks is."""
     baseline: dict[str, str] = {}
     problems: list[str] = []
     flaky = sorted({cid for (_, cid), vs in verdicts.items() if len(set(vs)) > 1})
@@ -124,9 +168,12 @@ def _judge_verdicts(case: Case, verdicts: dict[tuple[str, str], list[str]],
         exp = expected_verdict(control, layer)
         if control == "negative":
             baseline[cid] = vs[0] if len(set(vs)) == 1 else "inconclusive"
-        if cid in flaky:
+        if cid in flaky or pre_existing_verdict(control, layer, vs[0], verdicts.get(("negative", cid), [])):
             continue
-        if vs[0] != exp:
+        if control == "positive" and layer != "target" and vs[0] == "failed":
+            problems.append(f"positive control: {cid} ({layer}) passes on the initial commit but "
+                            "fails with the reference patch: the reference would be graded a regression")
+        elif vs[0] != exp:
             problems.append(f"{control} control: {cid} ({layer}) {vs[0]}, expected {exp}")
     fixed = {c.id: c.flaky_fixed for c in case.criteria}
     for cid in flaky:
@@ -139,9 +186,11 @@ def _judge_verdicts(case: Case, verdicts: dict[tuple[str, str], list[str]],
     return flaky, baseline, problems
 
 
-def _control_state(s: RunSetup, case: Case, control: str, ws: Path, tgit: TrialGit,
-                   commit: str) -> tuple[str | None, str | None, str]:
-    """(tree, ignored tree, problem) of a control's state, captured by the runner."""
+def control_state(s: RunSetup, case: Case, control: str, ws: Path, tgit: TrialGit,
+                  commit: str) -> tuple[str | None, str | None, str]:
+    """(tree, ignored tree, problem) of a control's state, captured by the runner: the
+    pinned commit after ``prepare_commands`` (``negative``; what a trial's prepared tree
+    is, which a regrade rebuilds too), with the reference patch applied (``positive``)."""
     box = s.containment
     create_workspace(box.store, commit, ws)
     initial = box.store.tree_of(commit)
@@ -174,11 +223,12 @@ def _controls_table(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
     table = Table(title="controls per case")
-    for col in ("case", "ok", "flaky", "problems"):
+    for col in ("case", "ok", "flaky", "pre-existing", "problems"):
         table.add_column(col)
     for r in rows:
         table.add_row(r["case_id"], "yes" if r["ok"] else "[red]NO[/red]",
-                      ", ".join(r["flaky"]) or "-", "; ".join(r["problems"]) or "-")
+                      ", ".join(r["flaky"]) or "-", ", ".join(r["pre_existing"]) or "-",
+                      "; ".join(r["problems"]) or "-")
     Console(stderr=False).print(table)
 
 
@@ -264,7 +314,8 @@ def establish_controls(s: RunSetup, jobs: int, stop: threading.Event, repeats: i
                 known[e.case_id] = s.log.emit(
                     CaseValidated, case_id=e.case_id, ok=e.ok, problems=e.problems,
                     flaky_criteria=e.flaky_criteria, baseline=e.baseline, repeats=e.repeats,
-                    fingerprint=s.fingerprints[e.case_id], from_run=reused.run_id)
+                    fingerprint=s.fingerprints[e.case_id], from_run=reused.run_id,
+                    pre_existing=e.pre_existing)
     todo = [c for c in s.manifest.cases if c.id not in known]
     results: dict[str, dict[str, Any]] = {}
 

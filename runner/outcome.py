@@ -148,6 +148,20 @@ def stop_kind(stop: Stop | None) -> StopKind:
     return "unless_accepted" if stop.unless_accepted else "graded"
 
 
+def stop_fields(stop: Stop | None) -> dict[str, str | None]:
+    """What ``attempt_finished`` records of an attempt's stop (``stop_kind``, ``stop_outcome``,
+    ``stop_reason``), so a regrade can decide the outcome again from a new grade."""
+    return {"stop_kind": stop_kind(stop), "stop_outcome": stop.outcome if stop else None,
+            "stop_reason": stop.reason if stop else None}
+
+
+def recorded_stop(kind: StopKind, outcome: Outcome | None, reason: str | None) -> Stop | None:
+    """The ``Stop`` ``stop_fields`` recorded (None for ``none``)."""
+    if kind == "none" or outcome is None:
+        return None
+    return Stop(outcome, reason or "", grade=kind != "ungraded", unless_accepted=kind == "unless_accepted")
+
+
 def attempt_row(kind: StopKind, integrity_ok: bool | None, grade: Outcome | None) -> AttemptRow:
     """The first row of ``ATTEMPT_TABLE`` that matches."""
     for row in ATTEMPT_TABLE:

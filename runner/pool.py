@@ -90,6 +90,11 @@ def run_pool(items: list[Any], fn: Callable[[Any], Any], jobs: int,
         while any(not f.done() for f in futures) and time.monotonic() < deadline:
             kill_all()
             time.sleep(0.1)
+        # What finished while stopping was written: count it (an interrupted one raises
+        # its own TrialInterrupted, which ``on_done`` leaves uncounted).
+        for f in [f for f in futures if f.done() and not f.cancelled()]:
+            with contextlib.suppress(TrialInterrupted):
+                on_done(futures.pop(f), f)
         raise
     pool.shutdown(wait=True)
 
@@ -107,6 +112,7 @@ def _engine_failure(spec: TrialSpec, exc: Exception, emit: Emit) -> tuple[str, s
          variant=spec.variant.id, config_id=spec.config_id,
          repetition=spec.repetition, outcome=outcome, reason=reason,
          attempts=0, duration_s=0.0, line=line,
+         cost_budget_status="unlimited" if spec.manifest.max_cost_usd is None else "unknown",
          case_fingerprint=spec.case_fingerprint, scored=spec.scored)
     return outcome, line
 

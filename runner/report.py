@@ -21,6 +21,7 @@ from contract.run_events import (
     RunFinished,
     RunStarted,
     VariantInfo,
+    current_controls,
 )
 from contract.stage_events import StageFinished
 from contract.trial_events import (
@@ -30,6 +31,7 @@ from contract.trial_events import (
     Flag,
     Grading,
     TrialFinished,
+    TrialSkipped,
     TrialStarted,
 )
 
@@ -122,6 +124,7 @@ def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[s
             "source": fin.usage.source,
         },
         "gateway_usage": fin.gateway_usage.model_dump() if fin.gateway_usage else None,
+        "model_substituted": fin.model_substituted,
         "cost_budget_status": fin.cost_budget_status,
         "layers": fin.layers,
         "flags": [{"kind": e.kind, "path": e.path, "detail": e.detail}
@@ -129,6 +132,8 @@ def _trial_entry(evs: list[Any], variants: dict[str, VariantInfo], cases: dict[s
         "simulated": fin.simulated,
         "line": fin.line,
         "attempts": _attempts(evs),
+        "regraded_from": fin.regraded_from.model_dump(mode="json") if fin.regraded_from else None,
+        "regrade_s": fin.regrade_s,
     }
 
 
@@ -171,24 +176,30 @@ def build_report(events: list[Any]) -> dict[str, Any]:
     cases = {c.case_id: c for c in last.cases}
     finished = [e for e in events if isinstance(e, RunFinished)]
     controls: dict[str, dict[str, Any]] = {}
+    results = [e for e in events if isinstance(e, ControlResult)]
+    latest = {e.case_id: e.seq for e in events if isinstance(e, CaseValidated)}
+    counted = {e.seq for e, kept in zip(results, current_controls(
+        [e.seq for e in starts], latest, [(e.seq, e.case_id) for e in results]), strict=True) if kept}
     for e in events:
-        if isinstance(e, ControlResult):
+        if isinstance(e, ControlResult) and e.seq in counted:
             entry = controls.setdefault(e.case_id, {"case_id": e.case_id, "results": []})
             entry["results"].append({
                 "control": e.control, "criterion_id": e.criterion_id, "layer": e.layer,
                 "repeat": e.repeat, "verdict": e.verdict, "expected": e.expected, "ok": e.ok,
                 "exit_code": e.exit_code, "signal": e.signal, "timed_out": e.timed_out,
-                "duration_s": e.duration_s,
+                "duration_s": e.duration_s, "pre_existing": e.pre_existing,
             })
         elif isinstance(e, CaseValidated):
             entry = controls.setdefault(e.case_id, {"case_id": e.case_id, "results": []})
             entry.update(ok=e.ok, problems=e.problems, flaky_criteria=e.flaky_criteria,
-                         baseline=e.baseline)
+                         baseline=e.baseline, pre_existing=[p.model_dump() for p in e.pre_existing])
     trials = [t for t in (_trial_entry(evs, variants, cases) for evs in _latest_trials(events).values()) if t]
     trials.sort(key=lambda t: t["order"])
     vids = [v.variant for v in last.variants]
     outcomes = Counter(t["outcome"] for t in trials)
     total = len(cases) * len(vids) * last.repetitions
+    if last.regrade_of is not None:  # a regrade owes the trials it selected, not the whole grid
+        total = len(trials) + len({e.trial_id for e in events if isinstance(e, TrialSkipped)})
     return {
         "report_version": REPORT_VERSION,
         "run_id": first.run_id,
@@ -201,6 +212,7 @@ def build_report(events: list[Any]) -> dict[str, Any]:
         "engine_version": last.engine_version,
         "initial_commit": last.initial_commit,
         "simulated": last.simulated,
+        "regrade_of": last.regrade_of,
         "gateway": last.gateway.model_dump() if last.gateway else None,
         "controls": {"ok": all(c.get("ok", False) for c in controls.values()) if controls else None,
                      "cases": [controls[k] for k in sorted(controls)]},

@@ -83,6 +83,17 @@ class RunSetup:
     """Variant id → ``ResolvedHarness`` for the harness kinds."""
 
 
+@dataclass(frozen=True)
+class RegradeOf:
+    """What a regrade run takes from the run it grades again (``runner.regrade``): its id,
+    its first ``run_started`` (variants, budgets, stages, repetitions) and the cases it
+    grades. A regrade runs no agent: no harness is resolved, no gateway or judge started."""
+
+    run_id: str
+    head: RunStarted
+    case_ids: tuple[str, ...]
+
+
 @dataclass
 class _Start:
     """Where a run's log starts: a new run's first line, or a resumed run's next one."""
@@ -282,10 +293,14 @@ def _contain(manifest: Manifest, base: Path, run_dir: Path, snapshot: Snapshot, 
 
 def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_only: bool,
              jobs: int, listener: Any = None, control_repeats: int | None = None,
-             controls_from: str | None = None, executor: ExecutorInfo | None = None) -> RunSetup:
-    """Open (or resume) the run of ``manifest_path`` in ``output_dir`` and emit ``run_started``."""
+             controls_from: str | None = None, executor: ExecutorInfo | None = None,
+             regrade: RegradeOf | None = None) -> RunSetup:
+    """Open (or resume) the run of ``manifest_path`` in ``output_dir`` and emit ``run_started``;
+    with ``regrade``, a regrade run of that run's cases (``runner.regrade``)."""
     manifest_path = Path(manifest_path)
     manifest = load_valid_manifest(manifest_path)
+    if regrade is not None:
+        manifest = manifest.model_copy(update={"cases": [c for c in manifest.cases if c.id in regrade.case_ids]})
     raise_fd_limit()  # the runner's descriptors are budgeted apart from the agents' (docs/gateway.md)
     base = manifest_path.resolve().parent
     # Absolute: agents and graders run with other working directories.
@@ -299,12 +314,13 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     snapshot = start.snapshot
     secrets = run_secrets(manifest)
     redactor = Redactor(secrets)
-    harnesses = resolve_harnesses(manifest, base, protected_paths(manifest, base, run_dir))
-    containment = _contain(manifest, base, run_dir, snapshot, secrets, redactor, validation_only)
-    texts = {v.id: instruction_texts(v, snapshot) for v in manifest.variants}
-    records = {v.id: variant_record(manifest, v, harnesses.get(v.id), containment.gateway)
-               for v in manifest.variants}
-    config_ids = {v.id: config_id(v, texts[v.id], records[v.id][1]) for v in manifest.variants}
+    harnesses = {} if regrade else resolve_harnesses(manifest, base, protected_paths(manifest, base, run_dir))
+    containment = _contain(manifest, base, run_dir, snapshot, secrets, redactor, validation_only or bool(regrade))
+    texts = {} if regrade else {v.id: instruction_texts(v, snapshot) for v in manifest.variants}
+    records = {} if regrade else {v.id: variant_record(manifest, v, harnesses.get(v.id), containment.gateway)
+                                  for v in manifest.variants}
+    config_ids = ({v.variant: v.config_id for v in regrade.head.variants} if regrade else
+                  {v.id: config_id(v, texts[v.id], records[v.id][1]) for v in manifest.variants})
     fingerprints = {c.id: case_fingerprint(manifest, c, snapshot.hashes, case_source(manifest, base, c)[1])
                     for c in manifest.cases}
     log = EventLog(run_dir / "events.jsonl", start.run_id, start.next_seq, listener=listener,
@@ -313,7 +329,8 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
                  start.prior, containment, fingerprints, redactor, start.refused, harnesses)
     _emit_run_started(s, {v: r[0] for v, r in records.items()}, manifest_sha,
                       validation_only=validation_only, jobs=jobs, resumed=resume,
-                      control_repeats=control_repeats, controls_from=controls_from, executor=executor)
+                      control_repeats=control_repeats, controls_from=controls_from, executor=executor,
+                      regrade=regrade)
     (run_dir / SETUP_MARKER).unlink(missing_ok=True)
     return s
 
@@ -357,23 +374,37 @@ def _case_infos(s: RunSetup) -> list[CaseInfo]:
     ]
 
 
+def _regrade_fields(regrade: RegradeOf | None) -> dict[str, Any]:
+    """What a regrade's ``run_started`` takes from the run it grades again: the trials'
+    configurations, budgets, stages and repetitions (the grading is the manifest's)."""
+    if regrade is None:
+        return {}
+    h = regrade.head
+    return {"variants": list(h.variants), "repetitions": h.repetitions, "max_attempts": h.max_attempts,
+            "timeout_seconds": h.timeout_seconds, "max_cost_usd": h.max_cost_usd, "stages": list(h.stages),
+            "simulated": h.simulated, "regrade_of": regrade.run_id}
+
+
 def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest_sha: str, *,
                       validation_only: bool, jobs: int, resumed: bool, control_repeats: int | None,
-                      controls_from: str | None, executor: ExecutorInfo | None) -> None:
+                      controls_from: str | None, executor: ExecutorInfo | None,
+                      regrade: RegradeOf | None = None) -> None:
     manifest, box = s.manifest, s.containment
     repo, commit = repo_path(s.manifest_dir, manifest.repository), manifest.initial_commit
+    fields: dict[str, Any] = dict(
+        repetitions=manifest.repetitions, max_attempts=manifest.max_attempts,
+        timeout_seconds=manifest.timeout_seconds, max_cost_usd=manifest.max_cost_usd,
+        stages=list(manifest.stages), variants=[] if regrade else _variant_infos(s, settings),
+        simulated=any(v.agent.kind == "simulated" for v in manifest.variants))
+    fields.update(_regrade_fields(regrade))
     s.log.emit(
         RunStarted,
         manifest_id=manifest.id, manifest_path=str(s.manifest_path.resolve()),
         manifest_sha256=manifest_sha, validation_only=validation_only,
         engine_version=engine_version(), os=platform.platform(), python=sys.version.split()[0],
         git_version=git_version(), repository=str(repo.resolve()), initial_commit=commit,
-        initial_tree=box.store.tree_of(commit), input_hashes=s.snapshot.hashes,
-        repetitions=manifest.repetitions, max_attempts=manifest.max_attempts,
-        timeout_seconds=manifest.timeout_seconds, max_cost_usd=manifest.max_cost_usd,
-        stages=list(manifest.stages), variants=_variant_infos(s, settings), cases=_case_infos(s),
-        jobs=jobs, resumed=resumed,
-        simulated=any(v.agent.kind == "simulated" for v in manifest.variants),
+        initial_tree=box.store.tree_of(commit), input_hashes=s.snapshot.hashes, cases=_case_infos(s),
+        jobs=jobs, resumed=resumed, **fields,
         # The backend is the one the manifest names (``build_containment``), typed there.
         isolation=IsolationInfo(backend=manifest.isolation.backend, isolated=box.backend.isolated,
                                 version=box.backend.version, network=box.network,

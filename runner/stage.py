@@ -34,6 +34,7 @@ from runner.agents.harness_stage import (
     ResolvedHarness,
     collect,
     command_steps,
+    gateway_filled,
     gateway_usage,
     read_stage,
     step_fields,
@@ -51,6 +52,7 @@ from runner.pristine import remove_tree
 from runner.procs import ProcResult
 from runner.prompts import build_prompt
 from runner.run_store import RunStore
+from runner.task_key import task_key
 from runner.trial_files import TrialFiles
 
 STAGE_OUTPUT_LIMIT = 1024 * 1024
@@ -138,8 +140,10 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
     if gw is not None:
         try:
             base = gw.open(trial_id=setup.trial_id, case_id=setup.case.id, variant=setup.variant.id,
-                           repetition=setup.repetition, stage=stage, attempt=attempt, workspace=files.ws)
-        except GatewayConfigError as exc:  # e.g. replay without a recording for this trial
+                           repetition=setup.repetition, stage=stage, attempt=attempt, workspace=files.ws,
+                           task=task_key(prompt, setup.case, setup.store.tree_of(setup.initial_commit),
+                                         setup.variant, setup.harness))
+        except GatewayConfigError as exc:  # replay without a recording for this trial, or of another task
             why = f"model gateway: {exc}"
             res = ProcResult(None, None, False, True, 0.0, error=why)
             emit(StageFinished, attempt=attempt, stage=stage, could_not_start=True, duration_s=0.0)
@@ -229,6 +233,7 @@ def _finish(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: Tri
         report = parse_agent_output(setup.variant.agent.usage_format, inv.raw_out, events_copy,
                                     stage_started_at=inv.started)
         steps = command_steps(events_copy, inv.calls, started=inv.started, stage=stage)
+        report = replace(report, usage=gateway_filled(report.usage, inv.measured, steps))
     if report.usage.cost_usd is not None and report.usage.cost_basis is None:
         report = replace(report, usage=report.usage.model_copy(update={"cost_basis": "reported"}))
     status, vfindings = parse_verdict(verdict_data)

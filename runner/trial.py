@@ -28,13 +28,12 @@ from contract.trial_events import (
     WorkspacePrepared,
 )
 from runner import sandbox
-from runner.agents.harness_stage import ResolvedHarness
-from runner.blame import charged
+from runner.agents.harness_stage import ResolvedHarness, model_substituted
+from runner.blame import AGENT_OUTPUT_ERRORS, charged
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
 from runner.eventlog import Emit
-from runner.flags import UnreadablePatch
 from runner.git import GitError
 from runner.grading import (
     GradeResult,
@@ -53,6 +52,7 @@ from runner.outcome import (
     attempt_outcome,
     grading_outcome,
     layer_results,
+    stop_fields,
     summary_line,
 )
 from runner.paths import Snapshot
@@ -225,16 +225,19 @@ class _Trial:
         stop, stage_findings = self.stages(attempt, findings)
         if stop is not None and not stop.grade:
             outcome, reason = attempt_outcome(stop, None, None)
-            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[])
+            self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=[], **stop_fields(stop))
             return outcome, reason, [], True
         _check_stop(spec)
         try:
             results, violations = self.grade(attempt)
-        except (GitError, OSError, UnicodeError) as exc:
+        except (GitError, *AGENT_OUTPUT_ERRORS) as exc:
+            _check_stop(spec)  # the copy failed because the run is stopping: not a result
             failed = charged(exc, "preparing the grading copy") or self.budget.work_failed(
                 "preparing the grading copy", exc)
-            self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[])
+            self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[],
+                      **stop_fields(failed))
             return failed.outcome, failed.reason, [], True
+        _check_stop(spec)  # graders killed by Ctrl-C decide nothing: the trial stays unfinished
         bad = self.integrity("after_grading") + violations
         outcome, reason = attempt_outcome(stop, bad, grading_outcome(results, spec.baseline))
         final = (outcome in ENDS_THE_TRIAL or attempt >= self.manifest.max_attempts
@@ -244,16 +247,18 @@ class _Trial:
         if final and outcome not in NOT_JUDGED:
             try:
                 bad = self.judge(attempt, results)  # advisory: the outcome is already decided
-            except (OSError, UnicodeError) as exc:
+            except AGENT_OUTPUT_ERRORS as exc:
                 stop = charged(exc, "writing the judges' evidence")
                 if stop is None:
                     raise
                 bad, outcome, reason = [], stop.outcome, stop.reason
+            _check_stop(spec)
             if bad:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
         next_findings = [] if final else retry_findings(stage_findings, results, list(spec.case.criteria),
                                                         self.manifest.reveal_grader_output)
-        self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings)
+        self.emit(AttemptFinished, attempt=attempt, outcome=outcome, findings=next_findings,
+                  **stop_fields(stop))
         return outcome, reason, next_findings, final
 
     def stages(self, attempt: int, findings: list[str]) -> tuple[Stop | None, list[str]]:
@@ -347,11 +352,10 @@ class _Trial:
         spec, budget = self.spec, self.budget
         graders = case_inputs(spec.snapshot, spec.case).contents  # their names are flagged in the patch
         try:
-            kept = self.files.keep(self.git, self.box.store, self.box.redactor,
-                                   (self.prepared_tree, self.ignored_tree),
+            kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
                                    self.current.tree if self.current else None, spec.case.allowed_paths,
                                    self.emit, budget.for_evidence, graders)
-        except (OSError, UnicodeError, UnreadablePatch) as exc:
+        except AGENT_OUTPUT_ERRORS as exc:
             stop = charged(exc, f"keeping the evidence (graded {outcome})")
             if stop is None:
                 raise
@@ -366,19 +370,20 @@ class _Trial:
                             usage.cost_usd, wall, kept.flags)
         self.files.scrub(self.box.store)  # before the hashes: nothing in the trial changes after
         evidence = evidence_hashes(self.files.dir)
+        gateway = budget.gateway_usage()
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
             repetition=spec.repetition, outcome=outcome, reason=reason, attempts=attempts,
             duration_s=round(wall, 3), setup_s=round(self.setup_s, 3),
             agent_s=round(budget.agent_seconds(), 3),
             verification_s=round(self.verification_s, 3), usage=usage,
-            cost_budget_status=budget.cost_status, layers=layers, flags=kept.flags,
+            cost_budget_status=budget.final_cost_status(), layers=layers, flags=kept.flags,
             simulated=spec.variant.agent.kind == "simulated", line=line,
             final_tree=self.current.tree if self.current else None,
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
-            secrets_leaked=self.leaked, gateway_usage=budget.gateway_usage(), patch_paths=kept.patch_paths,
-            evidence=evidence,
+            secrets_leaked=self.leaked, gateway_usage=gateway, patch_paths=kept.patch_paths,
+            model_substituted=model_substituted(spec.variant.model, gateway), evidence=evidence,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, kept.flags, attempts)
 

@@ -169,6 +169,7 @@ def validate_manifest(path: Path) -> ValidationReport:
         from runner.judges.config import judge_problems
 
         _check_agents(report, manifest, base)
+        _check_command_paths(report, manifest, base)
         for loc, msg in judge_problems(manifest, base):
             report.add(Problem(loc, msg))
         report.notes.append(network_note(manifest))
@@ -312,7 +313,7 @@ def protected_paths(manifest: Manifest, base: Path, *extra: Path) -> tuple[Path,
 def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> None:
     """The harness CLIs (installed? which version? visible in the sandbox?) and the gateway
     (scripts parse, provider keys present): checks that need this machine, not the file."""
-    from runner.agents.harness import PROVIDER
+    from runner.agents.harness import provider_of
     from runner.agents.harness_stage import resolve
     from runner.gateway.run import parse_script, upstreams
 
@@ -323,7 +324,7 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
             continue
         gated = manifest.uses_gateway(v)
         if gated:
-            providers.add(PROVIDER[v.agent.kind])
+            providers.add(provider_of(v.agent.kind, v.model))
         found = resolve(v, base, uses_gateway=gated, isolated=manifest.isolation.backend == "bubblewrap",
                         protected=protected)
         for where, why in found.problems:
@@ -354,6 +355,24 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
                 loc = f"gateway.upstreams.{provider}.api_key_env" if provider in gw.upstreams else "gateway"
                 report.problems.append(Problem(loc, f"{up.api_key_env} is not set in this environment: the gateway "
                                                     f"sends it to {up.base_url} for the agents' {provider} calls"))
+
+
+def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Path) -> None:
+    """Every path a ``command`` agent's argv names, resolved where the agent will run
+    (``runner.agents.command_paths``); one (repository, commit) per case source, checked once."""
+    from runner.agents.command_paths import command_path_problems
+
+    if not any(v.agent.kind == "command" for v in manifest.variants):
+        return
+    sources: dict[tuple[Path, str], str] = {}
+    for c in manifest.cases:
+        repo = repo_path(base, c.repository or manifest.repository)
+        commit = c.initial_commit or manifest.initial_commit
+        if (repo, commit) not in sources and git.is_repository(repo) and git.commit_exists(repo, commit):
+            sources[(repo, commit)] = c.id
+    rows = [(case_id, repo, commit) for (repo, commit), case_id in sources.items()]
+    for loc, why in command_path_problems(manifest, base, rows):
+        report.add(Problem(loc, why))
 
 
 def load_valid_manifest(path: Path) -> Manifest:

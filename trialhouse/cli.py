@@ -10,6 +10,7 @@ import click
 from trialhouse import (  # noqa: E402,F401,I001
     cmd_analysis,
     cmd_judges,
+    cmd_regrade,
     cmd_report,
     cmd_runner,
     cmd_stats,

@@ -15,6 +15,7 @@ from trialhouse.app import (
     option,
     warehouse_option,
 )
+from trialhouse.csv_cells import raw_option
 
 # Same values as ingest.api.FORMATS and ingest.annotations.KINDS (tests/test_cli_docs.py checks);
 # spelled out here so that parsing the command line does not import the ingest package.
@@ -64,6 +65,7 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
 @warehouse_option
 @json_option("json")
 @option("--csv", is_flag=True, help="CSV on stdout.")
+@raw_option
 @option("--limit", type=int, default=100, help="Rows shown in the table view (JSON/CSV are complete).")
 def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     """Run SQL against the warehouse and print a table, JSON or CSV.
@@ -95,7 +97,9 @@ def sql(query: str, warehouse: Path, json: bool, csv: bool, limit: int) -> None:
     if json:
         echo_json(df.to_dicts())
     elif csv:
-        click.echo(df.write_csv(), nl=False)
+        from trialhouse.csv_cells import neutral_frame, raw_requested
+
+        click.echo((df if raw_requested() else neutral_frame(df)).write_csv(), nl=False)
     else:
         from trialhouse.render import print_frame
 

@@ -99,14 +99,15 @@ def print_view(view: View) -> None:
 
 
 def write_csv(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> None:
-    import csv
+    """The records as CSV on stdout, every text cell a spreadsheet would evaluate neutralised
+    (``trialhouse.csv_cells``) unless the command was given ``--raw``."""
+    from trialhouse.csv_cells import neutral, raw_requested, write_rows
 
+    cell = (lambda v: v) if raw_requested() else neutral
     rows = list(records)
     cols = list(columns or (rows[0].keys() if rows else []))
-    w = csv.DictWriter(sys.stdout, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: "" if r.get(k) is None else r.get(k) for k in cols})
+    write_rows(sys.stdout, [[cell(k) for k in cols],
+                            *(["" if r.get(k) is None else cell(r.get(k)) for k in cols] for r in rows)])
 
 
 def emit(result: Any, view: Callable[[Any], View], fmt: str,

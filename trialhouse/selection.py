@@ -16,8 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from trialhouse.app import Choice, listed, option
+from trialhouse.csv_cells import raw_option
 
-csv_option = option("--csv", "csv_out", is_flag=True, help="CSV rows on stdout.")
+
+def csv_option(command):
+    """``--csv`` (the parameter ``csv_out``) and ``--raw`` (``trialhouse.csv_cells``)."""
+    return option("--csv", "csv_out", is_flag=True, help="CSV rows on stdout.")(raw_option(command))
 
 
 _FILTER_KEYS = ("run", "since", "until", "label", "holdout", "config", "model", "harness",

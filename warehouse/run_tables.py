@@ -43,6 +43,7 @@ SPECS = {
         Column("controls_from", "string"),  # run id of the validation-only run whose controls were reused
         Column("grading_semantics", "int32"),  # runner.fingerprint.GRADING_SEMANTICS of the run
         Column("trials_skipped", "int64"),  # trials of unscored cases, not run
+        Column("regrade_of", "string"),  # trialhouse regrade: the run whose trials' final states this run graded again
     ),
     "configs": table_spec(
         "One row per configuration seen in a run: the unit of comparison (never the model alone).",
@@ -76,6 +77,8 @@ SPECS = {
         Column("fingerprint", "string"),  # evaluator fingerprint: (case_id, fingerprint) is the task version
         Column("scored", "bool"),  # false: failed or flaky controls, left out of analyses by default
         Column("unscored_reason", "string"),
+        Column("pre_existing", "int32"),  # regression/repository criteria failing on the initial commit (noise)
+        Column("pre_existing_json", "string"),  # [{criterion_id, layer, output, output_path}] of those criteria
     ),
     "run_status": table_spec(
         "One row per run an operator invalidated (`trialhouse runs invalidate`): kept, but left "
@@ -96,7 +99,8 @@ SPECS = {
         Column("in_process", "bool"),  # declared: its grader imports workspace code in its own process
     ),
     "skipped_trials": table_spec(
-        "One row per trial not run because its case was not scored (failed or flaky controls).",
+        "One row per trial not run because its case was not scored (failed or flaky controls), "
+        "or not graded again by a regrade (its final state was not kept).",
         Column("trial_id", "string", False),
         Column("case_id", "string", False),
         Column("variant", "string"),
@@ -104,5 +108,8 @@ SPECS = {
         Column("repetition", "int32"),
         Column("reason", "string"),
         Column("case_fingerprint", "string"),
+        Column("regraded_from_run_id", "string"),  # trialhouse regrade: a trial it did not grade again (why: reason)
+        Column("regraded_from_trial_id", "string"),
+        Column("original_outcome", "string"),
     ),
 }

@@ -117,5 +117,7 @@ ADDED_COLUMNS: dict[str, TableSpec] = {
         Column("gateway_cache_write_tokens", "int64"),
         Column("gateway_model_s", "float64"),
         Column("patch_paths_json", "string"),  # paths changes.patch touches (JSON list; null: not recorded)
+        Column("gateway_models_json", "string"),  # models the main-loop calls asked for (JSON list)
+        Column("model_substituted", "bool"),  # a main-loop call asked for a model other than the label
     ),
 }

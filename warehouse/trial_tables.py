@@ -45,6 +45,11 @@ SPECS = {
         Column("scored", "bool"),  # false: run with --score-unvalidated on a case that failed its controls
         Column("redactions", "int64"),  # secrets and credential shapes redacted from this trial's evidence
         Column("secrets_leaked", "int64"),  # of those, the run's own secret values the agent wrote out
+        Column("regraded_from_run_id", "string"),  # trialhouse regrade: the run of the trial graded again
+        Column("regraded_from_trial_id", "string"),  # ... and its trial id (null: not a regrade)
+        Column("original_outcome", "string"),  # that trial's outcome under its own evaluator
+        Column("original_fingerprint", "string"),  # that trial's evaluator fingerprint
+        Column("regrade_s", "float64"),  # seconds the regrade spent rebuilding and grading (apart from duration_s)
     ),
     "attempts": table_spec(
         "One row per attempt inside a trial (foreign formats: attempt 1 only).",

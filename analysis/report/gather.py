@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from analysis.matrix import Matrix
     from analysis.pareto import Pareto
     from analysis.period import Period
+    from analysis.pre_existing import PreExisting
+    from analysis.regrade import Regrades
     from analysis.sanity import SanityWarning
     from analysis.summary import Checked, Summary
     from analysis.trajectory import TrajectorySummary
@@ -72,6 +74,8 @@ class ReportData:
     trajectory: TrajectorySummary | None = None  # None: the selected runs recorded no step
     notes: list[str] = field(default_factory=list)
     unscored: Unscored | None = None  # cases left out (or counted) as unscored
+    pre_existing: PreExisting | None = None  # scored cases with criteria red on the initial commit
+    regrades: Regrades | None = None  # regrade runs in the selection, old vs new outcomes
     invalidated: list[dict[str, Any]] = field(default_factory=list)  # runs excluded, why
     sanity: list[SanityWarning] = field(default_factory=list)
     review: dict[str, pl.DataFrame] = field(default_factory=dict)
@@ -216,9 +220,16 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         latency=latency.latency(con, filters), flags=flags.flags(con, filters),
         blockers=_blockers(trials, configs, comps, period, roles, simulated, checked.gates),
         period=period, unscored=checked.unscored, sanity=checked.sanity,
+        pre_existing=checked.pre_existing, regrades=_regrades(con, filters),
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids))
+
+
+def _regrades(con: duckdb.DuckDBPyConnection, filters: Filters) -> Regrades:
+    from analysis.regrade import regrades_in
+
+    return regrades_in(con, filters)
 
 
 _HAS_STEPS_SQL = "SELECT count(*) FROM steps WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"

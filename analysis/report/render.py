@@ -166,6 +166,8 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
         "headline": d.headline.as_dict() if d.headline is not None else None,
         "controls": {"runs": d.runs, "configs": d.configs, "invalidated_runs": d.invalidated,
                      "unscored": d.unscored.as_dict() if d.unscored is not None else None,
+                     "pre_existing": d.pre_existing.as_dict() if d.pre_existing is not None else None,
+                     "regrades": d.regrades.as_dict() if d.regrades is not None else None,
                      "eligibility": [d.roles[c].as_dict() for c in sorted(d.roles)],
                      "sanity": [w.as_dict() for w in d.sanity]},
         "blockers": d.blockers.as_list(), "regressions": d.blockers.regression_list(),

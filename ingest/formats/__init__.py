@@ -1,7 +1,8 @@
 """Adapters for other tools' result formats (one module per format).
 
-``load(path, fmt)`` turns a foreign source into ``SourceBatch``es; ``detect_format``
-(in ``detect``) picks ``fmt`` from the content. Importer modules are imported lazily
+``load(path, fmt)`` turns a foreign source into ``SourceBatch``es, reading nothing outside
+the folder given and nothing past a bound (``foreign_files``); ``detect_format`` (in
+``detect``) picks ``fmt`` from the content. Importer modules are imported lazily
 so detecting one format never pays for another's dependencies.
 """
 
@@ -37,8 +38,11 @@ def load(path: Path, fmt: str, prices: PriceTable | None = None) -> list[SourceB
     path = Path(path)
     if not path.exists():
         raise IngestError(f"{path}: no such file or directory")
+    from ingest.formats.foreign_files import confined
+
     module = importlib.import_module(FORMATS[fmt])
-    return module.load(path, prices=prices)
+    with confined(path):  # nothing outside the folder given is read (docs/security.md)
+        return module.load(path, prices=prices)
 
 
 def detect_format(path: Path) -> str | None:

@@ -16,6 +16,7 @@ from contract.files import file_sha256
 from contract.values import as_amount, as_count, as_text
 from ingest.batch import QuarantineRow, SourceBatch
 from ingest.errors import IngestError
+from ingest.formats import foreign_files
 from ingest.identity import config_id_for, run_key, variant_label
 
 STEP_COMMAND_MAX = 2000
@@ -87,7 +88,7 @@ class BatchBuilder:
         details = fields.pop("details", {}) or {}
         if "source_files" not in details:  # an importer that hashed the bytes it read gives them
             details["source_files"] = [{"path": str(p), "sha256": file_sha256(p)[0]}
-                                       for p in self.batch.source_files if p.is_file()]
+                                       for p in _readable(self.batch.source_files)]
         row = {
             "run_id": self.run_id,
             "source_format": self.batch.source_format,
@@ -161,9 +162,12 @@ class BatchBuilder:
         self._cases[case_id] = row
         self.rows["cases"].append(row)
 
+    def has_trial(self, trial_id: str) -> bool:
+        return trial_id in self._trial_ids
+
     def trial(self, *, trial_id: str, config_id: str, case_id: str, repetition: int, outcome: str, **fields: Any) -> None:
-        if trial_id in self._trial_ids:
-            raise ValueError(f"duplicate trial id {trial_id}")
+        if trial_id in self._trial_ids:  # importers check ``has_trial`` and quarantine the repeat
+            raise IngestError(f"duplicate trial id {trial_id!r} in one {self.batch.source_format} source")
         self._trial_ids.add(trial_id)
         labels = fields.pop("labels", None) or {}
         cfg = self._configs[config_id]
@@ -232,8 +236,29 @@ class BatchBuilder:
         self.batch.notes.append(message)
 
     def finish(self) -> SourceBatch:
+        """The batch; its source files only those the import may read (they are hashed after)."""
         self.batch.rows = self.rows
+        self.batch.source_files = _readable(list(dict.fromkeys(self.batch.source_files)))
         return self.batch
+
+    def optional_json(self, path: Path, *, not_json_ok: bool = False) -> Any | None:
+        """A JSON file the format may have: None when there is none; when one is there but may
+        not be read (outside the folder, not a regular file, too large) or (unless
+        ``not_json_ok``: a file found by its name that may be another tool's) is not JSON, it
+        is quarantined with the reason and None."""
+        if not foreign_files.present(path):
+            return None
+        try:
+            return foreign_files.load_json(path)
+        except foreign_files.ForeignFileError as e:
+            if e.unread or not not_json_ok:
+                self.quarantine(path, None, str(e), foreign_files.excerpt(path))
+            return None
+
+
+def _readable(paths: list[Path]) -> list[Path]:
+    """The regular files among ``paths`` that lie inside the folder being imported."""
+    return [p for p in paths if p.is_file() and foreign_files.outside(p) is None]
 
 
 def field(obj: Any, dotted: str) -> Any:

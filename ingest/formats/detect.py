@@ -13,36 +13,28 @@ import zipfile
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from ingest.formats import foreign_files
+
 _SNIFF_BYTES = 64 * 1024
-_MAX_PARSE_BYTES = 256 * 1024 * 1024
 
 
 def read_json(path: Path) -> Any | None:
-    """Parse a JSON file, or None when it is unreadable, too big or not JSON."""
-    try:
-        if path.stat().st_size > _MAX_PARSE_BYTES:
-            return None
-        with open(path, "rb") as f:
-            return json.loads(f.read())
-    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deeply to parse
-        return None
+    """Parse a JSON file, or None when it may not be read (outside the folder, not a regular
+    file, over ``foreign_files.DOCUMENT_MAX``) or is not JSON."""
+    return foreign_files.read_json(path)
 
 
 def _head(path: Path, n: int = _SNIFF_BYTES) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(n)
-    except OSError:
-        return b""
+    return foreign_files.head(path, n)
 
 
 def is_inspect_eval_zip(path: Path) -> bool:
     if _head(path, 4) != b"PK\x03\x04":
         return False
     try:
-        with zipfile.ZipFile(path) as z:
+        with foreign_files.open_regular(path) as f, zipfile.ZipFile(f) as z:
             names = set(z.namelist())
-    except (zipfile.BadZipFile, OSError):
+    except (zipfile.BadZipFile, OSError, foreign_files.ForeignFileError):
         # A truncated .eval still starts with PK: let the importer report it clearly.
         return path.suffix == ".eval"
     return "header.json" in names or "_journal/start.json" in names
@@ -194,13 +186,15 @@ def _detect_file(path: Path) -> str | None:
     head = _head(path)
     if not head.lstrip().startswith((b"{", b"[")):
         return None
+    if _is_runs_jsonl(path):  # from its first line: a runs-jsonl file is never read whole here
+        return "runs-jsonl"
     if _inspect_json_prefix(head):
         obj = read_json(path)
         if obj is None or is_inspect_json(obj):
             return "inspect"
     obj = read_json(path)
     if obj is None:
-        return "runs-jsonl" if _is_runs_jsonl(path) else None
+        return None
     if is_inspect_json(obj):
         return "inspect"
     if is_harbor_job_result(obj) or is_harbor_trial_result(obj):
@@ -214,8 +208,6 @@ def _detect_file(path: Path) -> str | None:
         return "swebench"
     if is_mini_trajectory(obj):
         return "mini-swe-agent"
-    if isinstance(obj, dict) and _is_runs_jsonl(path):  # a one-line runs-jsonl file
-        return "runs-jsonl"
     return None
 
 
@@ -255,10 +247,12 @@ def _detect_dir(path: Path) -> str | None:
 
 
 def detect_format(path: Path) -> str | None:
-    """The format name for ``path`` (``FORMATS`` key), or None when nothing matches."""
+    """The format name for ``path`` (``FORMATS`` key), or None when nothing matches. Reads
+    nothing outside the folder given (``foreign_files.confined``)."""
     path = Path(path)
-    if path.is_dir():
-        return _detect_dir(path)
-    if path.is_file():
-        return _detect_file(path)
+    with foreign_files.confined(path):
+        if path.is_dir():
+            return _detect_dir(path)
+        if path.is_file():
+            return _detect_file(path)
     return None

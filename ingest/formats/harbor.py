@@ -16,6 +16,7 @@ from contract.trajectory import atif_trajectory_steps
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
+from ingest.formats import foreign_files
 from ingest.formats._common import (
     BatchBuilder,
     field,
@@ -48,19 +49,26 @@ def _sum(*xs: float | None) -> float | None:
     return sum(known) if known else None
 
 
+REWARD_FILE_MAX = 64 * 1024
+"""Largest ``verifier/reward.txt`` read (it holds one number)."""
+
+
 def _rewards(result: dict, trial_dir: Path) -> dict | None:
+    """The trial's rewards: from its result, else its verifier's reward file. A reward file
+    that may not be read raises ``ForeignFileError`` (the trial is quarantined with it)."""
     vr = result.get("verifier_result")
     if isinstance(vr, dict) and isinstance(vr.get("rewards"), dict):
         return vr["rewards"]
     txt = trial_dir / "verifier" / "reward.txt"
     js = trial_dir / "verifier" / "reward.json"
-    if txt.is_file():
+    if foreign_files.present(txt):
+        data = foreign_files.read_bytes(txt, REWARD_FILE_MAX, "a reward file")
         try:
-            return {"reward": float(txt.read_text().strip())}
+            return {"reward": float(data.decode("utf-8", errors="replace").strip())}
         except ValueError:
             return None
-    if js.is_file():
-        obj = read_json(js)
+    if foreign_files.present(js):
+        obj = foreign_files.load_json(js, REWARD_FILE_MAX)
         return obj if isinstance(obj, dict) else None
     return None
 
@@ -116,10 +124,15 @@ def _trajectory(b: BatchBuilder, trial_id: str, trial_dir: Path, execution: Any)
     the stage runs from ``agent_execution``'s start. Paths stay as the agent wrote them (ATIF
     does not say where the workspace is)."""
     path = trial_dir / "agent" / "trajectory.json"
-    if not path.is_file():
+    if not foreign_files.present(path):
         return
     b.batch.source_files.append(path)
-    steps = atif_trajectory_steps(read_json(path))
+    try:
+        doc = foreign_files.load_json(path)
+    except foreign_files.ForeignFileError as e:  # the trial stands; its steps are set aside
+        b.quarantine(path, None, f"{e}; the trial is kept without its steps", foreign_files.excerpt(path))
+        return
+    steps = atif_trajectory_steps(doc)
     if not steps:
         b.note(f"{path}: not an ATIF v1.x trajectory with agent steps; the trial has no steps")
         return
@@ -133,7 +146,8 @@ def _job_dirs(path: Path) -> list[Path]:
         path = path.parent
     if (path / "result.json").is_file():
         return [path]  # a job, or a single trial directory
-    jobs = [p for p in sorted(path.iterdir()) if p.is_dir() and is_harbor_job_result(read_json(p / "result.json"))]
+    jobs = [p for p in sorted(path.iterdir())
+            if p.is_dir() and foreign_files.outside(p) is None and is_harbor_job_result(read_json(p / "result.json"))]
     return jobs or [path]
 
 
@@ -148,20 +162,24 @@ def _trial_results(b: BatchBuilder, trial_files: list[Path]) -> list[tuple[Path,
     """The job's trial results that are trials: (file, result); the others quarantined or noted."""
     parsed: list[tuple[Path, dict]] = []
     for f in trial_files:
-        if not f.is_file():
+        if not foreign_files.present(f):
             b.note(f"{f.parent.name}: no result.json (still running or killed); not a trial")
             continue
         b.batch.source_files.append(f)
-        obj = read_json(f)
+        try:  # a trial folder or result.json leading outside the job is refused here, unread
+            obj = foreign_files.load_json(f)
+        except foreign_files.ForeignFileError as e:
+            b.quarantine(f, None, f"{e}; not a trial", foreign_files.excerpt(f))
+            continue
         if not is_harbor_trial_result(obj):
-            b.quarantine(f, None, f"{f}: not a Harbor trial result (unreadable JSON or missing trial_name/agent_info)",
-                         f.read_text(encoding="utf-8", errors="replace")[:2000])
+            b.quarantine(f, None, f"{f}: not a Harbor trial result (missing trial_name/agent_info)",
+                         foreign_files.excerpt(f))
             continue
         if not obj.get("task_name"):
             b.quarantine(f, None, f"{f}: field task_name is missing", None)
             continue
         if problem := shape_problem(obj, objects=_OBJECTS, texts=_TEXTS):
-            b.quarantine(f, None, f"{f}: {problem}", f.read_text(encoding="utf-8", errors="replace")[:2000])
+            b.quarantine(f, None, f"{f}: {problem}", foreign_files.excerpt(f))
             continue
         parsed.append((f, obj))
     return parsed
@@ -213,7 +231,23 @@ class _Job(NamedTuple):
     harbor_version: str | None
 
 
-def _trial(b: BatchBuilder, job: _Job, f: Path, r: dict, repetition: int) -> None:
+def _admitted(b: BatchBuilder, f: Path, r: dict) -> tuple[str, dict | None] | None:
+    """The trial's id and rewards, or None when it is quarantined instead: an id another
+    result of the job has, or a reward file that may not be read."""
+    trial_id = str(r.get("id") or f.parent.name)
+    if b.has_trial(trial_id):
+        b.quarantine(f, None, f"{f}: duplicate trial id {trial_id!r} (another result.json of this job "
+                              "has it); not a trial", None)
+        return None
+    try:
+        return trial_id, _rewards(r, f.parent)
+    except foreign_files.ForeignFileError as e:
+        b.quarantine(f, None, f"{e}; the trial's reward is unknown, so it is not a trial", None)
+        return None
+
+
+def _trial(b: BatchBuilder, job: _Job, f: Path, r: dict, repetition: int, trial_id: str,
+           rewards: dict | None) -> None:
     """One trial result as a configuration, a case and a trial (with its trajectory)."""
     model, provider = _model_of(r)
     agent = r.get("agent_info") or {}
@@ -222,7 +256,6 @@ def _trial(b: BatchBuilder, job: _Job, f: Path, r: dict, repetition: int) -> Non
     task = str(r["task_name"])
     b.case(task, benchmark=r.get("source"),
            labels={"task_checksum": r.get("task_checksum"), "task_path": (r.get("task_id") or {}).get("path")})
-    rewards = _rewards(r, f.parent)
     outcome, reason, labels = outcome_for(r, _reward_value(rewards, job.reward_key))
     if rewards and len(rewards) > 1:
         labels["rewards"] = rewards
@@ -242,7 +275,6 @@ def _trial(b: BatchBuilder, job: _Job, f: Path, r: dict, repetition: int) -> Non
     if cost is None:
         labels["cost_unpriced"] = True
     labels["harbor_version"] = job.harbor_version
-    trial_id = str(r.get("id") or f.parent.name)
     b.trial(
         trial_id=trial_id,
         config_id=cid,
@@ -294,15 +326,15 @@ def _job_run(b: BatchBuilder, job_dir: Path, job: _Job, job_result: Any, config:
 
 
 def _load_job(job_dir: Path, prices: PriceTable | None, reward_key: str) -> SourceBatch:
-    job_result = read_json(job_dir / "result.json") if (job_dir / "result.json").is_file() else None
+    b = BatchBuilder(f"harbor-{job_dir.name}-{path_key(job_dir)}", FORMAT, [])
+    job_result = b.optional_json(job_dir / "result.json")
     single = is_harbor_trial_result(job_result)
     if single:
         trial_files = [job_dir / "result.json"]
-    else:
+    else:  # a trial folder that is a symlink is listed, and refused when its result is read
         trial_files = sorted(p / "result.json" for p in job_dir.iterdir() if p.is_dir())
-    b = BatchBuilder(f"harbor-{job_dir.name}-{path_key(job_dir)}", FORMAT, [])
-    config = read_json(job_dir / "config.json") if not single else None
-    lock = read_json(job_dir / "lock.json") if not single else None
+    config = b.optional_json(job_dir / "config.json") if not single else None
+    lock = b.optional_json(job_dir / "lock.json") if not single else None
     version = field(lock, "harbor.version")
     job = _Job(prices, reward_key, version if isinstance(version, str) else None)
     parsed = _trial_results(b, trial_files)
@@ -310,7 +342,8 @@ def _load_job(job_dir: Path, prices: PriceTable | None, reward_key: str) -> Sour
         raise IngestError(f"{job_dir}: no Harbor trial results (*/result.json) found")
     repetition = _repetitions(parsed)
     for f, r in parsed:
-        _trial(b, job, f, r, repetition[f])
+        if (admitted := _admitted(b, f, r)) is not None:
+            _trial(b, job, f, r, repetition[f], *admitted)
     _job_run(b, job_dir, job, job_result, config, single)
     return b.finish()
 
@@ -319,4 +352,12 @@ def load(path: Path, prices: PriceTable | None = None, reward_key: str = REWARD_
     path = Path(path)
     if path.is_file() and path.name != "result.json":
         raise IngestError(f"{path}: expected a Harbor job directory or a result.json")
-    return [_load_job(j, prices, reward_key) for j in _job_dirs(path)]
+    jobs = _job_dirs(path)
+    batches = [_load_job(j, prices, reward_key) for j in jobs]
+    folder = path.parent if path.is_file() else path
+    if jobs != [folder] and (out := [p for p in sorted(folder.iterdir()) if p.is_dir() and foreign_files.outside(p)]):
+        b = BatchBuilder(f"harbor-outside-{path_key(folder)}", FORMAT, [])  # a jobs folder: a job that leads out
+        for p in out:
+            b.quarantine(p, None, f"{p}: {foreign_files.outside(p)}")
+        batches.append(b.finish())
+    return batches

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
+from ingest.formats import foreign_files
 from ingest.formats._common import (
     BatchBuilder,
     field,
@@ -24,6 +25,7 @@ from ingest.formats._common import (
     shape_problem,
 )
 from ingest.formats.inspect_log import log_files, read_log
+from ingest.identity import path_key
 from ingest.prices import PriceTable
 
 FORMAT = "inspect"
@@ -368,4 +370,11 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
     files = log_files(Path(path))
     if not files:
         raise IngestError(f"{path}: no Inspect logs (.eval or .json) found")
-    return [_load_one(f, prices) for f in files]
+    outside = {f: why for f in files if (why := foreign_files.outside(f))}
+    batches = [_load_one(f, prices) for f in files if f not in outside]
+    if outside:  # symlinks out of the folder: quarantined with the reason, never read
+        b = BatchBuilder(f"inspect-outside-{path_key(Path(path))}", FORMAT, [])
+        for f, why in outside.items():
+            b.quarantine(f, None, f"{f}: {why}")
+        batches.append(b.finish())
+    return batches

@@ -10,7 +10,6 @@ damaged sample member is set aside by name and the rest of the log still imports
 
 from __future__ import annotations
 
-import json
 import struct
 import zipfile
 import zlib
@@ -18,33 +17,57 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ingest.errors import IngestError
+from ingest.formats import foreign_files
 from ingest.formats.detect import is_inspect_eval_zip, is_inspect_json
 
 ZSTD = 93
+MEMBER_MAX = foreign_files.DOCUMENT_MAX
+"""Largest member read, compressed or decompressed: a member declaring more is refused
+before it is read, and decompression stops past the size the member declares."""
+
+
+class MemberRefused(ValueError):
+    """A member that is not read (too large, a bomb) or is not JSON; the message says why."""
 
 
 def read_member(z: zipfile.ZipFile, name: str) -> Any:
-    """One member of a ``.eval`` archive as JSON, Zstandard members decompressed from their raw bytes."""
+    """One member of a ``.eval`` archive as JSON; never more than ``MEMBER_MAX`` bytes in or out
+    (a zip bomb is refused, not inflated): ``MemberRefused`` with the reason."""
     info = z.getinfo(name)
-    if info.compress_type != ZSTD:
-        data = z.read(name)
-    else:
-        import zstandard
+    try:
+        for n, what in ((info.file_size, "inflates to"), (info.compress_size, "takes")):
+            if n > MEMBER_MAX:
+                raise foreign_files.ForeignFileError(name, f"{what} {n:,} bytes, more than the "
+                                                           f"{foreign_files.size_text(MEMBER_MAX)} a member may have; not read")
+        return foreign_files.parse_json(_member_bytes(z, info), name)
+    except foreign_files.ForeignFileError as e:
+        raise MemberRefused(f"{name}: {e.reason}") from None
 
-        assert z.fp is not None
-        z.fp.seek(info.header_offset)
-        header = z.fp.read(30)
-        if len(header) < 30 or header[:4] != b"PK\x03\x04":
-            raise zipfile.BadZipFile(f"bad local header for {name}")
-        name_len, extra_len = struct.unpack("<HH", header[26:30])
-        z.fp.seek(info.header_offset + 30 + name_len + extra_len)
-        raw = z.fp.read(info.compress_size)
-        if len(raw) != info.compress_size:
-            raise zipfile.BadZipFile(f"{name} is truncated")
-        data = zstandard.ZstdDecompressor().decompressobj().decompress(raw)
-        if len(data) != info.file_size:
-            raise zipfile.BadZipFile(f"{name} is truncated")
-    return json.loads(data)
+
+def _member_bytes(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytearray:
+    """A member's bytes, decompressed a block at a time up to its declared size; Zstandard
+    members (which Python's ``zipfile`` cannot open) from their raw bytes."""
+    name = info.filename
+    if info.compress_type != ZSTD:
+        with z.open(info) as f:  # zipfile stops at the declared size (then the CRC fails)
+            return foreign_files.read_stream(f, info.file_size, name, "the member")
+    import zstandard
+
+    assert z.fp is not None
+    z.fp.seek(info.header_offset)
+    header = z.fp.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local header for {name}")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    z.fp.seek(info.header_offset + 30 + name_len + extra_len)
+    raw = z.fp.read(info.compress_size)
+    if len(raw) != info.compress_size:
+        raise zipfile.BadZipFile(f"{name} is truncated")
+    reader = zstandard.ZstdDecompressor().stream_reader(raw)
+    data = foreign_files.read_stream(reader, info.file_size, name, "the member (past its declared size)")
+    if len(data) != info.file_size:
+        raise zipfile.BadZipFile(f"{name} is truncated")
+    return data
 
 
 class LogContents(NamedTuple):
@@ -84,7 +107,7 @@ def _read_each(z: zipfile.ZipFile, members: list[str], *, lists: bool) -> tuple[
             unreadable.append((n, why))
             continue
         if not lists:
-            records.append(got)
+            records.append(_thin(got))
             where.append(n)
         elif isinstance(got, list):
             records += got
@@ -92,6 +115,18 @@ def _read_each(z: zipfile.ZipFile, members: list[str], *, lists: bool) -> tuple[
         else:
             unreadable.append((n, "not a list of sample summaries"))
     return records, where, unreadable
+
+
+_HEAVY = frozenset({"messages", "events", "output", "attachments", "store", "input", "target", "choices",
+                    "sandbox", "setup", "files"})
+"""Fields of a full sample record that trials do not use: emptied as each member is read (their
+shape kept for the importer's checks), so a log's sample members are not all held at once."""
+
+
+def _thin(sample: Any) -> Any:
+    if not isinstance(sample, dict):
+        return sample
+    return {k: type(v)() if k in _HEAVY and isinstance(v, list | dict) else v for k, v in sample.items()}
 
 
 def _records(z: zipfile.ZipFile, names: list[str], path: Path) -> tuple[list[Any], list[str], list[str], list[tuple[str, str]]]:
@@ -134,7 +169,7 @@ def read_eval_zip(path: Path) -> LogContents:
     """The header and sample records of a ``.eval`` file; raises IngestError when the
     archive or its header cannot be read (a damaged sample member is only set aside)."""
     try:
-        with zipfile.ZipFile(path) as z:
+        with foreign_files.open_zip(path) as z:
             names = z.namelist()
             notes: list[str] = []
             if "header.json" in names:
@@ -165,10 +200,12 @@ def read_log(path: Path) -> LogContents:
     """The header and sample records of a log, ``.eval`` or ``.json``; IngestError when it is not one."""
     if is_inspect_eval_zip(path):
         return read_eval_zip(path)
-    try:
-        obj = json.loads(path.read_bytes())  # Python's json accepts the bare NaN Inspect writes
-    except (OSError, ValueError) as e:
-        raise IngestError(f"{path}: not a readable Inspect .json log ({e})") from e
+    try:  # Python's json accepts the bare NaN Inspect writes
+        obj = foreign_files.load_json(path)
+    except foreign_files.ForeignFileError as e:
+        hint = "; write the log as .eval (inspect log convert --to eval), which is read a member at a time" \
+            if "bytes, more than" in e.reason else ""
+        raise IngestError(f"{path}: not a readable Inspect .json log ({e.reason}){hint}") from None
     if not is_inspect_json(obj):
         raise IngestError(f"{path}: JSON without version/status/eval.eval_id/eval.task is not an Inspect log")
     samples = obj.get("samples") or []
@@ -176,15 +213,17 @@ def read_log(path: Path) -> LogContents:
 
 
 def log_files(path: Path) -> list[Path]:
-    """The Inspect logs at ``path`` (a log file, or a directory of them)."""
+    """The Inspect logs at ``path`` (a log file, or a directory of them), with any ``.eval`` or
+    ``.json`` that leads outside the folder (``foreign_files.outside``: the importer quarantines it)."""
     if path.is_file():
         return [path]
     found = []
     for p in sorted(path.rglob("*")):
-        if p.is_file() and p.suffix == ".eval" and is_inspect_eval_zip(p):
+        if p.suffix in (".eval", ".json") and foreign_files.outside(p):
+            found.append(p)  # a log leading out of the folder: listed so the import quarantines it, unread
+        elif p.is_file() and p.suffix == ".eval" and is_inspect_eval_zip(p):
             found.append(p)
         elif p.is_file() and p.suffix == ".json" and p.name not in {"logs.json", "eval-set.json"}:
-            head = p.open("rb").read(4096)
-            if b'"eval_id"' in head:
+            if b'"eval_id"' in foreign_files.head(p, 4096):
                 found.append(p)
     return found

@@ -31,6 +31,7 @@ from contract.trajectory import epoch_time, mini_trajectory_steps
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
+from ingest.formats import foreign_files
 from ingest.formats._common import BatchBuilder, instance_ids, nonneg_int, seconds_between
 from ingest.formats.detect import (
     is_mini_trajectory,
@@ -57,7 +58,7 @@ def _grades(root: Path, b: BatchBuilder) -> dict[str, tuple[str, str | None, dic
     """instance id → (outcome, reason, labels) from the SWE-bench evaluation in ``root``."""
     grades: dict[str, tuple[str, str | None, dict]] = {}
     for report in sorted(root.rglob("report.json")):
-        obj = read_json(report)
+        obj = b.optional_json(report, not_json_ok=True)  # one leading outside is refused, unread
         if is_swebench_instance_report(obj):
             b.batch.source_files.append(report)
             grades.update({iid: outcome_from_report(rep) for iid, rep in obj.items()})
@@ -96,10 +97,10 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _trajectories(root: Path) -> dict[str, Path]:
+def _trajectories(root: Path, b: BatchBuilder) -> dict[str, Path]:
     out: dict[str, Path] = {}
     for path in sorted(root.glob("*/*.traj.json")) + sorted(root.glob("*.traj.json")):
-        obj = read_json(path)
+        obj = b.optional_json(path, not_json_ok=True)  # one leading outside is refused, unread
         if is_mini_trajectory(obj):
             out.setdefault(str(obj.get("instance_id") or path.name.removesuffix(".traj.json")), path)
     return out
@@ -108,13 +109,13 @@ def _trajectories(root: Path) -> dict[str, Path]:
 def _load_dir(root: Path, prices: PriceTable | None) -> SourceBatch:
     b = BatchBuilder(f"mini-{root.name}-{path_key(root)}", FORMAT, [])
     preds_file = root / "preds.json"
-    preds = read_json(preds_file) if preds_file.is_file() else None
+    preds = foreign_files.load_json(preds_file) if preds_file.is_file() else None  # or says why not
     if preds_file.is_file():
         b.batch.source_files.append(preds_file)
         if not isinstance(preds, dict):
             raise IngestError(f"{preds_file}: expected {{instance_id: {{model_name_or_path, model_patch}}}}")
     preds = preds or {}
-    trajectories = _trajectories(root)
+    trajectories = _trajectories(root, b)
     if not trajectories and not preds:
         raise IngestError(f"{root}: no mini-swe-agent trajectories (<iid>/<iid>.traj.json) or preds.json found")
     grades = _grades(root, b)
@@ -183,7 +184,8 @@ def _load_dir(root: Path, prices: PriceTable | None) -> SourceBatch:
 
 def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:
     path = Path(path)
-    if path.is_file():  # a trajectory or preds.json: its run directory
+    if path.is_file():  # a trajectory or preds.json: its run directory (reads may reach it)
         path = path.parent.parent if path.name.endswith(".traj.json") and not (path.parent / "preds.json").is_file() \
             else path.parent
+        foreign_files.widen(path)
     return [_load_dir(path, prices)]

@@ -34,8 +34,9 @@ import pyarrow.compute as pc
 
 from ingest.batch import QuarantineRow
 from ingest.errors import IngestError
+from ingest.formats import foreign_files, runs_jsonl_lines
 from ingest.formats._common import BatchBuilder, labels_json
-from ingest.formats.runs_jsonl_lines import read_lines
+from ingest.formats.runs_jsonl_lines import LongLine, line_blocks, long_lines, read_lines
 from ingest.formats.runs_jsonl_row import FORMAT, RAW_MAX, RECORD, redact, row_record
 from ingest.formats.runs_jsonl_sql import LOOKUP, MAP_CONFIGS, PRICED, TRIALS_SQL, fast_sql
 from ingest.identity import path_key
@@ -70,36 +71,80 @@ def _conform(name: str, table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = False) -> list:
-    """Import one runs-jsonl file as one batch. ``row_path_only`` sends every line through
-    the row path (the reference the columnar path is tested against)."""
-    import duckdb
+CONFIGS_MAX = 10_000
+"""Most distinct configurations one file may name: a configuration is a system compared with
+the others, so more is a field that changes on every line (a run id in the model name), and
+each costs a Python row."""
 
+
+def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = False) -> list:
+    """Import one runs-jsonl file as one batch, a block of lines at a time (``line_blocks``).
+    ``row_path_only`` sends every line through the row path (the reference the columnar path
+    is tested against)."""
     path = Path(path)
     if not path.is_file():
         raise IngestError(f"{path}: runs-jsonl input must be a file")
     b = BatchBuilder(f"runs-jsonl-{path_key(path)}", FORMAT, [path])
-    data = path.read_bytes()
-    # hashed on another core while the lines are typed (hashlib lets go of the GIL)
+    hasher, n_lines, size = hashlib.sha256(), 0, 0
+    parts: list[pa.Table] = []
+    # hashed on another core while the lines are typed (hashlib lets go of the GIL), in order
     hashing = ThreadPoolExecutor(1)
-    digest = hashing.submit(hashlib.sha256, data)
-    hashing.shutdown(wait=False)
-    lines = read_lines(data)
+
+    def feed(chunk: bytes) -> None:
+        nonlocal size
+        size += len(chunk)
+        hashing.submit(hasher.update, chunk)
+
+    try:
+        with foreign_files.open_regular(path) as f:
+            for first, data, long in line_blocks(f, feed):
+                n_lines += len(long) + (_block(data, first, b, path, prices, row_path_only, parts) if data else 0)
+                _quarantine_long(b, path, long)
+    finally:
+        hashing.shutdown(wait=True)
+    if n_lines == 0:
+        raise IngestError(f"{path}: runs-jsonl file is empty")
+    trials = pa.concat_tables(parts)
+    del parts
+    source = {"path": str(path), "sha256": hasher.hexdigest(), "bytes": size}
+    b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
+    _cases_and_configs(b, trials, path)
+    _finish(b, trials, path, prices, n_lines, source)
+    return [b.finish()]
+
+
+def _block(data: bytes, first: int, b: BatchBuilder, path: Path, prices: PriceTable | None,
+           row_path_only: bool, parts: list[pa.Table]) -> int:
+    """One block of whole lines typed into trials, appended to ``parts`` (the blocks before it,
+    whose trial ids a line here may repeat); returns its number of non-blank lines."""
+    import duckdb
+
+    lines, long = long_lines(read_lines(data, first))
+    _quarantine_long(b, path, long)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
-        n_lines = _valid_lines(con, lines, b, path, row_path_only)
+        n_lines = _valid_lines(con, lines, b, path, row_path_only) + len(long)
         # the value rules first, then duplicates among the lines that pass them (the row
         # path's order: a bad line repeated is two bad lines, not a bad line and a duplicate)
-        trials, rejected = _checked_trials(_trials(con, b, prices), lines, path)
+        trials, rejected = _checked_trials(_trials(con, b, prices, path), lines, path)
         b.batch.quarantine.extend(rejected)
-        trials = _drop_duplicates(con, trials, lines, b, path)
+        parts.append(_drop_duplicates(con, trials, lines, b, path, parts))
     finally:
         con.close()
-    source = {"path": str(path), "sha256": digest.result().hexdigest(), "bytes": len(data)}
-    del data, lines
-    b.batch.quarantine.sort(key=lambda q: q.line if q.line is not None else 0)
-    _cases_and_configs(b, trials, path)
+    return n_lines
+
+
+def _quarantine_long(b: BatchBuilder, path: Path, long: list[LongLine]) -> None:
+    for n, size, text in long:
+        b.quarantine(path, n, f"line {n}: {size:,} bytes, longer than the {foreign_files.size_text(runs_jsonl_lines.LINE_MAX)} "
+                              "a runs-jsonl line may have; not parsed", text.strip()[:RAW_MAX])
+
+
+def _finish(b: BatchBuilder, trials: pa.Table, path: Path, prices: PriceTable | None, n_lines: int,
+            source: dict[str, Any]) -> None:
+    """The batch's trials, attempts and run (the bytes read were hashed: the writer need not
+    read them again), and a note on the trials without a cost."""
     b.batch.tables["trials"] = _conform("trials", trials)
     b.batch.tables["attempts"] = _conform("attempts", pa.table({
         "trial_id": trials.column("trial_id"), "attempt": pa.repeat(pa.scalar(1, pa.int32()), trials.num_rows),
@@ -113,14 +158,13 @@ def load(path: Path, prices: PriceTable | None = None, *, row_path_only: bool = 
         details={"lines": n_lines, "prices_file": prices.source if prices else None,
                  "source_files": [{"path": source["path"], "sha256": source["sha256"]}]},
     )
-    b.batch.source_meta = [source]  # the bytes read were hashed: the writer need not read them again
+    b.batch.source_meta = [source]
     unpriced = trials.column("cost_usd").null_count
     if unpriced:
         b.note(
             f"{path.name}: {unpriced} trial(s) without a cost (no reported cost_usd and no price/tokens)"
             + ("" if prices else "; pass a prices file to price tokens")
         )
-    return [b.finish()]
 
 
 def _checked_trials(trials: pa.Table, lines: pa.Table, path: Path) -> tuple[pa.Table, list]:
@@ -137,8 +181,11 @@ def _checked_trials(trials: pa.Table, lines: pa.Table, path: Path) -> tuple[pa.T
 
 
 def _raw_lines(lines: pa.Table, linenos) -> list[str]:
-    """The quarantined text of these lines (line n is row n - 1 of ``lines``)."""
-    return [t.strip()[:RAW_MAX] for t in lines.take(pa.array(linenos - 1)).column("text").to_pylist()]
+    """The quarantined text of these lines (``lines`` is in line order)."""
+    import numpy as np
+
+    rows = np.searchsorted(lines.column("lineno").to_numpy(), linenos)
+    return [t.strip()[:RAW_MAX] for t in lines.take(pa.array(rows)).column("text").to_pylist()]
 
 
 def _typed(con, sql_for: Callable[[bool], str]) -> pa.Table:
@@ -174,9 +221,9 @@ def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_onl
         fast = typed.filter(proven)
     con.register("fast", fast)
     # every line not proven valid takes the row path, in line order (blank lines are skipped;
-    # lines not even tried are not in ``typed``); line n is row n - 1 of ``lines``
+    # lines not even tried are not in ``typed``)
     unproven = np.ones(lines.num_rows, dtype=bool)
-    unproven[fast.column("lineno").to_numpy() - 1] = False
+    unproven[np.searchsorted(lines.column("lineno").to_numpy(), fast.column("lineno").to_numpy())] = False
     others = lines.take(pa.array(np.flatnonzero(unproven)))
     slow = zip(others.column("lineno").to_pylist(), others.column("text").to_pylist(), strict=True)
     records, blank = [], 0
@@ -186,8 +233,6 @@ def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_onl
         elif (rec := row_record(lineno, text, b, path)) is not None:
             records.append(rec)
     n_lines = lines.num_rows - blank
-    if n_lines == 0:
-        raise IngestError(f"{path}: runs-jsonl file is empty")
     con.register("slow", pa.Table.from_pylist(records, schema=RECORD))
     cols = ", ".join(RECORD.names)
     union = f"SELECT {cols} FROM fast UNION ALL SELECT {cols} FROM slow"  # noqa: S608 - constant names
@@ -196,20 +241,27 @@ def _valid_lines(con, lines: pa.Table, b: BatchBuilder, path: Path, row_path_onl
     return n_lines
 
 
-def _drop_duplicates(con, trials: pa.Table, lines: pa.Table, b: BatchBuilder, path: Path) -> pa.Table:
-    """``trials`` without the lines repeating an earlier line's (configuration, task, trial),
-    each quarantined. Ids are grouped by their hash first (one integer per line), and only
-    lines whose hash repeats are compared by value."""
+_DUP_KEY = ["lineno", "trial_id", "model", "harness", "harness_version", "case_id", "repetition"]
+
+
+def _drop_duplicates(con, trials: pa.Table, lines: pa.Table, b: BatchBuilder, path: Path,
+                     before: list[pa.Table]) -> pa.Table:
+    """``trials`` without the lines repeating an earlier line's (configuration, task, trial) —
+    in this block or ``before`` it — each quarantined. Ids are grouped by their hash first (one
+    integer per line), and only lines whose hash repeats are compared by value."""
     import numpy as np
 
-    con.register("checked", trials.select(["lineno", "trial_id", "model", "harness", "harness_version",
-                                           "case_id", "repetition"]))
-    dups = con.execute("""
+    con.register("checked", trials.select(_DUP_KEY))
+    earlier = "SELECT * FROM checked WHERE false"
+    if before:
+        con.register("before", pa.concat_tables(t.select(_DUP_KEY) for t in before))
+        earlier = "SELECT * FROM before WHERE hash(trial_id) IN (SELECT hash(trial_id) FROM checked)"
+    dups = con.execute(f"""
+        WITH lines AS (SELECT * FROM checked UNION ALL {earlier})
         SELECT list(lineno ORDER BY lineno), any_value(model), any_value(harness),
                any_value(harness_version), any_value(case_id), any_value(repetition)
-        FROM checked WHERE hash(trial_id) IN (SELECT hash(trial_id) FROM checked GROUP BY ALL HAVING count(*) > 1)
-        GROUP BY trial_id HAVING count(*) > 1""").fetchall()
-    con.unregister("checked")
+        FROM lines WHERE hash(trial_id) IN (SELECT hash(trial_id) FROM lines GROUP BY ALL HAVING count(*) > 1)
+        GROUP BY trial_id HAVING count(*) > 1""").fetchall()  # noqa: S608 - constant text
     if not dups:
         return trials
     dup_lines = np.array(sorted(n for d in dups for n in d[0][1:]), dtype=np.int64)
@@ -242,15 +294,18 @@ def _redacted(con) -> None:
     con.execute(f"CREATE TEMP VIEW valid AS SELECT {cols} FROM typed t {joins}")  # noqa: S608 - constant names
 
 
-def _trials(con, b: BatchBuilder, prices: PriceTable | None) -> pa.Table:
+def _trials(con, b: BatchBuilder, prices: PriceTable | None, path: Path) -> pa.Table:
     """The trials of the valid lines: one config id per distinct configuration, cost, labels."""
+    _check_configs(con, path)
     configs = con.execute("""
         SELECT model, harness, harness_version, NULLIF(system_id, '') AS sys, min(lineno) AS first,
                hash(model, harness, harness_version, NULLIF(system_id, '')) AS h
         FROM valid GROUP BY ALL ORDER BY first""").fetchall()
     rows = []
-    for model, harness, hv, sys, _first, h in configs:
+    for model, harness, hv, sys, first, h in configs:
         cid, variant = b.config(model, harness, hv, {"system_id": sys} if sys else None)
+        if len(b.rows["configs"]) > CONFIGS_MAX:
+            raise _too_many_configs(path, first)
         rows.append({"model": model, "harness": harness, "harness_version": hv, "sys": sys,
                      "config_id": cid, "variant": variant, "h": h})
     con.register("config_rows", pa.Table.from_pylist(rows, schema=pa.schema(
@@ -268,6 +323,25 @@ def _trials(con, b: BatchBuilder, prices: PriceTable | None) -> pa.Table:
             con.execute(f"SET VARIABLE {name} = (SELECT MAP(list({key}), list({value})) FROM {table})")  # noqa: S608
     sql = TRIALS_SQL.replace("{lookup}", LOOKUP["map" if by_map else "join"]).replace("{priced}", PRICED)
     return _in_line_order(con.sql(sql, params={"format": FORMAT}).to_arrow_table())
+
+
+def _check_configs(con, path: Path) -> None:
+    """Refuse a block of lines naming more than ``CONFIGS_MAX`` configurations, counted before
+    any is made a row (``_trials`` counts them across blocks)."""
+    over = con.execute("""
+        SELECT first FROM (SELECT min(lineno) AS first FROM valid
+                           GROUP BY model, harness, harness_version, NULLIF(system_id, ''))
+        ORDER BY first LIMIT 1 OFFSET ?""", [CONFIGS_MAX]).fetchone()
+    if over is not None:
+        raise _too_many_configs(path, over[0])
+
+
+def _too_many_configs(path: Path, line: int) -> IngestError:
+    return IngestError(
+        f"{path}: more than {CONFIGS_MAX:,} distinct configurations (model, harness, harness_version, "
+        f"system_id) by line {line:,}; a configuration is a system compared with the others, so this "
+        "many is most likely a field that changes on every line (a run id or a date in the model "
+        "name): fix that field in the export")
 
 
 def _in_line_order(trials: pa.Table) -> pa.Table:

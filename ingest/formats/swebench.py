@@ -17,10 +17,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from contract.values import id_problem
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
-from ingest.formats import swebench_names
+from ingest.formats import foreign_files, swebench_names
 from ingest.formats._common import BatchBuilder, instance_ids, nonneg_int
 from ingest.formats.detect import (
     is_swebench_eval_results,
@@ -35,6 +36,8 @@ from ingest.identity import path_key
 from ingest.prices import PriceTable
 
 FORMAT = "swebench"
+PATH_ID_MAX = 255
+"""Longest instance id used as a folder name (``logs/<id>/``): a file name's longest."""
 _IID = re.compile(r"^(?P<owner>[^_]+(?:_[^_]+)*?)__(?P<repo>.+)-(?P<num>\d+)$")
 # SWE-bench Pro: instance_<owner>__<repo>-<base commit>[-v<image hash>|-vnan]
 _PRO_IID = re.compile(r"^instance_(?P<owner>[^_]+(?:_[^_]+)*?)__(?P<repo>.+?)-[0-9a-f]{40}(?:-v[0-9a-z]+)?$")
@@ -102,12 +105,16 @@ def _load_harness(root: Path, run_reports: list[Path]) -> list[SourceBatch]:
     used: set[Path] = set()
     for (run_id, model), files in _report_groups(root).items():
         b = BatchBuilder(f"swebench-{run_id}-{model}-{path_key(root)}", FORMAT, [])
-        run_json = read_json(files[0].parents[2] / "run.json") if len(files[0].relative_to(root).parts) >= 4 else None
+        run_json = b.optional_json(files[0].parents[2] / "run.json") if len(files[0].relative_to(root).parts) >= 4 else None
         dataset = (run_json or {}).get("dataset") if isinstance(run_json, dict) else None
         cid, _ = _system_config(b, model)
         seen: set[str] = set()
         for f in files:
-            obj = read_json(f)
+            try:  # a report.json leading outside the folder is refused here, unread
+                obj = foreign_files.load_json(f)
+            except foreign_files.ForeignFileError as e:
+                b.quarantine(f, None, str(e), foreign_files.excerpt(f))
+                continue
             if not is_swebench_instance_report(obj):
                 b.quarantine(f, None, f"{f}: not a SWE-bench per-instance report", None)
                 continue
@@ -208,22 +215,32 @@ def _load_eval_results(path: Path, obj: dict[str, bool]) -> SourceBatch:
 # ------------------------------------------------------------------ experiments submission
 
 
-def _predicted_ids(folder: Path, b: BatchBuilder | None = None) -> list[str] | None:
+PREDICTION_LINE_MAX = 64 * 1024 * 1024
+"""Longest line of a predictions file read (a line holds one patch)."""
+
+
+def _predicted_ids(folder: Path, b: BatchBuilder) -> list[str] | None:
+    """The instance ids of the submission's predictions (None: no predictions file), read a
+    line at a time; a line that is not a prediction, or too long to read, is quarantined."""
     for name in ("all_preds.jsonl", "preds.jsonl"):
         f = folder / name
-        if f.is_file():
+        if foreign_files.present(f):
             ids = []
-            for n, line in enumerate(f.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            for n, line, cut in foreign_files.text_lines(f, PREDICTION_LINE_MAX):
+                if line is None:
+                    b.quarantine(f, n, f"line {n}: longer than the {foreign_files.size_text(PREDICTION_LINE_MAX)} "
+                                       "a prediction line may have; not read", cut)
+                    continue
                 try:
                     obj = json.loads(line)
-                except ValueError:
+                except (ValueError, RecursionError):
                     obj = None
                 if isinstance(obj, dict) and isinstance(obj.get("instance_id"), str) and obj["instance_id"]:
                     ids.append(obj["instance_id"])
-                elif line.strip() and b is not None:  # not silently: an instance missing here is missing
-                    b.quarantine(f, n, f"line {n}: not a prediction (a JSON object with an instance_id)", line[:2000])
+                elif line.strip():  # not silently: an instance missing here is missing
+                    b.quarantine(f, n, f"line {n}: not a prediction (a JSON object with an instance_id)", cut)
             return ids
-    obj = read_json(folder / "preds.json") if (folder / "preds.json").is_file() else None
+    obj = b.optional_json(folder / "preds.json")
     if isinstance(obj, dict):
         return [str(k) for k in obj]
     if isinstance(obj, list):
@@ -231,17 +248,16 @@ def _predicted_ids(folder: Path, b: BatchBuilder | None = None) -> list[str] | N
     return None
 
 
-def _load_submission(folder: Path) -> SourceBatch:
-    import yaml
+METADATA_MAX = 16 * 1024 * 1024
+"""Largest ``metadata.yaml`` read (a few hundred bytes in the experiments repository)."""
 
+
+def _load_submission(folder: Path) -> SourceBatch:
     meta_file = folder / "metadata.yaml" if (folder / "metadata.yaml").is_file() else folder / "metadata.yml"
-    try:
-        meta = yaml.safe_load(meta_file.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise IngestError(f"{meta_file}: unreadable metadata ({e})") from e
+    meta = foreign_files.load_yaml(meta_file, METADATA_MAX) or {}
     if not isinstance(meta, dict):
         raise IngestError(f"{meta_file}: expected a mapping (info, tags, …), not {type(meta).__name__}")
-    results = read_json(folder / "results" / "results.json")
+    results = foreign_files.load_json(folder / "results" / "results.json")
     if not is_swebench_results(results):
         raise IngestError(f"{folder / 'results' / 'results.json'}: expected resolved/no_generation/no_logs lists")
     info: dict[str, Any] = meta["info"] if isinstance(meta.get("info"), dict) else {}
@@ -261,7 +277,7 @@ def _load_submission(folder: Path) -> SourceBatch:
         base_labels["multi_model"] = True
     if attempts is not None and str(attempts).strip() not in {"1", ""}:
         base_labels["best_of_n"] = str(attempts)
-    details = read_json(folder / "per_instance_details.json")
+    details = b.optional_json(folder / "per_instance_details.json")
     details = details if isinstance(details, dict) else {}
     results_file = folder / "results" / "results.json"
     resolved, no_gen, no_logs = (set(instance_ids(results.get(k), k, b, results_file))
@@ -283,7 +299,11 @@ def _load_submission(folder: Path) -> SourceBatch:
             labels["empty_patch"] = True
         else:
             outcome, reason = "target_failed", None
-        report = read_json(folder / "logs" / iid / "report.json") if logs else None
+        if (why := id_problem(iid, PATH_ID_MAX)) is not None:  # it names a folder under logs/
+            b.quarantine(folder, None, f"instance id {iid!r:.300}: {why} (it names the folder logs/<id>); "
+                                       "not a trial", None)
+            continue
+        report = b.optional_json(folder / "logs" / iid / "report.json") if logs else None
         if is_swebench_instance_report(report) and iid in report:  # test layers: regression is visible
             outcome, reason, extra = outcome_from_report(report[iid])
             labels.update(extra)
@@ -350,12 +370,13 @@ def load(path: Path, prices: PriceTable | None = None) -> list[SourceBatch]:  # 
         if not batches:
             raise IngestError(f"{path}: no SWE-bench report.json, run report or submission found")
         return batches
-    obj = read_json(path)
+    obj = foreign_files.load_json(path)  # a file that may not be read says why, in one line
     if is_swebench_run_report(obj):
         return [_load_run_report(path)]
     if is_swebench_instance_report(obj):
         return _load_harness(path.parent, [])
     if is_swebench_results(obj) and path.parent.name == "results":
+        foreign_files.widen(path.parent.parent)  # the submission folder the file belongs to
         return [_load_submission(path.parent.parent)]
     if is_swebench_eval_results(obj):
         return [_load_eval_results(path, obj)]

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from ingest.batch import SourceBatch
 from ingest.cost import resolve_cost
 from ingest.errors import IngestError
+from ingest.formats import foreign_files
 from ingest.formats._common import BatchBuilder, nonneg_int, parse_ts, seconds_between
 from ingest.formats.detect import is_tb_run_results, is_tb_trial_results, read_json, tb_run_sources
 from ingest.identity import path_key
@@ -53,27 +54,33 @@ def outcome_for(is_resolved: Any, failure_mode: Any) -> tuple[str, str | None, d
 
 
 def _run_dir(path: Path) -> Path | None:
-    """The run directory holding ``run_metadata.json`` at or above ``path``."""
+    """The run directory holding ``run_metadata.json`` at or above ``path`` (reads may reach it:
+    ``foreign_files.widen``)."""
     for p in [path, *path.parents][:4]:
         if (p / "run_metadata.json").is_file():
+            foreign_files.widen(p)
             return p
     return None
 
 
 def _trials(path: Path, b: BatchBuilder) -> list[tuple[Path, dict]]:
     if path.is_file():
-        obj = read_json(path)
+        obj = foreign_files.load_json(path)  # one that may not be read says why
         if is_tb_run_results(obj):
             return [(path, r) for r in obj["results"]]
         if is_tb_trial_results(obj):
             return [(path, obj)]
         raise IngestError(f"{path}: not a Terminal-Bench results.json")
-    results = read_json(path / "results.json") if (path / "results.json").is_file() else None
+    results = b.optional_json(path / "results.json")
     if is_tb_run_results(results):
         return [(path / "results.json", r) for r in results["results"]]
     found = []
     for f in sorted(path.glob("*/*/results.json")):
-        obj = read_json(f)
+        try:  # a trial's results.json leading outside the run is refused here, unread
+            obj = foreign_files.load_json(f)
+        except foreign_files.ForeignFileError as e:
+            b.quarantine(f, None, str(e), foreign_files.excerpt(f))
+            continue
         if is_tb_trial_results(obj):
             found.append((f, obj))
         else:
@@ -208,6 +215,9 @@ def _load_run(path: Path, prices: PriceTable | None) -> SourceBatch:
     results_file = path.is_file() and path.name != "results.json" and _RESULTS_FILE.search(path.stem) is not None
     run_name = meta.get("run_id") or (_RESULTS_FILE.sub("", path.stem) if results_file else root.name)
     b = BatchBuilder(f"terminal-bench-{run_name}-{path_key(path if results_file else root)}", FORMAT, [])
+    for f, doc in ((run / "run_metadata.json", meta), (run / "tb.lock", lock)) if run else ():
+        if not doc:
+            b.optional_json(f)  # one there that may not be read is quarantined with the reason
     for f in ([path] if results_file else []) + [root / f for f in ("results.json", "run_metadata.json", "tb.lock")]:
         if f.is_file() and f not in b.batch.source_files and (not results_file or f.name != "results.json"):
             b.batch.source_files.append(f)

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from contract.call_events import Provider
 from runner.agents import usage_claude, usage_codex, usage_mini
 from runner.agents.harness_result import HarnessResult
+from runner.agents.toml_config import to_toml
 
 HarnessKind = Literal["claude-code", "codex", "mini-swe-agent"]
 HARNESS_KINDS: tuple[str, ...] = get_args(HarnessKind)
@@ -146,6 +147,21 @@ DEFAULT_KEY_ENV: dict[str, str] = {"claude-code": "ANTHROPIC_API_KEY", "codex": 
 """The variable holding a harness's provider key when it calls the provider directly."""
 PROVIDER: dict[str, Provider] = {"claude-code": "anthropic", "codex": "openai", "mini-swe-agent": "openai"}
 """Which provider's wire API each harness speaks (the gateway upstream it needs)."""
+
+
+def provider_of(kind: str, model: str | None) -> Provider:
+    """The provider a variant's calls go to: mini-swe-agent (litellm) speaks Anthropic's
+    Messages API for an ``anthropic/`` model, Chat Completions for anything else."""
+    if kind == "mini-swe-agent" and (model or "").startswith("anthropic/"):
+        return "anthropic"
+    return PROVIDER[kind]
+
+
+def key_env_of(kind: str, model: str | None) -> str:
+    """The variable holding the provider key (``DEFAULT_KEY_ENV``, per ``provider_of`` for mini)."""
+    if kind == "mini-swe-agent" and provider_of(kind, model) == "anthropic":
+        return "ANTHROPIC_API_KEY"
+    return DEFAULT_KEY_ENV[kind]
 
 
 UsageFormat = Literal["claude-json", "claude-stream-json", "codex-json", "mini-trajectory"]
@@ -260,8 +276,9 @@ def _mini(s: HarnessSettings, binary: str, prompt: str, workspace: Path, base_ur
           env: dict[str, str], secrets: tuple[str, ...], output_dir: Path) -> HarnessPlan:
     trajectory = output_dir / "mini.traj.json"
     overrides: dict[str, Any] = {}
-    if base_url:
-        overrides["model.model_kwargs.api_base"] = base_url.rstrip("/") + "/v1"
+    anthropic = provider_of("mini-swe-agent", s.model) == "anthropic"
+    if base_url:  # litellm's anthropic route appends /v1/messages itself; OpenAI clients take <base>/v1
+        overrides["model.model_kwargs.api_base"] = base_url.rstrip("/") + ("" if anthropic else "/v1")
     if s.max_turns is not None:
         overrides["agent.step_limit"] = s.max_turns
     if s.reasoning_effort:
@@ -282,7 +299,7 @@ def _mini(s: HarnessSettings, binary: str, prompt: str, workspace: Path, base_ur
         "MSWEA_COST_TRACKING": "ignore_errors" if s.max_budget_usd is None else "default",
         "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(s.max_retries + 1),
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "OPENAI_API_KEY": key,
+        key_env_of("mini-swe-agent", s.model): key,
     }
     return HarnessPlan(argv, env, {}, Path(workspace), "mini-trajectory", trajectory, secrets)
 
@@ -292,41 +309,15 @@ def _mini_value(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
 
 
-def to_toml(config: dict[str, Any]) -> str:
-    """A flat TOML document: dotted keys become tables (``a.b`` = table ``a``, key ``b``)."""
-    top: list[str] = []
-    tables: dict[str, list[str]] = {}
-    for name, value in config.items():
-        if isinstance(value, dict):
-            tables.setdefault(name, []).extend(f"{k} = {_toml(v)}" for k, v in value.items())
-        elif "." in name:
-            table, _, leaf = name.rpartition(".")
-            tables.setdefault(table, []).append(f"{leaf} = {_toml(value)}")
-        else:
-            top.append(f"{name} = {_toml(value)}")
-    parts = ["\n".join(top)] if top else []
-    parts += [f"[{table}]\n" + "\n".join(lines) for table, lines in tables.items()]
-    return "\n\n".join(parts) + "\n"
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    raise ValueError(f"config value {value!r}: only strings, numbers, booleans and lists")
-
-
 # ---------------------------------------------------------------- version
 
 
 def version_argv(settings: HarnessSettings) -> list[str]:
-    """The command that prints the harness's version (recorded per trial)."""
-    return [settings.binary or DEFAULT_BINARY[settings.kind], "--version"]
+    """The command that prints the harness's version (recorded per trial). mini-swe-agent
+    2.4.6 has no ``--version`` (exit 2, measured): its version is the banner every command
+    prints first (``This is mini-swe-agent version 2.4.6.``), read from ``--help`` (exit 0)."""
+    flag = "--help" if settings.kind == "mini-swe-agent" else "--version"
+    return [settings.binary or DEFAULT_BINARY[settings.kind], flag]
 
 
 _VERSION = {
@@ -337,7 +328,7 @@ _VERSION = {
 
 
 def parse_version(kind: HarnessKind, output: str) -> str | None:
-    """The version in ``--version`` output, or None when the format is not recognised."""
+    """The version in ``version_argv``'s output, or None when the format is not recognised."""
     match = _VERSION[kind].search(output)
     return match.group(1) if match else None
 
@@ -355,7 +346,7 @@ class Probe:
 
 
 def probe(settings: HarnessSettings, path_env: str, timeout: float = 60.0) -> Probe:
-    """Find the binary on ``path_env`` and read its version with ``--version``."""
+    """Find the binary on ``path_env`` and read its version (``version_argv``)."""
     import shutil
     import subprocess
 
@@ -369,11 +360,11 @@ def probe(settings: HarnessSettings, path_env: str, timeout: float = 60.0) -> Pr
         proc = subprocess.run([found, *argv[1:]], capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env={"PATH": path_env, "HOME": "/nonexistent"})
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Probe(argv[0], found, None, f"{settings.kind}: {found} --version failed: {exc}")
+        return Probe(argv[0], found, None, f"{settings.kind}: {found} {argv[1]} failed: {exc}")
     version = parse_version(settings.kind, proc.stdout + proc.stderr)
     if version is None:
         head = (proc.stdout + proc.stderr).strip().splitlines()[:1]
-        return Probe(argv[0], found, None, f"{settings.kind}: {found} --version printed no version "
+        return Probe(argv[0], found, None, f"{settings.kind}: {found} {argv[1]} printed no version "
                      f"this trialhouse recognises ({head[0][:120] if head else 'nothing'})")
     return Probe(argv[0], found, version, None)
 

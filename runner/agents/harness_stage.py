@@ -27,19 +27,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from contract.stage_events import GatewayUsage
+from contract.stage_events import GatewayUsage, Usage
 from runner import sandbox
 from runner.agents.harness import (
     DEFAULT_BINARY,
-    DEFAULT_KEY_ENV,
     HarnessPlan,
     HarnessSettings,
+    key_env_of,
     plan,
     probe,
     read_outputs,
     settings_for,
 )
 from runner.agents.harness_result import HarnessResult
+from runner.agents.mini_prices import budget_problem
 from runner.agents.steps import Step
 from runner.agents.trajectory import (
     agent_events_steps,
@@ -148,9 +149,13 @@ def resolve(variant: Any, manifest_dir: Path, *, uses_gateway: bool, isolated: b
     if variant.harness_version and variant.harness_version != probed.version:
         out.problems.append(("harness_version", f"the manifest says {variant.harness_version}, but "
                                                 f"{found.path} is {agent.kind} {probed.version}"))
+    unpriced = budget_problem(found.path, settings.model, settings.max_budget_usd) \
+        if agent.kind == "mini-swe-agent" else None
+    if unpriced:
+        out.problems.append(("agent.max_budget_usd", unpriced))
     key_env = None
     if not uses_gateway:
-        want = DEFAULT_KEY_ENV[agent.kind]
+        want = key_env_of(agent.kind, settings.model)
         if want not in agent.pass_env:
             out.problems.append(("agent.pass_env", f"a {agent.kind} agent without the run's model gateway calls the "
                                                    f"provider itself: pass its key ({want}) in pass_env, or add a "
@@ -289,6 +294,21 @@ def command_steps(events_file: Path, calls: list[CallRecord], *, started: dateti
     return [replace(s, index=i) for i, s in enumerate(merged)]
 
 
+def gateway_filled(usage: Usage, measured: GatewayUsage | None, steps: list[Step]) -> Usage:
+    """A ``command`` agent's usage with what it did not report taken from the gateway: the
+    tokens it measured and, for steps, the model turns (e.g. aider, which prints no usage
+    trialhouse parses; docs/agents.md#aider-and-openhands-as-command-agents-tested)."""
+    if measured is None:
+        return usage
+    filled = {name: getattr(measured, name) for name in _TOKENS
+              if getattr(usage, name) is None and getattr(measured, name) is not None}
+    if usage.steps is None and any(s.kind == "model" for s in steps):
+        filled["steps"] = sum(1 for s in steps if s.kind == "model")
+    if not filled:
+        return usage
+    return usage.model_copy(update={**filled, "source": f"{usage.source}+gateway" if usage.source else "gateway"})
+
+
 def step_fields(step: Step, gateway_ids: set[str]) -> dict[str, Any]:
     """A step row as the fields of a ``step`` event."""
     tokens = (step.input_tokens, step.output_tokens, step.cache_read_tokens, step.cache_write_tokens)
@@ -318,15 +338,18 @@ _TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_to
 
 def gateway_usage(calls: list[CallRecord]) -> GatewayUsage:
     """One stage's calls summed. Tokens over the calls answered 200; a token field is None
-    when no call answered or one that did left it unreported (unknown is not zero)."""
+    when no call answered or one that did left it unreported (unknown is not zero). A retry
+    is counted once (a call's ``retries`` is its ordinal at that point of the conversation)."""
     ok = [c for c in calls if c.status == 200]
     tokens: dict[str, int | None] = {}
     for name in _TOKENS:
         values = [getattr(c, name) for c in ok]
         tokens[name] = None if not values or any(v is None for v in values) else sum(values)
+    models = list(dict.fromkeys(c.model for c in calls if c.model and not c.side_request))
     return GatewayUsage(
         calls=len(calls), failed_calls=sum(1 for c in calls if c.status is None or c.status >= 400),
-        retries=sum(c.retries for c in calls), model_s=round(sum(c.latency_s for c in calls), 6), **tokens)
+        retries=sum(1 for c in calls if c.retries > 0), model_s=round(sum(c.latency_s for c in calls), 6),
+        models=models[:MAX_MODELS], **tokens)
 
 
 def sum_gateway(parts: list[GatewayUsage | None]) -> GatewayUsage | None:
@@ -338,6 +361,25 @@ def sum_gateway(parts: list[GatewayUsage | None]) -> GatewayUsage | None:
     for name in _TOKENS:
         values = [getattr(p, name) for p in seen]
         tokens[name] = None if any(v is None for v in values) else sum(values)
+    models = list(dict.fromkeys(m for p in seen for m in p.models))[:MAX_MODELS]
     return GatewayUsage(calls=sum(p.calls for p in seen), failed_calls=sum(p.failed_calls for p in seen),
-                           retries=sum(p.retries for p in seen), model_s=round(sum(p.model_s for p in seen), 6),
-                           **tokens)
+                        retries=sum(p.retries for p in seen), model_s=round(sum(p.model_s for p in seen), 6),
+                        models=models, **tokens)
+
+
+MAX_MODELS = 20
+"""Distinct requested models kept per stage or trial (a harness that cycles more is rare)."""
+_SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$")
+
+
+def model_substituted(label: str | None, usage: GatewayUsage | None) -> bool | None:
+    """Whether a main-loop call asked for a model other than the variant's label.
+
+    The label's ``provider/`` prefix (mini, litellm) is not sent, and a dated snapshot of the
+    label (``claude-sonnet-4-5-20250929``, ``gpt-5-2025-08-07``) is the label. None when
+    there is nothing to compare (docs/agents.md#gateway-truth)."""
+    if not label or usage is None or not usage.models:
+        return None
+    want = label.rsplit("/", 1)[-1].lower()
+    return any(_SNAPSHOT.sub("", m.rsplit("/", 1)[-1].lower()) != want and m.lower() != want
+               for m in usage.models)

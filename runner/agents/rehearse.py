@@ -38,6 +38,11 @@ PROMPT = "calc.add subtracts instead of adding. Fix it and check it with python3
 CODEX_PATCH = ("apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n"
                "-    return a - b\n+    return a + b\n*** End Patch\nEOF\n")
 
+CODEX_DEFAULT_MODEL = "gpt-6.2-sol"
+"""What Codex 0.171 asks for without ``-m`` (measured): its current family offers its tools in an
+``additional_tools`` input item, with ``exec`` (JavaScript calling ``tools.exec_command``) as
+the model's tool."""
+
 SCENARIOS: dict[str, tuple[str, ...]] = {
     "claude-code": ("success", "success-json", "denied", "http-500", "retry-then-success", "turn-limit",
                     "context-length", "killed"),
@@ -47,8 +52,17 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
 """Every scenario each harness can play (what ``record_real.py`` records)."""
 
 
-def _tools(kind: str) -> dict[str, ToolCall]:
-    """read / check / edit / finish in each harness's tool vocabulary."""
+def codex_exec(cmd: str) -> ToolCall:
+    """A Codex command the way its current model family runs one: JavaScript in its ``exec``
+    custom tool calling the nested ``exec_command`` (what Codex 0.171 offers that family)."""
+    return ToolCall(name="exec", custom=f"const r = await tools.exec_command({{cmd: {json.dumps(cmd)}}});\ntext(r);")
+
+
+def _tools(kind: str, exec_tool: bool = False) -> dict[str, ToolCall]:
+    """read / check / edit / finish in each harness's tool vocabulary (``exec_tool``: Codex's
+    current family, whose commands go through ``exec``)."""
+    if kind == "codex" and exec_tool:
+        return {"read": codex_exec("cat calc.py"), "check": codex_exec(CHECK), "edit": codex_exec(CODEX_PATCH)}
     if kind == "claude-code":
         return {
             "read": ToolCall(name="Read", input={"file_path": "{workspace}/calc.py"}),
@@ -76,8 +90,8 @@ def _usage(step: int) -> Tokens:
                   cache_write_tokens=0)
 
 
-def scenario_script(kind: str, scenario: str) -> Script:
-    tools = _tools(kind)
+def scenario_script(kind: str, scenario: str, *, exec_tool: bool = False) -> Script:
+    tools = _tools(kind, exec_tool)
     plain = [tools["read"], tools["check"], tools["edit"], tools["check"]]
     steps = [Step(text=f"Step {i + 1}.", tool_calls=[call], usage=_usage(i)) for i, call in enumerate(plain)]
     if "finish" in tools:

@@ -174,15 +174,19 @@ def codex_steps(stdout: Path, *, rollout: Path | None = None, workspace: str | P
 
 def _codex_rollout_steps(path: Path, workspace: str | Path | None, stage: str | None) -> list[Step]:
     timed: list[tuple[datetime | None, int, Step]] = []
+    clock = _CallClock()
     for n, obj in enumerate(iter_json_lines(path)):
         if obj is None or not isinstance(obj.get("payload"), dict):
             continue
         payload, ts = obj["payload"], timestamp(obj.get("timestamp"))
-        if obj.get("type") == "token_usage_record" and isinstance(payload.get("usage"), dict):
+        if obj.get("type") == "response_item" or payload.get("type") == "task_started":
+            clock.see(payload, ts)
+        elif obj.get("type") == "token_usage_record" and isinstance(payload.get("usage"), dict):
             u = payload["usage"]
             total, cached = count(u.get("input_tokens")), count(u.get("cached_input_tokens"))
             timed.append((ts, n, Step(
-                0, "model", "codex-rollout", stage, ok=True, ended_at=ts, call_id=payload.get("response_id"),
+                0, "model", "codex-rollout", stage, ok=True, started_at=clock.asked(ts), ended_at=ts,
+                call_id=payload.get("response_id"),
                 input_tokens=None if total is None else max(total - (cached or 0), 0),
                 output_tokens=count(u.get("output_tokens")), cache_read_tokens=cached,
                 cache_write_tokens=count(u.get("cache_write_input_tokens")))))
@@ -190,10 +194,59 @@ def _codex_rollout_steps(path: Path, workspace: str | Path | None, stage: str | 
               and isinstance(payload.get("item"), dict)):
             step = _rollout_item(payload, workspace, stage)
             if step is not None:
+                step = clock.time(step)
                 timed.append((step.ended_at or ts, n, step))
     # token_usage_record is written when a call ends; items when the tool ends. Sort by time.
     timed.sort(key=lambda t: (t[0] is None, t[0] or datetime.min.replace(tzinfo=UTC), t[1]))
     return _renumber([s for _, _, s in timed])
+
+
+COLLAPSED_S = 0.001
+"""A tool item whose recorded start and end are at most this far apart (the rollout's
+millisecond resolution) did not record its start."""
+
+
+class _CallClock:
+    """When the model's open tool call was issued, from the rollout's ``response_item`` lines.
+
+    Codex 0.171 inside a sandbox writes most items with ``started_at_ms == completed_at_ms``
+    (a duration of a few microseconds, measured), although the command ran for a tenth of a
+    second: read as is, every tool takes 0 s and the model's share of the time is a fake 1.0.
+    The rollout does stamp when the model's call (``function_call``, ``custom_tool_call`` …)
+    was written and when its output came back; an item that did not record its start started
+    when that call was issued, or when the item before it in the same call ended. Without an
+    open call its start stays unknown. A model turn starts when the task started or the last
+    call output was written (what Codex sends next), when the gateway did not time it
+    (docs/trajectories.md)."""
+
+    def __init__(self) -> None:
+        self.issued: datetime | None = None
+        self.last_end: datetime | None = None
+        self.ready: datetime | None = None
+
+    def see(self, payload: dict[str, Any], ts: datetime | None) -> None:
+        kind = payload.get("type")
+        if not isinstance(kind, str):
+            return
+        if kind.endswith("_call_output") or kind == "task_started":
+            self.issued = self.last_end = None
+            self.ready = ts
+        elif kind.endswith("_call"):
+            self.issued, self.last_end = ts, None
+
+    def asked(self, answered: datetime | None) -> datetime | None:
+        """When the model turn answered at ``answered`` was asked for (None: not known)."""
+        start, self.ready = self.ready, None
+        return start if start is not None and answered is not None and start <= answered else None
+
+    def time(self, step: Step) -> Step:
+        start, end = step.started_at, step.ended_at
+        if end is not None and (start is None or (end - start).total_seconds() <= COLLAPSED_S):
+            begun = self.last_end or self.issued
+            start = begun if begun is not None and begun <= end else None
+            step = replace(step, started_at=start)
+        self.last_end = end or self.last_end
+        return step
 
 
 def _rollout_item(payload: dict[str, Any], workspace: str | Path | None, stage: str | None) -> Step | None:

@@ -15,11 +15,18 @@ Checked on real mini-swe-agent 2.4.6 output (tests/runner/agents/fixtures/real/m
   ``MSWEA_COST_TRACKING=ignore_errors`` an unpriced model costs 0.0, which is not
   "free": 0.0 after API calls is a claim with unknown basis.
 * Edits are shell commands; which ones edit is a heuristic (:data:`EDIT_COMMAND`).
+* What ended the run is read from structured fields only: ``exit_status`` and the
+  exception class on the last line of the exit message's ``extra.traceback``. Never from
+  the message text: litellm's unpriced-model error quotes a URL containing
+  ``model_prices_and_context_window.json``, which a text search reads as context
+  exhaustion (measured). That error (a ``RuntimeError`` raised in mini's
+  ``_calculate_cost``) is a setup problem: infrastructure, with the fix in the message.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,7 +48,6 @@ from runner.agents.agent_report import (
     short,
 )
 from runner.agents.harness_result import (
-    CONTEXT_EXHAUSTED,
     HarnessResult,
     seconds_since,
     stderr_cause,
@@ -84,8 +90,8 @@ def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datet
     if claimed is not None:
         basis = "reported_unknown_basis" if claimed == 0 and (api_calls or 0) > 0 else "reported"
     exit_text = _exit_text(messages)
-    context = status == "ContextWindowExceededError" or bool(
-        status and status not in AGENT_STATUSES | BUDGET_STATUSES and exit_text and CONTEXT_EXHAUSTED.search(exit_text))
+    raised, frames = _raised(messages)
+    context = CONTEXT_ERROR in (status, raised)
     first_edit = _first_edit(messages)
     usage = Usage(**tokens, cost_usd=claimed if basis == "reported" else None, steps=api_calls,
                   time_to_first_edit_s=seconds_since(stage_started_at, first_edit), source="mini-trajectory")
@@ -95,6 +101,9 @@ def read_mini(path: Path, *, stderr: Path | None = None, stage_started_at: datet
         message = short(exit_text or status or "trajectory has no exit status")
         if context:
             message = short(f"context window exhausted: {message}")
+        elif "_calculate_cost" in frames:
+            message = short(f"mini-swe-agent could not price the model, and a cost limit needs a price: remove "
+                            f"max_budget_usd or use a model litellm prices ({message})")
     model_cfg = as_object(as_object(info.get("config")).get("model"))
     report = AgentReport(usage=usage, status=status or "no_result", infra_error=infra,
                          budget_hit=status in BUDGET_STATUSES, message=message)
@@ -153,6 +162,24 @@ def _exit_text(messages: list[dict[str, Any]]) -> str | None:
             text = extra.get("exception_str") or message.get("content")
             return str(text) if text else None
     return None
+
+
+CONTEXT_ERROR = "ContextWindowExceededError"
+"""litellm's exception for an exhausted context window (mini's ``exit_status`` names it)."""
+_FRAME = re.compile(r'^  File "[^"]*", line \d+, in (\w+)$', re.M)
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
+
+
+def _raised(messages: list[dict[str, Any]]) -> tuple[str | None, set[str]]:
+    """The exception class that ended the run and the functions on its stack, from the
+    exit message's ``extra.traceback`` (Python's own format), never from its text."""
+    for message in reversed(messages):
+        if message.get("role") == "exit":
+            trace = as_str(as_object(message.get("extra")).get("traceback")) or ""
+            lines = [line for line in trace.splitlines() if line.strip() and not line.startswith(" ")]
+            found = _RAISED.match(lines[-1]) if lines else None
+            return (found.group(1).rsplit(".", 1)[-1] if found else None), set(_FRAME.findall(trace))
+    return None, set()
 
 
 def _first_edit(messages: list[dict[str, Any]]) -> datetime | None:

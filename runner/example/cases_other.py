@@ -241,6 +241,24 @@ CASES = [
                          "            raise DuplicateAccount(name)\n        self._balances[name] = 0\n")),
     ),
     CaseSpec(
+        id="amount-format-negative", repo=LED, difficulty="easy", task_class="api", subsystem="money",
+        lint_check=True,
+        prompt=(
+            "Refunds show up in statements as \"-2.50\" when they are -1.50: `ledger.money.format_amount` "
+            "floors negative cents. Make it format negative amounts with a leading minus and the right "
+            "digits (-150 → \"-1.50\", -5 → \"-0.05\"); positive amounts keep their format. The repository's "
+            "docstring lint is already red on older modules; that is not part of this request."
+        ),
+        checks=(Check("formats-negative-amounts", "format_amount gives -1.50 for -150 and -0.05 for -5", "amount_format_negative"),
+                Check("money-keeps-working", "parse_amount and format_amount behave as before on valid input", "money_existing", "regression")),
+        correct=(Edit("ledger/money.py", '    return f"{cents // 100}.{cents % 100:02d}"\n',
+                      '    sign = "-" if cents < 0 else ""\n    cents = abs(cents)\n    return f"{sign}{cents // 100}.{cents % 100:02d}"\n'),),
+        wrong=(Edit("ledger/money.py", '    return f"{cents // 100}.{cents % 100:02d}"\n',
+                    '    return f"{cents // 100}.{abs(cents) % 100:02d}"\n'),),
+        regression=(Edit("ledger/money.py", '    return f"{cents // 100}.{cents % 100:02d}"\n',
+                         '    return f"-{abs(cents) // 100}.{abs(cents) % 100:02d}"\n'),),
+    ),
+    CaseSpec(
         id="sms-recipient-validation", repo=REL, difficulty="easy", task_class="validation", subsystem="messages",
         prompt=(
             "The SMS gateway bills us for every rejected number, and we pass it things like \"555-1234\". "

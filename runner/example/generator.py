@@ -169,6 +169,17 @@ def _judge(vid: str) -> dict:
 def _case(case: CaseSpec, repo: Repo, commits: dict[str, str]) -> dict:
     package = next(p.split("/")[0] for p in _source_files(repo.name) if p.endswith("/__init__.py"))
     criteria = [_criterion(repo, check) for check in case.checks]
+    if case.lint_check:
+        criteria.append({
+            "id": "public-api-documented",
+            "description": "Every public function and class of the package has a docstring (the "
+                           "repository's lint, already red before the task)",
+            "layer": "repository",
+            "command": ["python3", "{inputs}/graders/docstrings.py", package],
+            "files": ["graders/docstrings.py", "graders/_harness.py"],
+            "timeout_seconds": GRADER_TIMEOUT,
+            "success_token": True,
+        })
     if case.compile_check:
         criteria.append({
             "id": "repository-compiles",

@@ -56,4 +56,8 @@ class CaseSpec:
     holdout: bool = False
     compile_check: bool = False
     """Add a repository-layer criterion (the whole workspace compiles)."""
+    lint_check: bool = False
+    """Add a repository-layer criterion that is already red on the initial commit (every
+    public function and class of the package has a docstring; ``graders/docstrings.py``):
+    a pre-existing failure, so the case is scored and the lint's failure is noise."""
     labels: dict[str, str] = field(default_factory=dict)

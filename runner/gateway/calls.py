@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,19 @@ class TrialRoute:
     breach: Breach | None = None
     """The first cap the route went over (its trial ends ``budget_exhausted``)."""
     connections: list[ConnectionRecord] = field(default_factory=list)
+    main_loop: str = "tools"
+    """Which calls are the main loop: ``tools`` (offering tools), ``model`` (asking for
+    ``main_model``) or ``all`` (``runner.manifest.Agent.main_loop``)."""
+    main_model: str | None = None
+
+    def classify(self, info: RequestInfo) -> RequestInfo:
+        """``info`` with ``side`` set by the route's ``main_loop`` rule."""
+        if self.main_loop == "all":
+            return replace(info, side=False)
+        if self.main_loop == "model" and self.main_model:
+            want = self.main_model.rsplit("/", 1)[-1]
+            return replace(info, side=(info.model or "").rsplit("/", 1)[-1] != want)
+        return info
 
 
 @dataclass(frozen=True)

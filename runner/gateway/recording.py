@@ -5,6 +5,11 @@ A line keeps the request's place in the conversation (API, side request, positio
 results it carried, model), the redacted request and response, and the call record. Replay
 finds the recorded answer by (side request?, position); a request that does not match what
 was recorded is a :class:`ReplayMismatch`, never a guess.
+
+A route opened with a task key (``trialhouse run``: the hashes of the stage prompt, the
+case, the repository tree and the harness settings) starts its recording with a ``task``
+line; replaying it for a route whose key differs is refused when the route opens, naming
+what differs (:func:`task_differences`), before any agent starts.
 """
 
 from __future__ import annotations
@@ -102,11 +107,44 @@ def _body(body: bytes, redact: Callable[[str], str], variables: Mapping[str, str
     return {"body": redact(text), "body_bytes": len(body), "body_truncated": len(body) > RECORD_BODY_LIMIT}
 
 
+TASK_FIELDS = {"prompt_sha256": "the prompt differs", "case_sha256": "the case differs",
+               "tree": "the repository tree differs", "harness_sha256": "the harness settings differ"}
+"""Task-key fields → what they name in a mismatch (``runner.task_key`` computes them)."""
+
+
+def task_line(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The first line of a recording made for a task."""
+    return {"v": RECORDING_VERSION, "task": dict(task)}
+
+
+def task_differences(recorded: Mapping[str, Any] | None, now: Mapping[str, Any]) -> list[str]:
+    """What differs between the task a recording was made for and the one replaying it."""
+    if recorded is None:
+        return ["the recording carries no task key (made outside trialhouse run, or before "
+                "recordings were keyed to their task): record it again"]
+    out = []
+    for name, what in TASK_FIELDS.items():
+        if recorded.get(name) != now.get(name):
+            out.append(f"{what} (recorded {str(recorded.get(name))[:12]}, now {str(now.get(name))[:12]})")
+            if name == "harness_sha256":
+                out[-1] += _settings_diff(recorded.get("harness"), now.get("harness"))
+    return out
+
+
+def _settings_diff(old: object, new: object) -> str:
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return ""
+    keys = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+    return ": " + ", ".join(f"{k} {new.get(k)!r} (recorded {old.get(k)!r})" for k in keys[:5]) if keys else ""
+
+
 class Replay:
     """A recording indexed by (side request?, position); attempts walk each list in order."""
 
-    def __init__(self, path: Path, exchanges: list[dict[str, Any]]) -> None:
+    def __init__(self, path: Path, exchanges: list[dict[str, Any]], task: dict[str, Any] | None = None) -> None:
         self.path = path
+        self.task = task
+        """The task key the recording was made for (None: made without one)."""
         self.by_key: dict[tuple[bool, int], list[dict[str, Any]]] = {}
         for recorded in exchanges:
             self.by_key.setdefault((bool(recorded["side"]), int(recorded["position"])), []).append(recorded)
@@ -115,7 +153,7 @@ class Replay:
     def load(cls, path: Path) -> Replay:
         if not path.is_file():
             raise GatewayConfigError(f"{path}: no recording for this trial (record it first)")
-        exchanges = []
+        exchanges, task = [], None
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -123,13 +161,16 @@ class Replay:
                 recorded = json.loads(line)
                 if recorded.get("v") != RECORDING_VERSION:
                     raise ValueError(f"recording version {recorded.get('v')!r}, expected {RECORDING_VERSION}")
+                if number == 1 and isinstance(recorded.get("task"), dict):
+                    task = recorded["task"]
+                    continue
                 for name in ("api", "side", "position", "tool_result_ids", "model", "response"):
                     if name not in recorded:
                         raise ValueError(f"missing field {name!r}")
             except (ValueError, AttributeError) as exc:
                 raise GatewayConfigError(f"{path}:{number}: not a gateway recording line ({exc})") from None
             exchanges.append(recorded)
-        return cls(path, exchanges)
+        return cls(path, exchanges, task)
 
     def answer(self, info: RequestInfo, attempt: int) -> Answer:
         found = self.by_key.get((info.side, info.position))

@@ -72,6 +72,7 @@ class RunGateway:
         assert settings is not None
         self.settings = settings
         self.variants = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
+        self.main_loop = {v.id: (v.agent.main_loop or "tools", v.model) for v in manifest.variants}
         self.run_dir = run_dir
         self._trial_id = trial_id
         self.scripts: dict[str, Script] = {}
@@ -141,12 +142,15 @@ class RunGateway:
             script_sha256=dict(self.script_hashes), recording_dir=recording, variants=list(self.variants))
 
     def open(self, *, trial_id: str, case_id: str, variant: str, repetition: int, stage: str, attempt: int,
-             workspace: Path) -> str:
+             workspace: Path, task: dict[str, Any] | None = None) -> str:
         """The route (base URL, no ``/v1``) for one stage invocation; ``GatewayConfigError``
         when it cannot be opened (e.g. replay with no recording for this trial). With the
-        ``gateway`` network policy the route is linked (``link``) and the URL the sandbox's."""
+        ``gateway`` network policy the route is linked (``link``) and the URL the sandbox's.
+        ``task``: the stage's task key (``runner.task_key``), kept in a recording and checked
+        against it in replay."""
         kwargs: dict[str, Any] = {"stage": stage, "attempt": attempt, "variables": {"workspace": str(workspace)},
-                                  "linked": self.linked}
+                                  "linked": self.linked, "task": task,
+                                  "main_loop": self.main_loop.get(variant, ("tools", None))}
         if self.settings.mode == "scripted":
             script = self.scripts.get(variant) or self.scripts.get(DEFAULT_SCRIPT)
             if script is None:

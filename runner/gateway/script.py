@@ -45,6 +45,9 @@ class Tokens(_Model):
 class ToolCall(_Model):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
+    custom: str | None = None
+    """Responses only: a custom (free-form) tool's raw input, answered as a ``custom_tool_call``
+    (Codex's ``exec`` tool of its current model family takes JavaScript); ``input`` is then unused."""
 
 
 class Reply(_Model):
@@ -154,7 +157,8 @@ def render(api: Api, reply: Reply, *, stream: bool, model: str, position: int, a
     if reply.status >= 400 or (reply.context_length and (api != "responses" or not stream)):
         status, body = _error_body(api, reply)
         return Answer(status, "application/json", [(reply.delay_s, json.dumps(body).encode())], headers)
-    calls = [ToolCall(name=c.name, input=_fill(c.input, variables)) for c in reply.tool_calls]
+    calls = [ToolCall(name=c.name, input=_fill(c.input, variables), custom=_fill(c.custom, variables))
+             for c in reply.tool_calls]
     text = _fill(reply.text, variables) if reply.text is not None else None
     builder = {"messages": _anthropic, "responses": _responses, "chat_completions": _chat}[api]
     events, body = builder(reply, text, calls, model, tag)
@@ -262,8 +266,11 @@ def _responses(reply: Reply, text: str | None, calls: list[ToolCall], model: str
         items.append({"type": "message", "id": f"msg_scripted_{tag}", "role": "assistant", "status": "completed",
                       "content": [{"type": "output_text", "text": text, "annotations": []}]})
     for k, call in enumerate(calls):
-        items.append({"type": "function_call", "id": f"fc_scripted_{tag}_{k}", "call_id": f"call_scripted_{tag}_{k}",
-                      "name": call.name, "arguments": json.dumps(call.input), "status": "completed"})
+        ids = {"id": f"fc_scripted_{tag}_{k}", "call_id": f"call_scripted_{tag}_{k}", "name": call.name}
+        if call.custom is not None:
+            items.append({"type": "custom_tool_call", **ids, "input": call.custom, "status": "completed"})
+        else:
+            items.append({"type": "function_call", **ids, "arguments": json.dumps(call.input), "status": "completed"})
     total_in = u.input_tokens + u.cache_read_tokens
     usage = {"input_tokens": total_in, "input_tokens_details": {"cached_tokens": u.cache_read_tokens},
              "output_tokens": u.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import secrets as _secrets
 import socket
@@ -56,7 +57,7 @@ from runner.gateway.links import (
 )
 from runner.gateway.loop import LoopThread
 from runner.gateway.proxy import Proxy
-from runner.gateway.recording import Replay, recording_path, route_key
+from runner.gateway.recording import Replay, recording_path, route_key, task_differences, task_line
 from runner.gateway.records import CallRecord, ConnectionRecord, GatewayMode, Provider
 from runner.gateway.script import Script
 from runner.gateway.settings import DEFAULT_UPSTREAMS, MODES, GatewayConfigError, Upstream
@@ -204,7 +205,9 @@ class Gateway(LoopThread):
 
     def open_trial(self, trial_id: str, *, stage: str | None = None, attempt: int | None = None,
                    variables: Mapping[str, str] | None = None, script: Script | None = None,
-                   replay_from: str | None = None, linked: bool = False) -> str:
+                   replay_from: str | None = None, linked: bool = False,
+                   task: Mapping[str, Any] | None = None, main_loop: tuple[str, str | None] = ("tools", None)
+                   ) -> str:
         """Open a route for one trial (or one stage invocation of it); return its base URL.
 
         Append ``/v1`` for OpenAI clients. With ``stage``/``attempt`` the route (and its
@@ -214,6 +217,10 @@ class Gateway(LoopThread):
         (``route_key(trial, stage, attempt)``; default: this one). ``linked``: the route is
         reached through its own socket directory (``link_of``) by a sandbox with its own
         network; the URL returned is then the forwarder's on the sandbox's loopback.
+        ``task``: the stage's task key (``runner.task_key``): written first into a recording;
+        in replay compared with the recording's, a difference refused here, naming it.
+        ``main_loop``: (rule, the variant's model) saying which calls are side requests
+        (``TrialRoute.classify``).
         """
         if self.base_url is None:
             raise GatewayConfigError("start the gateway before opening trials")
@@ -223,13 +230,18 @@ class Gateway(LoopThread):
         replay = None
         if self.mode == "replay":
             replay = Replay.load(recording_path(self._recording_dir(), replay_from or key))
+            differs = task_differences(replay.task, task) if task is not None else []
+            if differs:
+                raise GatewayConfigError(f"replay_mismatch: recording {replay.path.name} was made for another "
+                                         "task: " + "; ".join(differs))
         recording = None
         if self.mode == "record":
             recording = recording_path(self._recording_dir(), key)
             recording.parent.mkdir(parents=True, exist_ok=True)
-            recording.write_text("")
+            head = json.dumps(task_line(task), ensure_ascii=False) + "\n" if task is not None else ""
+            recording.write_text(self._book.redact(head), encoding="utf-8")
         trial = TrialRoute(trial_id, stage, attempt, _secrets.token_urlsafe(12), dict(variables or {}),
-                       script or self.script, replay, recording)
+                           script or self.script, replay, recording, main_loop=main_loop[0], main_model=main_loop[1])
         with self._lock:
             if key in self._trials:
                 raise GatewayConfigError(f"route {key!r} is already open")
@@ -344,7 +356,7 @@ class Gateway(LoopThread):
         body = await request.read()
         digest = hashlib.sha256(body).hexdigest()
         try:
-            info = read_request(api, body)
+            info = trial.classify(read_request(api, body))
         except BadRequest as exc:
             response = api_error(api, 400, "invalid_request_error", str(exc))
             self._book.finish(trial, call_fields(trial, ts, self.mode, api, None, digest, arrived,

@@ -1,7 +1,8 @@
 """What the gateway reads from the three wire formats, and nothing more.
 
 Requests: which API, which model, streamed or not, where in the conversation (tool
-results already present), whether it is a side request (no tools offered). Responses:
+results already present), whether it is a side request (no tools offered, neither as
+``tools`` nor, for Codex's current models, in an ``additional_tools`` input item). Responses:
 ids, model, stop reason, the tools asked for, usage, errors, read from a JSON body or
 tapped from an SSE stream event by event. Unknown fields and event types are ignored;
 a body that is not what the API promises leaves every field unknown and says so.
@@ -35,6 +36,7 @@ OUTPUT_EVENTS = frozenset(
         "response.output_item.added",
         "response.output_item.done",
         "response.function_call_arguments.delta",
+        "response.custom_tool_call_input.delta",
         "response.reasoning_summary_text.delta",
     }
 )
@@ -72,16 +74,30 @@ def read_request(api: Api, body: bytes) -> RequestInfo:
         raise BadRequest("request body is not a JSON object")
     model = doc.get("model") if isinstance(doc.get("model"), str) else None
     ids = tuple(_tool_result_ids(api, doc))
-    tools = doc.get("tools")
     return RequestInfo(
         api=api,
         model=model,
         stream=doc.get("stream") is True,
         position=len(ids),
         tool_result_ids=ids,
-        side=not (isinstance(tools, list) and tools),
+        side=not offers_tools(api, doc),
         service_tier=doc.get("service_tier") if isinstance(doc.get("service_tier"), str) else None,
     )
+
+
+def offers_tools(api: Api, doc: dict[str, Any]) -> bool:
+    """The request offers the model tools: a main-loop call, not a side request.
+
+    Responses requests of Codex's current model family (``gpt-6.2-sol``, measured on Codex
+    0.171) carry no top-level ``tools``: they come as an ``additional_tools`` input item
+    (role ``developer``) holding tool ``namespace`` groups (``functions``: the ``exec``
+    custom tool and ``wait`` …; ``clock``; ``collaboration``)."""
+    if _list(doc.get("tools")):
+        return True
+    if api != "responses":
+        return False
+    return any(isinstance(item, dict) and item.get("type") == "additional_tools" and _list(item.get("tools"))
+               for item in _list(doc.get("input")))
 
 
 def _tool_result_ids(api: Api, doc: dict[str, Any]):

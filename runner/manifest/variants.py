@@ -50,6 +50,11 @@ class Agent(Strict):
     """Send the agent's model calls through the run's model gateway (the manifest's
     ``gateway`` section). Default: yes for the harness kinds when there is a gateway; a
     ``command`` agent opts in and reads ``TRIALHOUSE_MODEL_BASE_URL``/``{model_base_url}``."""
+    main_loop: Literal["tools", "model", "all"] | None = None
+    """Which of the agent's gateway calls are its main loop (steps), the rest side requests:
+    ``tools`` (default) the calls that offer tools; ``model`` the calls that ask for the
+    variant's model (an agent without tool calling whose helper calls use another model,
+    e.g. aider's weak model); ``all`` every call (docs/agents.md)."""
     # -- harness kinds (claude-code, codex, mini-swe-agent): runner.agents.harness.HarnessSettings
     binary: NonEmptyStr | None = None
     """The CLI to run: a name found on the agent's PATH (default ``claude``/``codex``/``mini``),
@@ -96,6 +101,8 @@ class Agent(Strict):
             raise ValueError(f"argv: a {self.kind} agent's argv is built by trialhouse; use extra_args")
         if self.gateway and self.kind not in ("command", *HARNESS_KINDS):
             raise ValueError(f"gateway: {self.kind} agents call no model")
+        if self.main_loop is not None and self.kind not in ("command", *HARNESS_KINDS):
+            raise ValueError(f"main_loop: {self.kind} agents call no model")
         return self
 
 

@@ -25,7 +25,8 @@ def resolve_program(argv0: str, req: Request, backend: Backend) -> str | None:
     """
     env_path = req.env.get("PATH", "")
     search = sandbox_path(env_path) if backend.isolated else env_path
-    found = argv0 if "/" in argv0 else shutil.which(argv0, path=search)
+    # A relative path is started from the request's cwd (the workspace), as exec will.
+    found = (os.path.join(req.cwd, argv0) if "/" in argv0 else shutil.which(argv0, path=search))
     if found is None or not os.path.exists(found):
         return f"program not found: {argv0}"
     if not os.access(found, os.X_OK) or os.path.isdir(found):

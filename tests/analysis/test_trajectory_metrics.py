@@ -150,3 +150,14 @@ def test_tokens_per_step_counts_only_turns_that_reported():
     # (100+10+900+0 + 200+20) / 2 = 615; the third turn reported nothing
     assert (result.mean, result.counted, result.model_turns) == (615.0, 2, 3)
     assert tokens_per_step([model(tokens=None)]).mean is None
+
+
+def test_tool_calls_all_at_zero_seconds_are_unknown_with_the_reason_never_a_share_of_one():
+    # Codex 0.171 in a sandbox stamps its items start == end: read as is, model share 1.0
+    steps = [model(0, 2.0), tool("run", t0=2.0, t1=2.0), model(2.5, 4.0), tool("edit", t0=4.0, t1=4.0)]
+    split = model_vs_tool_time(steps)
+    assert (split.model_s, split.tool_s, split.model_share) == (3.5, None, None)
+    assert split.why_unknown == "every timed tool call lasted 0 s (the harness recorded no start)"
+    untimed = model_vs_tool_time([model(None, 2.0), tool("run", t0=2.0, t1=3.0)])
+    assert untimed.why_unknown == "no model turn has a start and an end (1 untimed)"
+    assert model_vs_tool_time(steps[:1] + [tool("run", t0=2.0, t1=3.0)]).why_unknown is None

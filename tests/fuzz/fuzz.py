@@ -1,6 +1,6 @@
 """``make fuzz``: the long seeded fuzz run of ingest and manifest validation (``fuzzlib``).
 
-    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --analysis 30 --seed 14
+    .venv/bin/python tests/fuzz/fuzz.py --events 520 --manifests 449 --runs-jsonl 60 --foreign 500 --hostile 40 --analysis 30 --seed 14
 
 Prints one line per check and exits 1 on any finding: a traceback, a good line lost, a bad
 line accepted, a line neither accepted nor quarantined, an exit code that does not match the
@@ -8,7 +8,11 @@ warehouse, a warehouse that summarize/tables/sql cannot read, a manifest problem
 location, a manifest ``validate`` accepts that a run could not use, or a mutated runs-jsonl
 file on which the columnar path and the row path disagree (``runs_jsonl_diff``), or a
 mutated foreign result (Harbor, Terminal-Bench, SWE-bench, mini-swe-agent, Inspect) whose
-ingest raises a traceback (``foreign_fuzz``), or an analysis command that raises a traceback or
+ingest raises a traceback (``foreign_fuzz``), or a hostile file (a symlink out of its folder, an
+id that is a path, a sparse file, a decompression bomb, a duplicate id, a FIFO, a YAML alias
+bomb, 20,000-200,000 configurations, a hostile review CSV) that is not quarantined or refused
+in one clear line, takes 500 MB or more, or whose canary outside the folder is read or stored
+(``hostile_files``; docs/security.md, "Foreign files"), or an analysis command that raises a traceback or
 prints ``--json`` that does not parse on a warehouse of a random design (``analysis_fuzz``).
 """
 
@@ -34,6 +38,7 @@ def _sibling(name: str):
 fuzzlib = _sibling("fuzzlib")
 runs_jsonl_diff = _sibling("runs_jsonl_diff")
 foreign_fuzz = _sibling("foreign_fuzz")
+hostile_files = _sibling("hostile_files")
 analysis_fuzz = _sibling("analysis_fuzz")
 
 
@@ -51,6 +56,8 @@ def main() -> int:
                     help="mutated runs-jsonl files of 4,000 lines, columnar vs row path (default 60)")
     ap.add_argument("--foreign", type=int, default=500,
                     help="mutated copies of the foreign fixtures, ingested (default 500)")
+    ap.add_argument("--hostile", type=int, default=40,
+                    help="hostile foreign and review files, every shape then random ones (default 40)")
     ap.add_argument("--analysis", type=int, default=30,
                     help="warehouses of random designs, every analysis command run on each (default 30)")
     ap.add_argument("--seed", type=int, default=14)
@@ -75,14 +82,19 @@ def main() -> int:
     print(f"foreign results: {args.foreign} mutated copies, {len(crashes)} traceback(s) "
           f"({time.monotonic() - t3:.0f} s)")
     _show(crashes, 10)
+    t5 = time.monotonic()
+    hostile = hostile_files.fuzz(args.hostile, args.seed, work / "hostile")
+    print(f"hostile files: {args.hostile} of {len(hostile_files.SHAPES)} shapes, {len(hostile)} finding(s) "
+          f"({time.monotonic() - t5:.0f} s)")
+    _show(hostile, 10)
     t4 = time.monotonic()
     analysis = analysis_fuzz.fuzz(args.analysis, args.seed, work / "analysis")
     print(f"analysis: {args.analysis} warehouses × {len(analysis_fuzz.COMMANDS)} commands, "
           f"{len(analysis)} finding(s) ({time.monotonic() - t4:.0f} s)")
     _show(analysis, 10)
-    ok = ev.ok() and man.ok() and not diffs and not crashes and not analysis
+    ok = ev.ok() and man.ok() and not diffs and not crashes and not analysis and not hostile
     print(f"{'OK' if ok else 'FINDINGS'}: {len(ev.tracebacks) + len(man.tracebacks) + len(crashes)} tracebacks, "
-          f"{len(analysis)} analysis findings, "
+          f"{len(analysis)} analysis findings, {len(hostile)} hostile-file findings, "
           f"{ev.lost_good} lost good lines, {ev.bad_accepted} bad lines accepted, "
           f"{len(diffs)} runs-jsonl path differences, "
           f"warehouse {'always readable' if not ev.unreadable else 'unreadable ' + str(len(ev.unreadable)) + ' times'}"

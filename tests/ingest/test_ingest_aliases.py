@@ -109,6 +109,12 @@ def test_labels_from_csv(tmp_path):
     assert lab.repositories["acme/payments"].line == 3
 
 
+def test_a_labels_csv_field_past_the_csv_limit_is_located_not_a_traceback(tmp_path):
+    p = _write(tmp_path, "labels.csv", f"task,difficulty\nt1,easy\nt2,{'x' * 200_000}\n")
+    with pytest.raises(AliasesError, match=r"labels.csv:3: not readable CSV \(field larger than field limit"):
+        load_labels(p)
+
+
 @pytest.mark.parametrize("text,message", [
     ("tasks:\n  t1: {familiarity: known}\n  t1: {familiarity: unknown}\n",
      r"labels.yaml:3: task 't1' is familiarity 'unknown' here and 'known' on line 2"),

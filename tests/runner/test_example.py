@@ -121,6 +121,7 @@ def _controls(corpus_root: Path, data: dict, case: dict, tmp: Path, path_env: st
         "wrong": f"candidates/{case['id']}/wrong.patch",
         "regression": f"candidates/{case['id']}/regression.patch",
     }
+    pre_existing: set[str] = set()  # repository/regression criteria already red on the initial commit
     for state, patch in states.items():
         _git(ws, "reset", "-q", "--hard")
         _git(ws, "clean", "-q", "-fdx")
@@ -131,8 +132,11 @@ def _controls(corpus_root: Path, data: dict, case: dict, tmp: Path, path_env: st
         if any(code not in (0, 1) for code in codes.values()):
             problems.append(f"{case['id']}/{state}: inconclusive {codes} {res}")
             continue
+        if state == "initial":
+            pre_existing = {cid for cid, (layer, code, _) in res.items()
+                            if layer == "repository" and code == 1 and cid == "public-api-documented"}
         target = [code for layer, code, _ in res.values() if layer == "target"]
-        others = [code for layer, code, _ in res.values() if layer != "target"]
+        others = [code for cid, (layer, code, _) in res.items() if layer != "target" and cid not in pre_existing]
         ok = {
             "initial": all(c == 1 for c in target) and all(c == 0 for c in others),
             "reference": all(c == 0 for c in target + others),
@@ -181,6 +185,46 @@ def test_grader_reports_missing_code_as_absent(corpus, tmp_path):
     done = subprocess.run([sys.executable, str(corpus.parent / "graders" / "shop_service.py"), "orders_existing"],
                           cwd=corpus.parent, env=env, capture_output=True, text=True)
     assert done.returncode == 1 and "ModuleNotFoundError" in done.stdout
+
+
+def test_one_case_has_a_pre_existing_red_repository_check(corpus, tmp_path, path_env):
+    """The docstring lint is red on the ledger's initial commit and stays red with the
+    reference: the runner records it as pre-existing and scores the case."""
+    root = corpus.parent
+    data = _manifest(corpus)
+    linted = [c for c in data["cases"] if any(k["id"] == "public-api-documented" for k in c["criteria"])]
+    assert [c["id"] for c in linted] == ["amount-format-negative"]
+    (case,) = linted
+    ws = tmp_path / "ws"
+    subprocess.run(["git", "clone", "-q", str(root / case["repository"]), str(ws)], check=True)
+    _git(ws, "checkout", "-q", case["initial_commit"])
+    layer, code, out = _grade(root, case, ws, path_env)["public-api-documented"]
+    assert (layer, code) == ("repository", 1) and "ledger/accounts.py:10: Ledger has no docstring" in out
+    _git(ws, "apply", str(root / case["reference_patch"]))
+    assert _grade(root, case, ws, path_env)["public-api-documented"][1] == 1
+
+
+def test_the_lint_writes_the_token_only_when_it_passes(corpus, tmp_path):
+    """The lint never runs workspace code, so it is its own trusted parent: the success
+    token from stdin reaches the result file only when every public definition is
+    documented (docs/security.md, "The verdict channel")."""
+    pkg = tmp_path / "ws" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""A package."""\n')
+    (pkg / "mod.py").write_text('def public():\n    """Documented."""\n\n\ndef _private():\n    pass\n')
+    result = tmp_path / "result"
+    env = {**os.environ, "TRIALHOUSE_WORKSPACE": str(tmp_path / "ws"), "TRIALHOUSE_RESULT_FILE": str(result)}
+    lint = [sys.executable, str(corpus.parent / "graders" / "docstrings.py"), "pkg"]
+    done = subprocess.run(lint, input="tok-123\n", env=env, capture_output=True, text=True)
+    assert (done.returncode, result.read_text()) == (0, "tok-123")
+    result.unlink()
+    (pkg / "mod.py").write_text("def public():\n    return 1\n\n\nclass Broken(:\n")
+    (pkg / "more.py").write_text("class Public:\n    pass\n")
+    done = subprocess.run(lint, input="tok-123\n", env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and not result.exists()
+    assert done.stdout.splitlines() == ["pkg/mod.py: does not parse (SyntaxError)", "pkg/more.py:1: Public has no docstring"]
+    done = subprocess.run([*lint[:2], "missing"], input="tok-123\n", env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "grader error" in done.stderr and not result.exists()
 
 
 def test_case_definitions_are_unique():

@@ -220,3 +220,27 @@ def test_a_mount_that_would_expose_a_protected_path_is_a_problem(tmp_path):
     binary = fake_cli(prefix, "codex")
     found = program_mounts(str(binary), "/usr/bin", protected=(prefix / "bin" / "secrets",))
     assert found.problem and "agents must not see" in found.problem
+
+
+def test_mini_with_a_cost_budget_on_a_model_litellm_does_not_price_is_refused_with_the_fix(kit, corpus_root):
+    """The pinned mini-swe-agent and its own litellm price list: an unpriced model with
+    max_budget_usd stops at its first call (tests/runner/agents fixture unpriced-budget)."""
+    mini = str(Path(__file__).resolve().parents[2] / "tools" / "bin" / "mini")
+    assert Path(mini).exists(), "run `make tools`"
+
+    def variant(model: str, **agent) -> dict:
+        return {"id": "m", "model": model, "agent": {"kind": "mini-swe-agent", "binary": mini, **agent}}
+
+    m = manifest(kit, corpus_root / "a", variant("th-unpriced-1", max_budget_usd=2.0),
+                 gateway=scripted(corpus_root / "a"))
+    (problem,) = problems(m)
+    assert problem.startswith("variants[0].agent.max_budget_usd: mini-swe-agent's litellm has no price for "
+                              "openai/th-unpriced-1")
+    assert "remove max_budget_usd" in problem and "use a model litellm prices" in problem
+    proc = subprocess.run([sys.executable, "-m", "trialhouse", "validate", "--manifest", str(m)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "max_budget_usd" in proc.stdout + proc.stderr
+    fine = (variant("gpt-5-mini", max_budget_usd=2.0), variant("anthropic/claude-sonnet-4-5", max_budget_usd=2.0),
+            variant("th-unpriced-1"))  # priced, priced under its provider prefix, or no budget at all
+    for n, ok in enumerate(fine):
+        assert problems(manifest(kit, corpus_root / f"ok{n}", ok, gateway=scripted(corpus_root / f"ok{n}"))) == []

@@ -76,7 +76,8 @@ def test_failing_and_flaky_controls_exit_nonzero(kit, corpus_root, tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (cv,) = [e for e in read_events(out / "events.jsonl") if isinstance(e, CaseValidated)]
     assert not cv.ok and cv.flaky_criteria == ["flips"]
-    assert any("always_fails (regression) failed, expected passed" in p for p in cv.problems)
+    assert not any("always_fails" in p for p in cv.problems)  # pre-existing: not a problem
+    assert [p.criterion_id for p in cv.pre_existing] == ["always_fails"]
     assert json.loads((out / "report.json").read_text())["status"] == "failed_controls"
 
 

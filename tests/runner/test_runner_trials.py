@@ -212,7 +212,10 @@ def test_fake_passed_verdict_is_not_a_grade(kit, corpus_root, tmp_path):
 
 
 def test_agent_that_cannot_start(kit, corpus_root, tmp_path):
-    bad = {"kind": "command", "argv": [str(tmp_path / "no such agent")]}
+    # It exists (validate resolves it) but is not executable: only starting it can tell.
+    program = tmp_path / "no exec agent"
+    program.write_text("#!/bin/sh\necho never\n")
+    bad = {"kind": "command", "argv": [str(program)]}
     fin, events, _ = one(kit, corpus_root, tmp_path / "o", bad)
     assert fin.outcome == "infra_error" and "could not start" in fin.reason
 
@@ -309,12 +312,12 @@ def test_pre_existing_failure_is_not_a_regression(kit, corpus_root, tmp_path):
     data["cases"][0]["criteria"].append({"id": "lint", "layer": "repository",
                                          "command": [PY, "-c", "import sys; sys.exit(1)"]})
     m.write_text(json.dumps(data))
-    # A criterion failing before and after the reference patch fails the positive
-    # control, so the case is not scored; run anyway, its trial ignores the old failure.
-    res, events, _ = run(m, tmp_path / "o", score_unvalidated=True)
+    # A criterion failing before and after the reference patch is pre-existing: the case
+    # is scored, and its trial ignores the old failure (tests/runner/test_pre_existing.py).
+    res, events, _ = run(m, tmp_path / "o")
     (fin,) = finished(events).values()
-    assert "lint (repository) failed, expected passed" in res.unscored["mul"]
-    assert fin.outcome == "accepted" and "pre-existing" in fin.reason and fin.scored is False
+    assert res.unscored == {}
+    assert fin.outcome == "accepted" and "pre-existing" in fin.reason and fin.scored is True
 
 
 def test_regression_outcome(kit, corpus_root, tmp_path):

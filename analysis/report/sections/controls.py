@@ -95,6 +95,8 @@ def _left_out(d: ReportData, s: Section) -> None:
             columns(["run", "source", "manifest", "reason", "invalidated"]),
             [[r["run_id"], r.get("source_format") or fmt.DASH, r.get("manifest_id") or fmt.DASH,
               r["reason"], fmt.when(r.get("set_at"))] for r in d.invalidated]))
+    _pre_existing(d, s)
+    _regrades(d, s)
     u = d.unscored
     if u is None:
         return
@@ -109,6 +111,37 @@ def _left_out(d: ReportData, s: Section) -> None:
                 [False, False, False, True, True]),
         [[c.case_id, c.run_id, c.reason, fmt.count(c.trials), fmt.count(c.skipped)]
          for c in u.cases]))
+
+
+def _pre_existing(d: ReportData, s: Section) -> None:
+    """Scored cases whose repository was already red: which criteria, per case."""
+    pre = d.pre_existing
+    if pre is None or not pre.cases:
+        return
+    s.paragraphs += pre.notes()
+    s.tables.append(Table(
+        "Cases scored with pre-existing failures (noise: failing before and after a trial)",
+        columns(["case", "run", "pre-existing criteria", "count"], [False, False, False, True]),
+        [[c.case_id, c.run_id, ", ".join(c.criteria), fmt.count(len(c.criteria))] for c in pre.cases]))
+
+
+def _regrades(d: ReportData, s: Section) -> None:
+    """Regrade runs in the selection: what the new evaluator changed, trial by trial."""
+    if d.regrades is None or not d.regrades.runs:
+        return
+    for run in d.regrades.runs:
+        s.paragraphs.append(f"{run.sentence()}. Its trials replace the ones it graded again "
+                            "(each agent trial is read once, under the latest evaluator).")
+        changed = [t for t in run.trials if t.changed]
+        if changed:
+            s.tables.append(Table(
+                f"Outcomes changed by regrade {run.run_id} (old evaluator → new)",
+                columns(["trial", "case", "configuration", "old", "new"]),
+                [[t.trial_id, t.case_id, t.variant or t.config_id[:12], t.old or fmt.DASH, t.new or fmt.DASH]
+                 for t in changed]))
+        if run.not_regraded:
+            s.warnings.append(f"regrade {run.run_id}: {len(run.not_regraded)} trial(s) not graded again: "
+                              + "; ".join(f"{n['trial_id']} ({n['reason']})" for n in run.not_regraded[:6]))
 
 
 def section(d: ReportData) -> Section:

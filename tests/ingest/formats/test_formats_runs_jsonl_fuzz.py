@@ -56,3 +56,29 @@ def test_what_the_fuzz_found_is_quarantined(tmp_path, line, why):
     [b] = load(path)
     assert b.tables["trials"].num_rows == 1
     assert [(q.line, why in q.reason) for q in b.quarantine] == [(2, True)]
+
+
+@pytest.mark.parametrize("block", [8192, 65536])
+def test_a_file_read_in_small_blocks_loads_as_in_one(tmp_path, monkeypatch, block):
+    """Blocks of lines (``runs_jsonl_lines.line_blocks``) change nothing: the same trials and cases,
+    the same quarantine line for line (duplicates of a line in an earlier block too), and lines
+    longer than a block are quarantined where they are, the lines after them read."""
+    from ingest.formats import runs_jsonl, runs_jsonl_lines
+
+    path = diff.write_file(tmp_path / "runs.jsonl", 1500, 5)
+    good = b'{"model": "m", "harness": "h", "task_id": "first", "trial": 1, "status": "solved"}\n'
+    long = b'{"model": "m", "harness": "h", "task_id": "' + b"x" * 3000 + b'", "trial": 1, "status": "solved"}\n'
+    path.write_bytes(good + path.read_bytes() + long + good)  # the last line repeats the first
+    monkeypatch.setattr(runs_jsonl_lines, "LINE_MAX", 2048)  # below the smallest block, as in use
+    [whole] = runs_jsonl.load(path)
+    monkeypatch.setattr(runs_jsonl_lines, "BLOCK_BYTES", block)
+    [split] = runs_jsonl.load(path)
+    assert [(q.line, q.reason, q.raw_text) for q in split.quarantine] == \
+           [(q.line, q.reason, q.raw_text) for q in whole.quarantine]
+    for table in ("trials", "cases", "attempts"):
+        assert split.tables[table].equals(whole.tables[table])
+    assert split.rows["configs"] == whole.rows["configs"]
+    last = runs_jsonl_lines.read_lines(path.read_bytes()).num_rows
+    assert any(q.line == last and "duplicate (configuration, task, trial) of line 1:" in q.reason
+               for q in split.quarantine)
+    assert any(q.line == last - 1 and "longer than the 2,048 bytes" in q.reason for q in split.quarantine)

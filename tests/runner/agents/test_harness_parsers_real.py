@@ -240,6 +240,27 @@ def test_mini_context_exhaustion_is_the_agents_failure(rec):
     assert result.context_exhausted is True and result.report.infra_error is False
 
 
+@params("mini-swe-agent", "unpriced-budget")
+def test_mini_unpriced_model_with_a_budget_is_infra_with_the_fix_never_context_exhaustion(rec):
+    # litellm's message quotes ".../model_prices_and_context_window.json": text matching read it as context
+    trajectory = json.loads((rec.dir / "trajectory.json").read_text())
+    (exit_message,) = [m for m in trajectory["messages"] if m["role"] == "exit"]
+    assert "context_window" in exit_message["content"]
+    result = mini(rec)
+    assert (result.context_exhausted, result.report.infra_error, result.report.status) == (False, True, "RuntimeError")
+    assert "remove max_budget_usd or use a model litellm prices" in result.report.message
+
+
+def test_mini_classification_reads_the_exception_class_not_the_message():
+    from runner.agents.usage_mini import _raised
+
+    trace = ('Traceback (most recent call last):\n  File "/x/litellm_model.py", line 110, in _query\n'
+             '    raise e\nlitellm.exceptions.ContextWindowExceededError: litellm.ContextWindowExceededError: '
+             'too long\n')
+    assert _raised([{"role": "exit", "extra": {"traceback": trace}}]) == ("ContextWindowExceededError", {"_query"})
+    assert _raised([{"role": "exit", "content": "context window", "extra": {}}]) == (None, set())
+
+
 @params("mini-swe-agent", "http-500")
 def test_mini_api_error_is_infra_with_tokens_unknown(rec):
     result = mini(rec)

@@ -50,9 +50,11 @@ def harness_run(tmp_path_factory):
         harness_variant("claude", "claude-code", allowed_tools=["Bash"], max_retries=1),
         harness_variant("codex", "codex", max_retries=0),
         harness_variant("mini", "mini-swe-agent", max_retries=0),
-        harness_variant("claude-500", "claude-code", allowed_tools=["Bash"], max_retries=1),
+        harness_variant("claude-500", "claude-code", allowed_tools=["Bash"], max_retries=3),
         harness_variant("claude-turns", "claude-code", allowed_tools=["Bash"], max_turns=2, output_format="json"),
         harness_variant("claude-denied", "claude-code"),  # Bash not allowed: acceptEdits denies it
+        # Claude Code 2.1.332 asks for another model than this label (issue 33): flagged, not hidden
+        harness_variant("claude-opus", "claude-code", model="claude-opus-4-1", allowed_tools=["Bash"]),
     ]
     variants[1]["service_tier"] = "fast"
     gateway = {"mode": "scripted", "script": "scripts/claude-code-success.json",
@@ -82,7 +84,7 @@ def test_outcomes_of_the_six_trials(harness_run):
     fins = {e.variant: e for e in of(harness_run["events"], TrialFinished)}
     assert {v: f.outcome for v, f in fins.items()} == {
         "claude": "accepted", "codex": "accepted", "mini": "accepted", "claude-denied": "accepted",
-        "claude-500": "infra_error", "claude-turns": "budget_exhausted"}
+        "claude-500": "infra_error", "claude-turns": "budget_exhausted", "claude-opus": "accepted"}
     assert "500" in fins["claude-500"].reason
     assert "error_max_turns" in fins["claude-turns"].reason
     assert harness_run["result"]["isolated"] is True  # all of it inside bubblewrap
@@ -130,12 +132,32 @@ def test_versions_sessions_and_settings_are_recorded(harness_run):
     assert info["claude"].settings["gateway"]["sha256"] == start.gateway.script_sha256["*"]
 
 
-def test_http_500_twice_is_infra_error_with_both_calls_recorded(harness_run):
+def test_http_500_retried_is_infra_error_with_every_call_recorded_and_each_retry_counted_once(harness_run):
     events = harness_run["events"]
     calls = of(events, ModelCall, "claude-500")
-    assert [(c.status, c.retries) for c in calls] == [(500, 0), (500, 1)]
+    assert [(c.status, c.retries) for c in calls] == [(500, 0), (500, 1), (500, 2), (500, 3)]
     (stage,) = of(events, StageFinished, "claude-500")
-    assert stage.gateway_usage.failed_calls == 2 and stage.gateway_usage.input_tokens is None  # unknown, not 0
+    assert stage.gateway_usage.failed_calls == 4 and stage.gateway_usage.input_tokens is None  # unknown, not 0
+    assert stage.gateway_usage.retries == 3  # max_retries=3, not 0+1+2+3
+    report = json.loads((harness_run["out"] / "report.json").read_text())
+    (trial,) = [t for t in report["trials"] if t["variant"] == "claude-500"]
+    assert trial["gateway_usage"]["retries"] == 3
+
+
+def test_a_model_other_than_the_label_is_flagged_per_trial_and_in_summarize(harness_run):
+    fins = {e.variant: e for e in of(harness_run["events"], TrialFinished)}
+    opus = fins["claude-opus"]
+    assert opus.model_substituted is True and opus.gateway_usage.models
+    assert "claude-opus-4-1" not in opus.gateway_usage.models
+    assert fins["claude"].model_substituted is False and fins["claude"].gateway_usage.models == ["th-scripted-1"]
+    report = json.loads((harness_run["out"] / "report.json").read_text())
+    assert {t["variant"]: t["model_substituted"] for t in report["trials"]}["claude-opus"] is True
+    proc = subprocess.run([PY, "-m", "trialhouse", "summarize", "--warehouse", str(harness_run["warehouse"]),
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    warnings = [w for w in json.loads(proc.stdout)["sanity"] if w["check"] == "model_substituted"]
+    assert len(warnings) == 1 and warnings[0]["count"] == 1
+    assert "claude-opus-4-1" in warnings[0]["message"] and opus.gateway_usage.models[0] in warnings[0]["message"]
 
 
 def test_turn_limit_is_a_budget_stop_and_its_steps_come_from_the_gateway(harness_run):

@@ -43,7 +43,21 @@ def test_a_missing_cli_is_a_clear_problem(tmp_path):
     found = probe(HarnessSettings(kind="claude-code", model="m"), str(tmp_path))
     assert found.path is None and "not on the agent's PATH" in found.problem and "make tools" in found.problem
     assert parse_version("codex", "codex-cli 9.9.9-beta\n") == "9.9.9-beta"
-    assert version_argv(HarnessSettings(kind="mini-swe-agent", model="m", binary="/x/mini")) == ["/x/mini", "--version"]
+    # mini-swe-agent 2.4.6 has no --version (exit 2): its banner, printed by --help (exit 0)
+    assert version_argv(HarnessSettings(kind="mini-swe-agent", model="m", binary="/x/mini")) == ["/x/mini", "--help"]
+
+
+def test_the_mini_version_comes_from_its_banner_of_a_command_that_succeeds():
+    import subprocess
+
+    argv = version_argv(HarnessSettings(kind="mini-swe-agent", model="m", binary=tool("mini")))
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env={"PATH": PATH, "HOME": "/nonexistent"})
+    assert proc.returncode == 0 and proc.stdout.startswith("This is mini-swe-agent version ")
+    assert parse_version("mini-swe-agent", proc.stdout) == "2.4.6"
+    refused = subprocess.run([tool("mini"), "--version"], capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL, env={"PATH": PATH, "HOME": "/nonexistent"})
+    assert refused.returncode == 2  # why the banner is read from --help
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -156,3 +170,17 @@ def test_fixture_layout_is_what_record_real_writes():
     for directory in REAL.glob("*/*"):
         assert (directory / "meta.json").is_file() and (directory / "model_calls.jsonl").is_file(), directory
     assert Path(__file__).with_name("record_real.py").is_file()
+
+
+def test_mini_with_an_anthropic_model_speaks_messages_to_the_gateway(tmp_path):
+    """``anthropic/<model>``: litellm appends ``/v1/messages`` to its api_base itself (with
+    ``<route>/v1`` it called ``/v1/v1/messages``, issue 33); the key goes in ANTHROPIC_API_KEY."""
+    run = rehearse("mini-swe-agent", "success", tool("mini"), root=tmp_path, path_env=PATH,
+                   model="anthropic/th-scripted-1")
+    assert run.exit_code == 0 and run.workspace_fixed, run.stderr.read_text()[-2000:]
+    assert {c.api for c in run.calls} == {"messages"} and [c.status for c in run.calls] == [200] * 5
+    assert {c.model for c in run.calls} == {"th-scripted-1"}  # litellm drops its route prefix
+    u = run.result.report.usage
+    assert (u.input_tokens, u.output_tokens, u.cache_read_tokens) == gateway_tokens(run.calls)
+    (base,) = [a for a in run.argv if a.startswith("model.model_kwargs.api_base=")]
+    assert not base.endswith("/v1")

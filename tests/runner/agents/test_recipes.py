@@ -40,7 +40,8 @@ def test_documented_recipe_runs_through_the_gateway(kind, tmp_path):
     (workspace / "calc.py").write_text(CALC_BUGGY)
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
     script = recipe(kind) + '\necho "OUT=$OUT"\n'
-    with Gateway("scripted", script=scenario_script(kind, "success")) as provider:
+    # Codex's recipe names its default model, whose commands go through its exec tool
+    with Gateway("scripted", script=scenario_script(kind, "success", exec_tool=kind == "codex")) as provider:
         upstream = provider.open_trial("provider", variables={"workspace": str(workspace)})
         env = {
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), str(TOOLS_BIN), "/usr/local/bin", "/usr/bin",

@@ -8,7 +8,8 @@ workspace: the real key (set in the runner's environment) must not be in it.
 
 Then record → replay inside ``trialhouse run``: a recorded session replays without the
 provider to the same tokens; a replay whose conversation departs from the recording (a
-different model) or that has no recording is ``infra_error`` with the reason.
+different model), that has no recording, or whose task differs from the recorded one (a
+changed prompt, a changed repository) is ``infra_error`` with the reason.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ import pytest
 
 from contract.call_events import ModelCall
 from contract.run_events import RunStarted
+from contract.stage_events import StageFinished
 from contract.trial_events import TrialFinished
-from runner.agents.rehearse import scenario_script
+from runner.agents.rehearse import codex_exec, scenario_script
 from runner.eventlog import read_events
 from runner.gateway import Gateway, Script, Step, ToolCall
 
@@ -37,7 +39,7 @@ PY = sys.executable
 DOC = Path(__file__).resolve().parents[3] / "docs" / "agents.md"
 KEYS = {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "R3alKey" * 8, "OPENAI_API_KEY": "sk-proj-" + "R3alKey" * 8}
 DUMP = {"claude-code": ToolCall(name="Bash", input={"command": "env > agent-env.txt"}),
-        "codex": ToolCall(name="exec_command", input={"cmd": "env > agent-env.txt"}),
+        "codex": codex_exec("env > agent-env.txt"),  # the recipe's model is Codex's default: exec tool
         "mini-swe-agent": ToolCall(name="bash", input={"command": "env > agent-env.txt"})}
 
 
@@ -54,7 +56,7 @@ def trialhouse(*args: str, env: dict | None = None) -> subprocess.CompletedProce
 
 def dumping(kind: str) -> Script:
     """The success script with a first step that writes the agent's environment to a file."""
-    script = scenario_script(kind, "success")
+    script = scenario_script(kind, "success", exec_tool=kind == "codex")
     return Script(steps=[Step(text="Looking around.", tool_calls=[DUMP[kind]]), *script.steps])
 
 
@@ -136,3 +138,32 @@ def test_record_then_replay_inside_trialhouse_run(tmp_path):
     (start,) = [e for e in events if isinstance(e, RunStarted)]
     assert start.gateway.recording_dir == "recordings"
     assert {v.settings["gateway"]["mode"] for v in start.variants} == {"replay"}
+    first = json.loads(recordings[0].read_text().splitlines()[0])
+    assert set(first["task"]) == {"prompt_sha256", "case_sha256", "tree", "harness_sha256", "harness"}
+
+    # the same recording replayed for another task: refused before the agent starts, naming what differs
+    for change in ("prompt", "repository"):
+        corpus3, out3 = tmp_path / f"replay-{change}", tmp_path / f"replayed-{change}"
+        manifest3 = harness_corpus(corpus3, variants[:1], {"mode": "replay", "recording_dir": "recordings"})
+        shutil.copytree(out / "gateway" / "recordings", corpus3 / "recordings")
+        doc = json.loads(manifest3.read_text())
+        if change == "prompt":
+            doc["cases"][0]["prompt"] += "\nAlso keep the module docstring."
+        else:
+            (corpus3 / "repo" / "NOTES.md").write_text("calc keeps its tests elsewhere\n")
+            git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+            subprocess.run([*git, "add", "NOTES.md"], cwd=corpus3 / "repo", check=True)
+            subprocess.run([*git, "commit", "-qm", "notes"], cwd=corpus3 / "repo", check=True)
+            doc["initial_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=corpus3 / "repo", check=True,
+                                                   capture_output=True, text=True).stdout.strip()
+        manifest3.write_text(json.dumps(doc))
+        done = trialhouse("run", "--manifest", str(manifest3), "--output", str(out3), "--json")
+        assert done.returncode == 0, done.stderr[-3000:]
+        events = read_events(out3 / "events.jsonl")
+        (fin,) = [e for e in events if isinstance(e, TrialFinished)]
+        assert fin.outcome == "infra_error" and "replay_mismatch" in fin.reason, fin.reason
+        assert ("the prompt differs" in fin.reason) == (change == "prompt"), fin.reason
+        assert ("the repository tree differs" in fin.reason) == (change == "repository"), fin.reason
+        assert not [e for e in events if isinstance(e, ModelCall)]  # the agent never started
+        (stage,) = [e for e in events if isinstance(e, StageFinished)]
+        assert stage.could_not_start

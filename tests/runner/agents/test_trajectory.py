@@ -8,6 +8,7 @@ the same sequence of actions, with the gateway's tokens on its model turns.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,23 @@ def test_unwrap_shell():
     assert unwrap_shell("/bin/bash -lc 'cat calc.py'") == "cat calc.py"
     assert unwrap_shell("ls -la") == "ls -la"
     assert unwrap_shell("/bin/bash -lc 'unterminated") == "/bin/bash -lc 'unterminated"
+
+
+def test_codex_items_without_a_recorded_start_are_timed_from_the_call_that_ran_them():
+    """A real rollout of Codex 0.171 (gpt-6.2-sol, inside trialhouse's sandbox): its command
+    items record start == end (~5 µs) although each ran ~0.15 s; the rollout's own call and
+    call-output stamps time them instead, so the tool time is a measurement, not 0."""
+    rollout = Path(__file__).parent / "fixtures" / "codex-sandboxed" / "rollout-gpt-6.2-sol.jsonl"
+    raw = [json.loads(line) for line in rollout.read_text().splitlines()]
+    items = [r["payload"] for r in raw if r.get("payload", {}).get("type") == "item_completed"
+             and r["payload"]["item"]["type"] == "CommandExecution"]
+    assert items and all(i["completed_at_ms"] - i["started_at_ms"] <= 1 for i in items)  # what Codex wrote
+    steps = codex_steps(rollout, rollout=rollout)
+    tools = [s for s in steps if s.kind == "tool"]
+    assert [s.action for s in tools] == ["read", "run", "edit", "run"]
+    issued = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")) for r in raw
+              if r.get("payload", {}).get("type") == "custom_tool_call"]
+    assert [s.started_at for s in tools] == issued[:4]  # each started when the model's exec call was written
+    assert all(s.duration_s is not None and s.duration_s > 0.01 for s in tools if s.action != "edit")
+    split = model_vs_tool_time(steps)
+    assert split.tool_s is not None and split.tool_s > 0.3 and split.why_unknown is None

@@ -32,6 +32,14 @@ def money_existing(see):
     see("format_amount(1234)", format_amount(1234))
 
 
+@check({"format_amount(-150)": "-1.50", "format_amount(-5)": "-0.05", "format_amount(-100)": "-1.00"})
+def amount_format_negative(see):
+    from ledger.money import format_amount
+
+    for cents in (-150, -5, -100):
+        see(f"format_amount({cents})", format_amount(cents))
+
+
 @check({"transfer over the balance": raised("InsufficientFunds"), "balances after a refused transfer": [100, 0],
         "history after a refused transfer": 1})
 def transfer_checks_funds(see):
@@ -125,7 +133,7 @@ def journal_existing(see):
 
 
 CHECKS = {f.__name__: f for f in [
-    amount_rejects_bad, money_existing, transfer_checks_funds, accounts_existing,
+    amount_rejects_bad, money_existing, amount_format_negative, transfer_checks_funds, accounts_existing,
     deposits_thread_safe, account_names_checked, journal_torn_tail, journal_existing,
 ]}
 
