@@ -20,12 +20,18 @@ from pathlib import Path
 from typing import Any
 
 from contract.chain import (
+    CONFIG_ENV,
+    KEY_NAME,
     NO_KEY,
     SEAL_NAME,
+    WRONG_MAC,
     ChainLink,
     ChainVerdict,
     chain_digest,
     chain_genesis,
+    chain_key,
+    config_dir,
+    evidence_changes,
     key_fingerprint,
     load_key,
     read_seal,
@@ -38,6 +44,7 @@ from contract.events import dump_event, parse_event
 from contract.redact import Redactor
 from contract.run_events import CaseValidated, RunStarted
 from contract.trial_events import TrialFinished
+from runner.errors import RunnerError
 from runner.evidence import write_atomic
 
 Emit = Callable[..., object]
@@ -155,6 +162,27 @@ def read_events(path: Path) -> list[Any]:
     return read_verified(path).events
 
 
+def run_key() -> bytes:
+    """The chain key (``contract.chain.chain_key``), a ``RunnerError`` when it cannot be made."""
+    try:
+        return chain_key()
+    except OSError as exc:
+        raise RunnerError(f"{config_dir() / KEY_NAME}: cannot create the chain key ({exc.strerror}); "
+                          f"make the folder writable or set {CONFIG_ENV}") from exc
+
+
+def check_evidence(run_dir: Path, verified: VerifiedEvents) -> None:
+    """Refuse to continue a run whose seal or evidence was changed after the fact."""
+    problems = [n for n in verified.notes if WRONG_MAC in n]
+    last = {str(e.trial_id): e for e in verified.events if isinstance(e, TrialFinished)}
+    for tid, fin in last.items():
+        if fin.evidence is not None and (run_dir / "trials" / tid).is_dir():
+            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence)]
+    if problems:
+        raise RunnerError(f"{run_dir}: changed after the fact ({'; '.join(problems[:5])}); "
+                          "it cannot be resumed: start a new run")
+
+
 class EventLog:
     """Append-only writer. Thread-safe; the sole owner of ``seq`` and the chain."""
 
@@ -173,6 +201,8 @@ class EventLog:
         self._redactor = redactor
         self._key = key
         """The chain key (``contract.chain.chain_key``): each seal carries an HMAC of its head."""
+        self.key_id = key_fingerprint(key) if key is not None else None
+        """The key's fingerprint, for the run header (never the key)."""
         self.redactions = 0
 
     def emit(self, cls: type[BaseEvent], **fields: Any) -> BaseEvent:

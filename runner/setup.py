@@ -20,15 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from contract.chain import (
-    CONFIG_ENV,
-    KEY_NAME,
-    WRONG_MAC,
-    chain_key,
-    config_dir,
-    evidence_changes,
-    key_fingerprint,
-)
 from contract.files import engine_version
 from contract.redact import Redactor
 from contract.run_events import (
@@ -40,10 +31,10 @@ from contract.run_events import (
     RunStarted,
     VariantInfo,
 )
-from contract.trial_events import TrialFinished
+from runner import eventlog
 from runner.containment import Containment, build_containment, run_secrets
 from runner.errors import RunnerError
-from runner.eventlog import EventLog, VerifiedEvents, read_events, read_verified, repair_tail
+from runner.eventlog import EventLog, read_events, read_verified, repair_tail
 from runner.fingerprint import GRADING_SEMANTICS, case_fingerprint
 from runner.git import GitError, git_version
 from runner.ids import new_run_id, trial_id
@@ -219,31 +210,10 @@ def _resumed(run_dir: Path, manifest_path: Path, manifest: Manifest, base: Path,
         raise RunnerError(f"{manifest_path}: the manifest changed since the run started; resume needs the same manifest")
     if starts[0].validation_only:
         raise RunnerError(f"{run_dir}: a validation-only run cannot be resumed")
-    check_evidence(run_dir, verified)
+    eventlog.check_evidence(run_dir, verified)
     snapshot = _resume_snapshot(run_dir, base, manifest, dict(starts[0].input_hashes))
     return _Start(starts[0].run_id, snapshot, prior, list(verified.refused), verified.last_line,
                   verified.lines, max(e.seq for e in prior) + 1)
-
-
-def run_key() -> bytes:
-    """The chain key (``contract.chain.chain_key``), a ``RunnerError`` when it cannot be made."""
-    try:
-        return chain_key()
-    except OSError as exc:
-        raise RunnerError(f"{config_dir() / KEY_NAME}: cannot create the chain key ({exc.strerror}); "
-                          f"make the folder writable or set {CONFIG_ENV}") from exc
-
-
-def check_evidence(run_dir: Path, verified: VerifiedEvents) -> None:
-    """Refuse to continue a run whose seal or evidence was changed after the fact."""
-    problems = [n for n in verified.notes if WRONG_MAC in n]
-    last = {str(e.trial_id): e for e in verified.events if isinstance(e, TrialFinished)}
-    for tid, fin in last.items():
-        if fin.evidence is not None and (run_dir / "trials" / tid).is_dir():
-            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence)]
-    if problems:
-        raise RunnerError(f"{run_dir}: changed after the fact ({'; '.join(problems[:5])}); "
-                          "it cannot be resumed: start a new run")
 
 
 def _fresh(run_dir: Path, manifest: Manifest, base: Path) -> _Start:
@@ -324,7 +294,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     fingerprints = {c.id: case_fingerprint(manifest, c, snapshot.hashes, case_source(manifest, base, c)[1])
                     for c in manifest.cases}
     log = EventLog(run_dir / "events.jsonl", start.run_id, start.next_seq, listener=listener,
-                   last_line=start.last_line, lines=start.lines, redactor=redactor, key=run_key())
+                   last_line=start.last_line, lines=start.lines, redactor=redactor, key=eventlog.run_key())
     s = RunSetup(manifest, manifest_path, base, run_dir, start.run_id, log, snapshot, texts, config_ids,
                  start.prior, containment, fingerprints, redactor, start.refused, harnesses)
     _emit_run_started(s, {v: r[0] for v, r in records.items()}, manifest_sha,
@@ -414,7 +384,7 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
         grading_semantics=GRADING_SEMANTICS,
         gateway=box.gateway.info() if box.gateway is not None else None,
         executor=executor or ExecutorInfo(kind="local"),
-        chain_key=key_fingerprint(run_key()),
+        chain_key=s.log.key_id,
     )
 
 
