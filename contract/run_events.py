@@ -189,6 +189,9 @@ class RunStarted(BaseEvent):
     """Where the trials ran; None in runs written before executors existed."""
     control_repeats: Positive32 | None = None
     controls_from: Id | None = None
+    chain_key: str | None = None
+    """Fingerprint of the key the run's seal is signed with (``contract.chain.key_fingerprint``;
+    the key itself stays in the user's config folder). None: an unkeyed run."""
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
     grading_semantics: Int32 | None = None
     rotation: RotationInfo | None = None

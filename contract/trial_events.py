@@ -216,6 +216,9 @@ class TrialFinished(BaseEvent):
     agent wrote into its output: a leak, which makes its configuration ineligible."""
     gateway_usage: GatewayUsage | None = None
     """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
+    evidence: dict[str, str] | None = None
+    """Relative path → sha256 of every evidence file the trial kept (``contract.chain.evidence_hashes``):
+    the hash chain covers them. None: not recorded (a trial that never finished normally)."""
     model_substituted: bool | None = None
     """True when a main-loop call through the gateway asked for a model other than the
     variant's ``model`` label (``gateway_usage.models`` says which): the trial measured that

@@ -32,6 +32,7 @@ from contract.run_events import (
     RunStarted,
     VariantInfo,
 )
+from runner import eventlog
 from runner.containment import Containment, build_containment, run_secrets
 from runner.errors import RunnerError
 from runner.eventlog import EventLog, read_events, read_verified, repair_tail
@@ -212,6 +213,7 @@ def _resumed(run_dir: Path, manifest_path: Path, manifest: Manifest, base: Path,
         raise RunnerError(f"{manifest_path}: the manifest changed since the run started; resume needs the same manifest")
     if starts[0].validation_only:
         raise RunnerError(f"{run_dir}: a validation-only run cannot be resumed")
+    eventlog.check_evidence(run_dir, verified)
     snapshot = _resume_snapshot(run_dir, base, manifest, dict(starts[0].input_hashes))
     return _Start(starts[0].run_id, snapshot, prior, list(verified.refused), verified.last_line,
                   verified.lines, max(e.seq for e in prior) + 1)
@@ -296,7 +298,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     fingerprints = {c.id: case_fingerprint(manifest, c, snapshot.hashes, case_source(manifest, base, c)[1])
                     for c in manifest.cases}
     log = EventLog(run_dir / "events.jsonl", start.run_id, start.next_seq, listener=listener,
-                   last_line=start.last_line, lines=start.lines, redactor=redactor)
+                   last_line=start.last_line, lines=start.lines, redactor=redactor, key=eventlog.run_key())
     s = RunSetup(manifest, manifest_path, base, run_dir, start.run_id, log, snapshot, texts, config_ids,
                  start.prior, containment, fingerprints, redactor, start.refused, harnesses, rotation)
     _emit_run_started(s, {v: r[0] for v, r in records.items()}, manifest_sha,
@@ -388,6 +390,7 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
         grading_semantics=GRADING_SEMANTICS, rotation=s.rotation,
         gateway=box.gateway.info() if box.gateway is not None else None,
         executor=executor or ExecutorInfo(kind="local"),
+        chain_key=s.log.key_id,
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.chain import evidence_hashes
 from contract.envelope import BaseEvent, Outcome
 from contract.stage_events import Usage
 from contract.trial_events import (
@@ -28,6 +29,7 @@ from contract.trial_events import (
 )
 from runner import sandbox
 from runner.agents.harness_stage import ResolvedHarness, model_substituted
+from runner.blame import AGENT_OUTPUT_ERRORS, charged
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
@@ -57,7 +59,7 @@ from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
 from runner.stage import StageResult, StageSetup, run_stage
-from runner.trial_files import TrialFiles, create_workspace
+from runner.trial_files import Kept, TrialFiles, create_workspace
 from runner.walk import tree_size
 
 
@@ -229,9 +231,10 @@ class _Trial:
         _check_stop(spec)
         try:
             results, violations = self.grade(attempt)
-        except GitError as exc:
+        except (GitError, *AGENT_OUTPUT_ERRORS) as exc:
             _check_stop(spec)  # the copy failed because the run is stopping: not a result
-            failed = self.budget.work_failed("preparing the grading copy", exc)
+            failed = charged(exc, "preparing the grading copy") or self.budget.work_failed(
+                "preparing the grading copy", exc)
             self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[],
                       **stop_fields(failed))
             return failed.outcome, failed.reason, [], True
@@ -243,7 +246,13 @@ class _Trial:
         self.last_results = results
         emit_gradings(self.emit, attempt, results, final, spec.baseline)
         if final and outcome not in NOT_JUDGED:
-            bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            try:
+                bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            except AGENT_OUTPUT_ERRORS as exc:
+                stop = charged(exc, "writing the judges' evidence")
+                if stop is None:
+                    raise
+                bad, outcome, reason = [], stop.outcome, stop.reason
             _check_stop(spec)
             if bad:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
@@ -343,9 +352,15 @@ class _Trial:
     def finish(self, outcome: Outcome, reason: str, attempts: int) -> TrialOutcome:
         spec, budget = self.spec, self.budget
         graders = case_inputs(spec.snapshot, spec.case).contents  # their names are flagged in the patch
-        kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
-                               self.current.tree if self.current else None, spec.case.allowed_paths,
-                               self.emit, budget.for_evidence, graders)
+        try:
+            kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
+                                   self.current.tree if self.current else None, spec.case.allowed_paths,
+                                   self.emit, budget.for_evidence, graders)
+        except AGENT_OUTPUT_ERRORS as exc:
+            stop = charged(exc, f"keeping the evidence (graded {outcome})")
+            if stop is None:
+                raise
+            outcome, reason, kept = stop.outcome, stop.reason, Kept()
         self.redactions += kept.redactions
         if kept.patch is not None and kept.patch.summarised:
             reason += f" (changes.patch summarises {len(kept.patch.summarised)} large file(s))"
@@ -354,6 +369,8 @@ class _Trial:
         wall = budget.elapsed()
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
                             usage.cost_usd, wall, kept.flags)
+        self.files.scrub(self.box.store)  # before the hashes: nothing in the trial changes after
+        evidence = evidence_hashes(self.files.dir)
         gateway = budget.gateway_usage()
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
@@ -367,7 +384,7 @@ class _Trial:
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
             secrets_leaked=self.leaked, gateway_usage=gateway, patch_paths=kept.patch_paths,
-            model_substituted=model_substituted(spec.variant.model, gateway),
+            model_substituted=model_substituted(spec.variant.model, gateway), evidence=evidence,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, kept.flags, attempts)
 
@@ -377,4 +394,8 @@ def run_trial(spec: TrialSpec, emit: Emit, clock: Clock = time.monotonic) -> Tri
     ``clock`` is the trial budget's (``runner.budget``)."""
     remove_tree(spec.trial_dir)
     spec.trial_dir.mkdir(parents=True)
-    return _Trial(spec, emit, clock).run()
+    trial = _Trial(spec, emit, clock)
+    try:
+        return trial.run()
+    finally:  # whatever raised (or was charged to the agent): nothing unredacted stays
+        trial.files.scrub(spec.containment.store)

@@ -37,6 +37,7 @@ from runner.capture import TrialGit
 from runner.evidence import read_capped, write_atomic
 from runner.flags import GraderNames, grader_names, inspect_patch
 from runner.git import GitError, git
+from runner.patchnames import quote
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.run_store import RunStore
@@ -86,6 +87,8 @@ class TrialFiles:
         self.ws = trial_dir / "workspace"
         self.home = trial_dir / ".sandbox" / "home"
         self.tmp = trial_dir / ".sandbox" / "tmp"
+        self.kept = False
+        """The workspace was redacted and the private directories discarded (``keep``)."""
         self.dir_ids: dict[str, tuple[int, int]] = {}
         for name in ("", *EVIDENCE_DIRS):
             (self.dir / name).mkdir(exist_ok=True)
@@ -170,7 +173,7 @@ class TrialFiles:
         paths = None  # read before the runner's git directory goes
         if final_tree is not None and prepared is not None:
             try:
-                paths = tgit.changed_names(prepared, final_tree)[:PATCH_PATHS]
+                paths = [quote(p) for p in tgit.changed_names(prepared, final_tree)[:PATCH_PATHS]]
             except GitError:
                 paths = None
         store.discard(self.dir / ".sandbox")
@@ -207,7 +210,24 @@ class TrialFiles:
                           f"{KEPT_FILE_LIMIT} bytes):\n" + "".join(f"{r}\n" for r in removed)).encode())
         store.discard(self.ws / ".git")
         store.discard(self.dir / ".runner")
+        self.kept = True
         return redactions
+
+    def scrub(self, store: RunStore) -> None:
+        """Unless ``keep`` finished (or this ran already): remove the workspace, the sandbox's HOME/TMP and the
+        runner's scratch, unredacted as they are (the ``finally`` of every trial: whatever
+        raised, no secret stays at rest in the run directory; docs/security.md)."""
+        if self.kept:
+            return
+        self.kept = True  # once: the trial's evidence is hashed after it
+        for path in (self.ws, self.dir / ".sandbox", self.dir / ".runner"):
+            try:
+                store.discard(path)
+            except Exception:  # noqa: BLE001 - the background removal failed: remove it here
+                remove_tree(path)
+        if not os.path.lexists(self.ws):
+            write_atomic(self.dir / "workspace-removed.txt",
+                         b"The trial did not finish normally: its workspace was removed unredacted.\n")
 
 
 def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,

@@ -31,7 +31,7 @@ SPECS = {
         Column("prices_as_of", "string"),  # date of the price table used, when any
         Column("run_cost_usd", "float64"),  # run-level spend reported by a foreign tool; never spread over trials
         Column("details_json", "string"),  # input hashes, variants, anything else as JSON
-        Column("integrity", "string"),  # hash chain: intact | unchained (older runs) | tampered or damaged: …
+        Column("integrity", "string"),  # hash chain, keyed seal, evidence: intact | chain intact, key not available | chain intact, unkeyed seal | unchained (older runs) | tampered or damaged: …
         Column("isolation_backend", "string"),  # bubblewrap | none | null (foreign, or before isolation)
         Column("isolated", "bool"),  # false: agents and graders were not isolated (reports say so)
         Column("network", "bool"),  # agents had the host's network (network_policy open)
