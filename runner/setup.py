@@ -1,11 +1,8 @@
-"""Opening a run and closing it: the resume check, the input snapshot, the run's
-containment, config ids and fingerprints, ``run_started``; at the end ``run_finished``
-and ``report.json`` (docs/runner.md).
-
-A run directory is new (refused unless empty) or resumed (the same manifest, its
-events chain verified, its input snapshot checked). A directory that holds only an
-interrupted setup (``SETUP_MARKER`` and no ``run_started``) is cleared and set up
-afresh either way.
+"""Opening a run and closing it: the resume check, the input snapshot, the run's containment,
+config ids and fingerprints, ``run_started``; at the end ``run_finished`` and ``report.json``
+(docs/runner.md). A run directory is new (refused unless empty) or resumed (the same manifest,
+its events chain verified, its input snapshot checked). A directory that holds only an
+interrupted setup (``SETUP_MARKER``, no ``run_started``) is cleared and set up afresh.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """One trial as a state machine: prepare → attempts (stages, then a grade) → finish.
 
-A trial owns its directory ``<run_dir>/trials/<trial_id>/`` (``runner.trial_files``) and
-nothing else; it never writes ``events.jsonl`` itself (its events go to ``emit``). That
-keeps it runnable unchanged on another engine (a thread pool today, a distributed worker
-later). Each seam is a module that gets what it needs as arguments and never imports
-this one: the clock and the spend (``runner.budget``), one stage (``runner.stage``), what
-stays of the trial (``runner.trial_files``), the outcome table (``runner.outcome``).
+A trial owns its directory ``<run_dir>/trials/<trial_id>/`` (``runner.trial_files``) and nothing
+else; it never writes ``events.jsonl`` itself (its events go to ``emit``). That keeps it runnable
+unchanged on another engine (a thread pool today, a distributed worker later). Each seam is a
+module that gets what it needs as arguments and never imports this one: ``runner.budget`` (clock,
+spend), ``runner.stage``, ``runner.trial_files`` (what stays), ``runner.outcome`` (the table).
 """
 
 from __future__ import annotations

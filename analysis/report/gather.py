@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-    from analysis.cohorts import Cohorts
     from analysis.budget_curve import BudgetCurve
+    from analysis.cohorts import Cohorts
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
     from analysis.eligibility import Blockers, Eligibility, Gates
