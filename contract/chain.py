@@ -193,12 +193,36 @@ def evidence_hashes(trial_dir: Path) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def evidence_changes(trial_dir: Path, recorded: dict[str, str]) -> list[str]:
+RETENTION_LOG = "retention.jsonl"
+"""A run's record of what retention removed (``trialhouse gc``, docs/rollout.md)."""
+
+
+def retired_paths(run_dir: Path) -> set[str]:
+    """Paths (relative to the run directory) that retention recorded as removed: a file
+    missing below one of them was collected by policy, not tampered with. Only missing
+    files are excused this way; a changed or added file is still reported."""
+    log = Path(run_dir) / RETENTION_LOG
+    out: set[str] = set()
+    if not log.is_file() or log.is_symlink():
+        return out
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            removed = json.loads(line).get("removed", [])
+        except (ValueError, AttributeError, RecursionError):
+            continue
+        out |= {str(r["path"]) for r in removed if isinstance(r, dict) and isinstance(r.get("path"), str)}
+    return out
+
+
+def evidence_changes(trial_dir: Path, recorded: dict[str, str], retired: set[str] | None = None) -> list[str]:
     """Evidence files of a trial that are not what its ``trial_finished`` recorded:
-    changed, missing or added after the trial."""
+    changed, missing (unless below a path in ``retired``, relative to the trial) or added
+    after the trial."""
     now = evidence_hashes(trial_dir)
     changed = [f"{rel} changed" for rel in recorded if rel in now and now[rel] != recorded[rel]]
-    missing = [f"{rel} missing" for rel in recorded if rel not in now]
+    gone = retired or set()
+    missing = [f"{rel} missing" for rel in recorded
+               if rel not in now and not any(rel == g or rel.startswith(g + "/") for g in gone)]
     added = [f"{rel} added" for rel in now if rel not in recorded]
     return changed + missing + added
 

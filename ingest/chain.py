@@ -26,6 +26,7 @@ from contract.chain import (
     evidence_changes,
     load_key,
     read_seal,
+    retired_paths,
     seal_status,
     verify_chain,
 )
@@ -180,8 +181,10 @@ def evidence_problems(events_path: Path) -> list[str]:
             if isinstance(tid, str) and isinstance(ev, dict):
                 last[tid] = {str(k): str(v) for k, v in ev.items()}
     out: list[str] = []
+    retired = retired_paths(trials.parent)
     for tid, evidence in sorted(last.items()):
         folder = trials / tid
         if "/" not in tid and tid not in (".", "..") and folder.is_dir():
-            out += [f"trials/{tid}/{c} after the trial" for c in evidence_changes(folder, evidence)]
+            mine = {p.removeprefix(f"trials/{tid}/") for p in retired if p.startswith(f"trials/{tid}/")}
+            out += [f"trials/{tid}/{c} after the trial" for c in evidence_changes(folder, evidence, mine)]
     return out

@@ -35,6 +35,7 @@ from contract.chain import (
     key_fingerprint,
     load_key,
     read_seal,
+    retired_paths,
     seal_mac,
     seal_status,
     verify_chain,
@@ -175,9 +176,11 @@ def check_evidence(run_dir: Path, verified: VerifiedEvents) -> None:
     """Refuse to continue a run whose seal or evidence was changed after the fact."""
     problems = [n for n in verified.notes if WRONG_MAC in n]
     last = {str(e.trial_id): e for e in verified.events if isinstance(e, TrialFinished)}
+    retired = retired_paths(run_dir)
     for tid, fin in last.items():
         if fin.evidence is not None and (run_dir / "trials" / tid).is_dir():
-            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence)]
+            mine = {p.removeprefix(f"trials/{tid}/") for p in retired if p.startswith(f"trials/{tid}/")}
+            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence, mine)]
     if problems:
         raise RunnerError(f"{run_dir}: changed after the fact ({'; '.join(problems[:5])}); "
                           "it cannot be resumed: start a new run")

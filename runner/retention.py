@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from contract.chain import RETENTION_LOG
 from contract.files import engine_version, file_sha256
 from runner.errors import RunnerError
 from runner.pristine import remove_tree
@@ -35,7 +36,7 @@ RAW_OUTPUT = ("logs", "agent-events", "trajectories", "grading", ".runner", ".sa
 """A trial's directories of raw stage output (runner.trial_files.EVIDENCE_DIRS minus what is kept)."""
 KEPT = ("prompts", "verdicts", "checkpoints", "changes.patch", "workspace-removed.txt")
 """What stays of a trial after any policy (besides the run's events, seal, report and inputs)."""
-LOG_NAME = "retention.jsonl"
+LOG_NAME = RETENTION_LOG
 
 
 class Policy(BaseModel):

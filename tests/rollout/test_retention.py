@@ -199,3 +199,27 @@ def test_the_raw_output_is_evidence_the_runner_writes() -> None:
 
     assert set(RAW_OUTPUT) <= set(EVIDENCE_DIRS) and not set(RAW_OUTPUT) & set(KEPT)
     assert set(EVIDENCE_DIRS) - set(RAW_OUTPUT) <= set(KEPT)
+
+
+def test_retired_evidence_excuses_only_what_retention_removed(tmp_path):
+    """A file missing below a path retention recorded is collected, not tampered with; a file
+    changed beside it, or missing elsewhere, is still reported."""
+    import json
+
+    from contract.chain import evidence_changes, evidence_hashes, retired_paths
+
+    trial = tmp_path / "trials" / "t1"
+    (trial / "logs").mkdir(parents=True)
+    (trial / "logs" / "stage.log").write_text("raw output\n")
+    (trial / "changes.patch").write_text("diff\n")
+    (trial / "verdicts").mkdir()
+    (trial / "verdicts" / "v.json").write_text("{}\n")
+    recorded = evidence_hashes(trial)
+    (trial / "logs" / "stage.log").unlink()
+    (trial / "verdicts" / "v.json").unlink()
+    (trial / "changes.patch").write_text("forged\n")
+    (tmp_path / "retention.jsonl").write_text(json.dumps({"removed": [{"path": "trials/t1/logs"}]}) + "\n")
+    mine = {p.removeprefix("trials/t1/") for p in retired_paths(tmp_path)}
+    assert mine == {"logs"}
+    assert sorted(evidence_changes(trial, recorded, mine)) == ["changes.patch changed", "verdicts/v.json missing"]
+    assert "logs/stage.log missing" in evidence_changes(trial, recorded)  # without the record: reported
