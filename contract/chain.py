@@ -216,11 +216,12 @@ def retired_paths(run_dir: Path) -> set[str]:
 
 def evidence_changes(trial_dir: Path, recorded: dict[str, str], retired: set[str] | None = None) -> list[str]:
     """Evidence files of a trial that are not what its ``trial_finished`` recorded:
-    changed, missing (unless below a path in ``retired``, relative to the trial) or added
-    after the trial."""
+    changed, missing (unless below a path in ``retired``, the run's ``retired_paths``) or
+    added after the trial."""
     now = evidence_hashes(trial_dir)
     changed = [f"{rel} changed" for rel in recorded if rel in now and now[rel] != recorded[rel]]
-    gone = retired or set()
+    prefix = f"trials/{trial_dir.name}/"
+    gone = {p.removeprefix(prefix) for p in retired or () if p.startswith(prefix)}
     missing = [f"{rel} missing" for rel in recorded
                if rel not in now and not any(rel == g or rel.startswith(g + "/") for g in gone)]
     added = [f"{rel} added" for rel in now if rel not in recorded]

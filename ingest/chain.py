@@ -185,6 +185,5 @@ def evidence_problems(events_path: Path) -> list[str]:
     for tid, evidence in sorted(last.items()):
         folder = trials / tid
         if "/" not in tid and tid not in (".", "..") and folder.is_dir():
-            mine = {p.removeprefix(f"trials/{tid}/") for p in retired if p.startswith(f"trials/{tid}/")}
-            out += [f"trials/{tid}/{c} after the trial" for c in evidence_changes(folder, evidence, mine)]
+            out += [f"trials/{tid}/{c} after the trial" for c in evidence_changes(folder, evidence, retired)]
     return out

@@ -179,8 +179,7 @@ def check_evidence(run_dir: Path, verified: VerifiedEvents) -> None:
     retired = retired_paths(run_dir)
     for tid, fin in last.items():
         if fin.evidence is not None and (run_dir / "trials" / tid).is_dir():
-            mine = {p.removeprefix(f"trials/{tid}/") for p in retired if p.startswith(f"trials/{tid}/")}
-            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence, mine)]
+            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence, retired)]
     if problems:
         raise RunnerError(f"{run_dir}: changed after the fact ({'; '.join(problems[:5])}); "
                           "it cannot be resumed: start a new run")

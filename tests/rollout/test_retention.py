@@ -219,7 +219,7 @@ def test_retired_evidence_excuses_only_what_retention_removed(tmp_path):
     (trial / "verdicts" / "v.json").unlink()
     (trial / "changes.patch").write_text("forged\n")
     (tmp_path / "retention.jsonl").write_text(json.dumps({"removed": [{"path": "trials/t1/logs"}]}) + "\n")
-    mine = {p.removeprefix("trials/t1/") for p in retired_paths(tmp_path)}
-    assert mine == {"logs"}
-    assert sorted(evidence_changes(trial, recorded, mine)) == ["changes.patch changed", "verdicts/v.json missing"]
+    retired = retired_paths(tmp_path)
+    assert retired == {"trials/t1/logs"}
+    assert sorted(evidence_changes(trial, recorded, retired)) == ["changes.patch changed", "verdicts/v.json missing"]
     assert "logs/stage.log missing" in evidence_changes(trial, recorded)  # without the record: reported
