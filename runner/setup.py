@@ -268,7 +268,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     """Open (or resume) the run of ``manifest_path`` in ``output_dir`` and emit ``run_started``;
     with ``regrade``, a regrade run of that run's cases (``runner.regrade``)."""
     manifest_path = Path(manifest_path)
-    manifest = load_valid_manifest(manifest_path)
+    manifest = load_valid_manifest(manifest_path, agents_here=executor is None)
     if regrade is not None:
         manifest = manifest.model_copy(update={"cases": [c for c in manifest.cases if c.id in regrade.case_ids]})
     raise_fd_limit()  # the runner's descriptors are budgeted apart from the agents' (docs/gateway.md)

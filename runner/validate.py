@@ -151,8 +151,9 @@ def repo_path(base: Path, repository: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def validate_manifest(path: Path) -> ValidationReport:
-    """Check a manifest file completely; never raises for bad input."""
+def validate_manifest(path: Path, *, agents_here: bool = True) -> ValidationReport:
+    """Check a manifest file completely; never raises for bad input. ``agents_here=False``: the
+    agents run on other machines (Ray), so their absolute paths are not checked on this one."""
     path = Path(path)
     report = ValidationReport(path)
     raw, problems = _load(path)
@@ -179,7 +180,7 @@ def validate_manifest(path: Path) -> ValidationReport:
         from runner.visible import check_problems
 
         _check_agents(report, manifest, base)
-        _check_command_paths(report, manifest, base)
+        _check_command_paths(report, manifest, base, agents_here)
         for loc, msg in [*judge_problems(manifest, base), *check_problems(manifest)]:
             report.add(Problem(loc, msg))
         report.notes.append(network_note(manifest))
@@ -372,7 +373,7 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
                                                     f"sends it to {up.base_url} for the agents' {provider} calls"))
 
 
-def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Path) -> None:
+def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Path, agents_here: bool) -> None:
     """Every path a ``command`` agent's argv names, resolved where the agent will run
     (``runner.agents.command_paths``); one (repository, commit) per case source, checked once."""
     from runner.agents.command_paths import command_path_problems
@@ -386,13 +387,13 @@ def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Pat
         if (repo, commit) not in sources and git.is_repository(repo) and git.commit_exists(repo, commit):
             sources[(repo, commit)] = c.id
     rows = [(case_id, repo, commit) for (repo, commit), case_id in sources.items()]
-    for loc, why in command_path_problems(manifest, base, rows):
+    for loc, why in command_path_problems(manifest, base, rows, agents_here):
         report.add(Problem(loc, why))
 
 
-def load_valid_manifest(path: Path) -> Manifest:
+def load_valid_manifest(path: Path, *, agents_here: bool = True) -> Manifest:
     """The parsed manifest, or ``ManifestInvalid`` naming the first problem."""
-    report = validate_manifest(path)
+    report = validate_manifest(path, agents_here=agents_here)
     if not report.ok:
         raise ManifestInvalid(Path(path), report.problems)
     assert report.manifest is not None
