@@ -11,11 +11,12 @@ TH     := $(BIN)/trialhouse
 WH     := $(DEMO)/warehouse/trialhouse.duckdb
 FOREIGN := examples/foreign/runs.jsonl examples/foreign/inspect-arith.eval examples/foreign/harbor-job examples/foreign/swebench-submission
 RUN_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/main/report.json'))['run_id'])"
+SWEEP_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/sweep/report.json'))['run_id'])"
 # compare and report get the same baseline (and so the same candidates and Holm family)
 BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test test-scale lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
+.PHONY: help venv demo test test-recipes test-scale lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -38,7 +39,9 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) validate --manifest $(DEMO)/corpus/manifest.json
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/controls --validation-only --jobs $(JOBS)
 	$(TH) run --manifest $(DEMO)/corpus/manifest.json --output $(DEMO)/runs/main --jobs $(JOBS)
-	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
+	@# a budget sweep of a simulated agent, with one visible check: its own manifest (docs/example-corpus.md)
+	$(TH) run --manifest $(DEMO)/corpus/sweep.json --output $(DEMO)/runs/sweep --jobs $(JOBS)
+	$(TH) ingest $(DEMO)/runs/controls $(DEMO)/runs/main $(DEMO)/runs/sweep $(FOREIGN) --prices examples/foreign/prices.json --warehouse $(WH)
 	$(TH) calibrate-judge --manifest $(DEMO)/corpus/manifest.json --rubric rubrics/fits-the-codebase.md --dataset $(DEMO)/corpus/rubrics/fits-the-codebase.calibration.json --variant sim-alpha-planner --warehouse $(WH)
 	$(TH) review import $(DEMO)/corpus/reviews/reviews.csv --rubric $(DEMO)/corpus/reviews/grid.yaml --warehouse $(WH)
 	$(TH) review summary --warehouse $(WH)
@@ -47,21 +50,28 @@ demo: $(STAMP) bubblewrap ## run the main job: example corpus → validate → c
 	$(TH) compare --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE)
 	$(TH) view --warehouse $(WH) --bundle $(DEMO)/reports/viewer
 	$(TH) report --warehouse $(WH) --run $$($(RUN_ID)) --baseline $(BASELINE) --output $(DEMO)/reports/latest --bundle $(DEMO)/reports/viewer
+	$(TH) budget-curve --warehouse $(WH) --run $$($(SWEEP_ID))
+	$(TH) visibility --warehouse $(WH) --run $$($(SWEEP_ID))
+	$(TH) report --warehouse $(WH) --run $$($(SWEEP_ID)) --output $(DEMO)/reports/sweep --bundle $(DEMO)/reports/viewer
 	@echo
 	@echo "run:        $(DEMO)/runs/main  (events.jsonl, report.json, trials/)"
 	@echo "warehouse:  $(WH)  (try: $(TH) sql -w $(WH) 'SELECT outcome, count(*) FROM trials GROUP BY 1')"
 	@echo "report:     $(DEMO)/reports/latest/report.html  (trial ids link to the bundle's pages)"
+	@echo "sweep:      $(DEMO)/reports/sweep/report.html  (quality at several budgets; visible and hidden checks)"
 	@echo "viewer:     $(TH) view -w $(WH) --reviews $(DEMO)/reviews.jsonl --rubric $(DEMO)/corpus/reviews/grid.yaml"
 	@echo "bundle:     $(DEMO)/reports/viewer/index.html  (the same pages as a static site)"
 	@echo "notebooks:  make lab"
 
-test: $(STAMP) chromium bubblewrap tools recipe-tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite
+test: $(STAMP) chromium bubblewrap tools ## install everything (bubblewrap, Chromium, the pinned agent CLIs), lint, type-check, and run the whole test suite (the aider/OpenHands recipes: make test-recipes)
 	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
 	$(BIN)/mypy contract runner ingest warehouse analysis viewer trialhouse
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not scale and not ray_cluster and not recipes"
 	@# the Ray-cluster tests after the rest, with the machine to themselves: a raylet started under
 	@# load can miss its dashboard-agent start window (ray-project/ray#65983)
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=5 -m "ray_cluster and not scale"
+
+test-recipes: $(STAMP) bubblewrap recipe-tools ## the aider and OpenHands command-agent recipes against their pinned PyPI releases (~1.5 GB of installs, kept out of make test's 15 minutes)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m recipes tests/runner/agents/test_command_recipes.py
 
 test-scale: $(STAMP) bubblewrap ## the Ray executor tests with the large sizes (a 500 MB repository; a few minutes)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py

@@ -182,7 +182,7 @@ def resolve_config(configs: pl.DataFrame | list[dict], name: str) -> dict:
     rows = configs if isinstance(configs, list) else configs.to_dicts()
     for test in (lambda r: r["config_id"] == name, lambda r: r.get("variant") == name,
                  lambda r: str(r["config_id"]).startswith(name)):
-        hits = [r for r in rows if test(r)]
+        hits = list({r["config_id"]: r for r in rows if test(r)}.values())  # a config in several runs is one
         if len(hits) == 1:
             return config_dict(hits[0])
         if len(hits) > 1:

@@ -13,7 +13,9 @@ One place for the rule, so ``compare``, ``pareto``, the headline and the report 
   any is ``invalid``; any failed a criterion of severity ``blocker`` that passed on the
   initial commit (a blocker regression: the agent broke it); any comes from a run whose
   events chain is tampered or damaged (``runs.integrity``); any leaked one of the run's
-  secrets into its evidence (``trials.secrets_leaked > 0``). Baselines are never
+  secrets into its evidence (``trials.secrets_leaked > 0``); its infra errors are
+  selective (``analysis.abstention``: much higher than the other configurations' on the
+  same tasks, or concentrated on the tasks they fail). Baselines are never
   ineligible: their problems are notes.
 - **Default baseline**: the manifest's first non-baseline variant (lowest
   ``variant_order`` in the earliest run), else the first non-baseline configuration.
@@ -321,6 +323,7 @@ def assess(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     with a gate gets the reasons, a baseline gets them as notes. ``found``: the selection's
     ``gates`` when the caller has them already (a report asks them once).
     """
+    from analysis.abstention import selective
     from analysis.filters import Filters as AnyFilters
     from analysis.scope import resolve
 
@@ -328,9 +331,12 @@ def assess(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     found = gates(con, filters) if found is None else found
     ids = set(found) if config_ids is None else set(config_ids)
     roles = eligibility(con, ids)
+    abstaining = selective(con, filters)
     out = {}
     for cid, e in roles.items():
         reasons = found.get(cid, Gates()).reasons()
+        if cid in abstaining:
+            reasons = (*reasons, abstaining[cid].message())
         out[cid] = (Eligibility(cid, e.role, e.agent_kind, notes=reasons) if e.is_baseline
                     else Eligibility(cid, e.role, e.agent_kind, reasons))
     return out

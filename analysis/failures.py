@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 OUTCOME_ORDER = ("accepted", "target_failed", "regression", "budget_exhausted",
-                 "infra_error", "invalid")
+                 "agent_output_error", "infra_error", "invalid")
 
 
 def _agg(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

@@ -1,7 +1,8 @@
 """Tables the terminal and the report lay out alike, built once from a result.
 
-``trialhouse trajectory`` and the report's trajectory section print the same cells, so the
-layout lives here, below both (``analysis.document``'s table), instead of in either.
+``trialhouse trajectory`` and the report's trajectory section print the same cells (so do
+``budget-curve`` and ``visibility`` and theirs), so the layout lives here, below both
+(``analysis.document``'s table), instead of in either.
 """
 
 from __future__ import annotations
@@ -50,3 +51,42 @@ def trajectory_table(rows: Sequence[Mapping[str, Any]],
           r["metric"] if r["category"] is None else f"final_check: {r['category']}",
           _trajectory_cell(r, ""), _trajectory_cell(r, "accepted_"), _trajectory_cell(r, "other_"),
           fmt.count(r["unknown"])] for r in rows])
+
+
+def _budget(kind: str | None, value: Any) -> str:
+    return fmt.usd(value) if kind == "max_cost_usd" else fmt.secs(value)
+
+
+def budget_curve_tables(curve: Any, label: Callable[[Mapping[str, Any]], str]) -> list[Table]:
+    """``analysis.budget_curve``: the points (acceptance with its Wilson interval, cost per
+    accepted, budget-exhausted trials) and the paired steps between adjacent points."""
+    points = Table(
+        "Budget curve: acceptance and cost per accepted result at each budget",
+        columns(["sweep", "budget", "configuration", "accepted/valid", "95% CI per trial", "tasks",
+                 "budget exhausted", "cost", "cost/accepted"], [False, True, False] + [True] * 6, identifying=3),
+        [[r["sweep"], _budget(r["sweep_budget"], r["budget"]), label(r), fmt.pct(r["accepted"], r["valid"]),
+          fmt.interval(r["ci_low"], r["ci_high"]), fmt.count(r["tasks"]), fmt.count(r["budget_exhausted"]),
+          fmt.usd(r["cost_usd"], r["cost_coverage"]),
+          fmt.DASH if not r["accepted"] else fmt.usd(r["cost_per_accepted"])] for r in curve.rows])
+    kinds = {r["sweep"]: r["sweep_budget"] for r in curve.rows}
+    steps = Table(
+        "Between adjacent budgets, paired on the same tasks (sign test over tasks, as compare)",
+        columns(["sweep", "from → to", "tasks", "pairs", "gained", "lost", "tasks better/worse/tied", "p",
+                 "p (Holm)"], [False, False] + [True] * 7, identifying=2),
+        [[s["sweep"], f"{_budget(kinds[s['sweep']], s['from_budget'])} → {_budget(kinds[s['sweep']], s['to_budget'])}",
+          fmt.count(s["tasks"]), fmt.count(s["pairs"]), fmt.count(s["gained"]), fmt.count(s["lost"]),
+          f"{s['improvements']}/{s['regressions']}/{s['ties']}", fmt.pval(s["p"]), fmt.pval(s["p_holm"])]
+         for s in curve.steps])
+    return [points, steps]
+
+
+def visibility_table(vis: Any, label: Callable[[Mapping[str, Any]], str]) -> Table:
+    """``analysis.visibility``: visible and hidden checks passed per configuration, and the gap."""
+    return Table(
+        "Visible and hidden checks: trials passing every check of each kind (final state)",
+        columns(["configuration", "trials", "visible passed", "95% CI", "hidden passed", "95% CI", "gap",
+                 "visible only", "hidden only", "p"], [False] + [True] * 9),
+        [[label(r), fmt.count(r["trials"]), fmt.pct(r["visible_pass"], r["trials"]),
+          fmt.interval(r["visible_ci_low"], r["visible_ci_high"]), fmt.pct(r["hidden_pass"], r["trials"]),
+          fmt.interval(r["hidden_ci_low"], r["hidden_ci_high"]), fmt.signed(r["gap"]),
+          fmt.count(r["visible_only"]), fmt.count(r["hidden_only"]), fmt.pval(r["p"])] for r in vis.rows])

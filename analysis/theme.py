@@ -50,6 +50,7 @@ OUTCOME_COLORS = {
     "target_failed": "#E69F00",
     "regression": BAD,
     "budget_exhausted": "#CC79A7",
+    "agent_output_error": "#56B4E9",
     "infra_error": NEUTRAL,
     "invalid": "#000000",
     "incomplete": "#DDDDDD",

@@ -19,9 +19,12 @@ SCHEMA_VERSION: Literal[1] = 1
 
 
 Outcome = Literal[
-    "accepted", "target_failed", "regression", "budget_exhausted", "infra_error", "invalid"
+    "accepted", "target_failed", "regression", "budget_exhausted", "infra_error", "invalid",
+    "agent_output_error",
 ]
-"""The only trial outcomes. ``infra_error`` and ``invalid`` are excluded from pass rates."""
+"""The only trial outcomes. ``infra_error`` and ``invalid`` are excluded from pass rates;
+``agent_output_error`` (what the agent left could not be processed: a failure charged to
+the agent, docs/design.md "The denominator rule") is in every denominator."""
 
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 

@@ -104,7 +104,7 @@ def _redact_file(path: Path, pattern: re.Pattern[str], secrets: Sequence[str],
         else:
             ranges = [(0, size)]
             marker = ""
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp_name = tempfile.mkstemp(prefix=".th-redact.", dir=path.parent)  # any name fits
         count = 0
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as dst:

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from contract.envelope import MODEL_CONFIG, BaseEvent, Layer, Stage, Verdict
-from contract.fields import Count32, Count64, Id, Int32, Positive32, Settings
+from contract.fields import Count32, Count64, Id, Int32, Int64, Positive32, Settings
 
 
 class VariantInfo(BaseModel):
@@ -31,6 +31,16 @@ class VariantInfo(BaseModel):
     simulated: bool = False
     """True when results come from the seeded stand-in, never a real model."""
     stage_instruction_hashes: dict[str, str] = Field(default_factory=dict)
+    timeout_seconds: float | None = None
+    """The variant's own time budget per trial (None: the case's, else the run's)."""
+    max_cost_usd: float | None = None
+    """The variant's own spend limit per trial (None: the case's, else the run's)."""
+    sweep: Id | None = None
+    """The budget sweep this configuration is a point of (docs/runner.md, "Budgets and
+    budget sweeps"): its points share everything but ``sweep_budget``."""
+    sweep_budget: Literal["timeout_seconds", "max_cost_usd"] | None = None
+    sweep_value: float | None = None
+    """This point's value of ``sweep_budget``."""
 
 
 class CriterionInfo(BaseModel):
@@ -42,6 +52,10 @@ class CriterionInfo(BaseModel):
     description: str = ""
     severity: Literal["blocker", "major", "minor"] | None = None
     """Declared or defaulted severity of a failure of this criterion (None: older runs)."""
+    visible: bool = False
+    """The agent could run this check (``$TRIALHOUSE_CHECKS``); hidden otherwise."""
+    pooled: bool = False
+    """Drawn from the case's hidden pool for this run (``RunStarted.rotation``)."""
     in_process: bool = False
     """The manifest declares that its grader imports workspace code in its own process:
     labelled ``in-process`` in reports (docs/security.md, "The verdict channel")."""
@@ -144,6 +158,25 @@ class CaseInfo(BaseModel):
     severities), reference patch, prepare commands, initial commit and trialhouse's
     grading semantics. Trials of one case with different fingerprints are different
     task versions and are never pooled."""
+    timeout_seconds: float | None = None
+    """The case's own time budget per trial (None: the run's)."""
+    max_cost_usd: float | None = None
+    """The case's own spend limit per trial (None: the run's)."""
+
+
+class RotationInfo(BaseModel):
+    """How this run drew the cases' hidden pools (``runner.rotation``): reproducible from ``key``."""
+
+    model_config = MODEL_CONFIG
+
+    seed: Int64
+    period: Literal["none", "run", "day", "week", "month"]
+    key: str
+    """What the subsets were drawn with: the seed, and the period or run id."""
+    chosen: dict[str, list[Id]] = Field(default_factory=dict)
+    """Case id → the pool criteria this run grades."""
+    pools: dict[str, list[Id]] = Field(default_factory=dict)
+    """Case id → every criterion of its pool."""
 
 
 class RunStarted(BaseEvent):
@@ -182,8 +215,13 @@ class RunStarted(BaseEvent):
     """Where the trials ran; None in runs written before executors existed."""
     control_repeats: Positive32 | None = None
     controls_from: Id | None = None
+    chain_key: str | None = None
+    """Fingerprint of the key the run's seal is signed with (``contract.chain.key_fingerprint``;
+    the key itself stays in the user's config folder). None: an unkeyed run."""
     """Run id of the validation-only run whose controls this run reused (``--controls``)."""
     grading_semantics: Int32 | None = None
+    rotation: RotationInfo | None = None
+    """How the hidden pools were drawn; None when no case has one."""
     regrade_of: Id | None = None
     """Set by ``trialhouse regrade``: the run whose trials' final states this run grades
     again with the manifest's current graders (its variants and budgets are that run's;

@@ -39,6 +39,11 @@ class TrialStarted(BaseEvent):
     workspace: str
     order: Count64 = Field(description="Position in the run's trial order.")
     case_fingerprint: str | None = None
+    timeout_seconds: float | None = None
+    """The trial's time budget: its variant's, else its case's, else the manifest's
+    (None: runs before per-case budgets, where it is the run's ``timeout_seconds``)."""
+    max_cost_usd: float | None = None
+    """The trial's spend limit, chosen the same way (None: unlimited, or an older run)."""
 
 
 class TrialSkipped(BaseEvent):
@@ -217,6 +222,9 @@ class TrialFinished(BaseEvent):
     agent wrote into its output: a leak, which makes its configuration ineligible."""
     gateway_usage: GatewayUsage | None = None
     """Sum of the stages' ``gateway_usage`` (None when no stage went through the gateway)."""
+    evidence: dict[str, str] | None = None
+    """Relative path → sha256 of every evidence file the trial kept (``contract.chain.evidence_hashes``):
+    the hash chain covers them. None: not recorded (a trial that never finished normally)."""
     model_substituted: bool | None = None
     """True when a main-loop call through the gateway asked for a model other than the
     variant's ``model`` label (``gateway_usage.models`` says which): the trial measured that

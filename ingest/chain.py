@@ -17,12 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.chain import (
+    WRONG_MAC,
     ChainLink,
     ChainVerdict,
     Seal,
     chain_digest,
     chain_genesis,
+    evidence_changes,
+    load_key,
     read_seal,
+    retired_paths,
+    seal_status,
     verify_chain,
 )
 
@@ -139,3 +144,46 @@ def integrity_label(verdict: ChainVerdict) -> str:
         return INTACT
     parts = [f"{len(verdict.rejected)} line(s) refused"] if verdict.rejected else []
     return "tampered or damaged: " + "; ".join(parts + verdict.notes)
+
+
+def keyed(integrity: str, events_path: Path) -> tuple[str, list[str]]:
+    """The run's label once its seal's key and its evidence files are checked: ``intact``
+    only when the seal's HMAC verifies with this machine's key (``contract.chain``) and
+    every evidence file is what its ``trial_finished`` recorded; else what holds."""
+    notes = [f"{events_path}: {p}" for p in evidence_problems(events_path)]
+    if notes:
+        return f"tampered or damaged: {len(notes)} evidence file(s) changed after the trial", notes
+    if integrity != INTACT:
+        return integrity, []
+    _ok, label = seal_status(read_seal(events_path), load_key())
+    if label == WRONG_MAC:
+        return f"tampered or damaged: {label}", [f"{events_path}: events.seal.json: {label}"]
+    return label, []
+
+
+def evidence_problems(events_path: Path) -> list[str]:
+    """Evidence files beside ``events_path`` (``trials/<id>/``) that are not what the last
+    ``trial_finished`` of their trial recorded; nothing when the trials are not there (an
+    events file ingested alone)."""
+    trials = Path(events_path).parent / "trials"
+    if not trials.is_dir():
+        return []
+    last: dict[str, dict[str, str]] = {}
+    with Path(events_path).open("rb") as f:
+        for raw in f:
+            if b'"trial_finished"' not in raw or b'"evidence"' not in raw:
+                continue
+            try:
+                obj = json.loads(raw)
+            except (ValueError, RecursionError):
+                continue
+            tid, ev = obj.get("trial_id"), obj.get("evidence")
+            if isinstance(tid, str) and isinstance(ev, dict):
+                last[tid] = {str(k): str(v) for k, v in ev.items()}
+    out: list[str] = []
+    retired = retired_paths(trials.parent)
+    for tid, evidence in sorted(last.items()):
+        folder = trials / tid
+        if "/" not in tid and tid not in (".", "..") and folder.is_dir():
+            out += [f"trials/{tid}/{c} after the trial" for c in evidence_changes(folder, evidence, retired)]
+    return out

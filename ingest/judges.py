@@ -58,8 +58,8 @@ def _grid_rubric(path: Path | None) -> tuple[str | None, dict[str, list[str]], l
     return f"{doc.get('id', path.stem)}@{doc['version']}", items, [str(c) for c in doc.get("reason_codes", [])]
 
 
-def _rows(path: Path, f: BinaryIO) -> Iterator[tuple[int, dict[str, Any], str]]:
-    """``(line, record, raw text)`` of every review in the file, a bounded record at a time
+def read_rows(path: Path, f: BinaryIO) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """``(line, record, raw text)`` of every row (review, cohort ticket), a bounded record at a time
     (``ingest.csv_records``); a record that cannot be read is ``{"_bad": why}``."""
     if path.suffix == ".jsonl":
         for line, text, problem, raw in jsonl_records(f):
@@ -106,7 +106,7 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
             rows, quarantine, now = [], [], datetime.now(UTC)
             with path.open("rb") as f:
                 try:
-                    for line, rec, raw in _rows(path, f):
+                    for line, rec, raw in read_rows(path, f):
                         reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
                         if reason:
                             quarantine.append(QuarantineRow(str(path), line, reason, raw))

@@ -23,7 +23,7 @@ from contract.chain import ChainVerdict, read_seal
 from contract.envelope import SCHEMA_VERSION
 from ingest import parallel
 from ingest.batch import BatchSummary, QuarantineRow
-from ingest.chain import ChainFollower, assess, integrity_label, verify_file
+from ingest.chain import ChainFollower, assess, integrity_label, keyed, verify_file
 from ingest.cost import Prices
 from ingest.identity import path_key, run_key
 from ingest.normalize import NeedsBufferedPass, RunNormalizer
@@ -127,12 +127,14 @@ def chain_integrity(events_path: Path, run_id: str | None, follower: ChainFollow
     if verdict is None:
         outcome = assess(follower, run_id, read_seal(events_path))
         if not outcome.verify:
-            return outcome.integrity, outcome.notes
+            label, more = keyed(outcome.integrity, events_path)
+            return label, outcome.notes + more
         verdict = verify_file(events_path, run_id)
         if set(verdict.rejected) - set(reject):
             raise ChainRefused(verdict)
     notes = [f"{events_path}: {note}" for note in verdict.notes]
-    return integrity_label(verdict), notes
+    label, more = keyed(integrity_label(verdict), events_path)
+    return label, notes + more
 
 
 def _ingest_run(warehouse: Path, events_path: Path, files: list[dict], prices: Prices | None, *,

@@ -35,7 +35,7 @@ from contract.envelope import SCHEMA_VERSION
 from contract.events import EVENT_ADAPTER
 from contract.run_events import RunStarted
 from ingest.batch import BatchSummary
-from ingest.chain import ChainFollower, assess
+from ingest.chain import ChainFollower, assess, keyed
 from ingest.cost import Prices
 from ingest.file_halves import NO_HASH, FileHash, lines_before, split_point
 from ingest.normalize import NeedsBufferedPass, NormalizerState, RunNormalizer
@@ -272,7 +272,8 @@ def ingest_run_split(warehouse: Path, events_path: Path, files: list[dict],
         norm.merge(half.state)
         rows = norm.rows()
         if rows.get("runs"):
-            rows["runs"][0]["integrity"] = outcome.integrity
+            rows["runs"][0]["integrity"], keyed_notes = keyed(outcome.integrity, events_path)
+            norm.notes += keyed_notes
         mine = stage.close(rows, cols)
         staged: dict = {}
         for name in mine.keys() | half.staged.keys():

@@ -51,6 +51,8 @@ def _details(started: list[RunStarted], fin: RunFinished | None) -> dict[str, An
             "resumed": any(s.resumed for s in started),
             "starts": len(started),
         }
+        if rs.rotation is not None:  # how the hidden pools were drawn (runner.rotation)
+            details["rotation"] = rs.rotation.model_dump(mode="json")
         kinds = [s.executor.kind if s.executor else None for s in started]
         if len(set(kinds)) > 1:  # resumed under another executor: each session's, in order
             details["executors"] = kinds
@@ -98,7 +100,8 @@ def config_rows(variants: list[VariantInfo]) -> list[dict[str, Any]]:
             "harness_version": v.harness_version, "reasoning_effort": v.reasoning_effort,
             "service_tier": v.service_tier, "settings_json": compact_json(v.settings),
             "agent_kind": v.agent_kind, "simulated": v.simulated, "source_format": "trialhouse",
-            "variant_order": i,
+            "variant_order": i, "timeout_seconds": v.timeout_seconds, "max_cost_usd": v.max_cost_usd,
+            "sweep": v.sweep, "sweep_budget": v.sweep_budget, "sweep_value": v.sweep_value,
         }
         for i, v in enumerate(variants)
     ]
@@ -120,6 +123,7 @@ def case_rows(rs: RunStarted | None, validated: dict[str, CaseValidated]) -> lis
             "fingerprint": c.fingerprint,
             "scored": val.ok if val else None,
             "unscored_reason": "; ".join(val.problems) or "controls failed" if val and not val.ok else None,
+            "timeout_seconds": c.timeout_seconds, "max_cost_usd": c.max_cost_usd,
             "pre_existing": len(val.pre_existing) if val else None,
             "pre_existing_json": compact_json([
                 {"criterion_id": p.criterion_id, "layer": p.layer, "output": p.output,
@@ -133,7 +137,7 @@ def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
     return [
         {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
          "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint,
-         "in_process": k.in_process}
+         "visible": k.visible, "pooled": k.pooled, "in_process": k.in_process}
         for c in (rs.cases if rs else []) for k in c.criteria
     ]
 

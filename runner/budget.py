@@ -16,12 +16,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from contract.stage_events import GatewayUsage, Usage, reported_usage
 from contract.trial_events import Budget
 from runner.agents.harness_stage import sum_gateway
 from runner.outcome import Stop
+
+if TYPE_CHECKING:
+    from runner.procs import ProcResult
 
 Clock = Callable[[], float]
 """Seconds on a monotonic clock."""
@@ -149,6 +152,12 @@ class TrialBudget:
             self.cost_status = "unknown"
             self._emit(Budget, type="cost", status="unknown", limit=self.max_cost_usd, used=None)
         return None
+
+    def over_limit(self, res: ProcResult, prefix: str = "") -> Stop | None:
+        """``limit_stop`` for a sandbox run that went over a limit; None when none was reached."""
+        if res.limit is None:
+            return None
+        return self.limit_stop(res.limit_kind or "workspace", prefix + res.limit, res.written)
 
     def limit_stop(self, kind: str, reason: str, written: tuple[int, int] | None) -> Stop:
         """The stop for a sandbox that went over a limit (``runner.sandbox.limits``), recorded

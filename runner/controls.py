@@ -310,7 +310,8 @@ def establish_controls(s: RunSetup, jobs: int, stop: threading.Event, repeats: i
     known: dict[str, Any] = {e.case_id: e for e in s.prior if isinstance(e, CaseValidated)}
     if reused is not None:
         for e in reused.validated:
-            if e.case_id not in known:
+            # another evaluator (e.g. another draw of a hidden pool): this run's controls run now
+            if e.case_id not in known and e.fingerprint in (None, s.fingerprints[e.case_id]):
                 known[e.case_id] = s.log.emit(
                     CaseValidated, case_id=e.case_id, ok=e.ok, problems=e.problems,
                     flaky_criteria=e.flaky_criteria, baseline=e.baseline, repeats=e.repeats,

@@ -20,12 +20,24 @@ from pathlib import Path
 from typing import Any
 
 from contract.chain import (
+    CONFIG_ENV,
+    KEY_NAME,
+    NO_KEY,
     SEAL_NAME,
+    WRONG_MAC,
     ChainLink,
     ChainVerdict,
     chain_digest,
     chain_genesis,
+    chain_key,
+    config_dir,
+    evidence_changes,
+    key_fingerprint,
+    load_key,
     read_seal,
+    retired_paths,
+    seal_mac,
+    seal_status,
     verify_chain,
 )
 from contract.envelope import BaseEvent, utc_now
@@ -33,6 +45,7 @@ from contract.events import dump_event, parse_event
 from contract.redact import Redactor
 from contract.run_events import CaseValidated, RunStarted
 from contract.trial_events import TrialFinished
+from runner.errors import RunnerError
 from runner.evidence import write_atomic
 
 Emit = Callable[..., object]
@@ -81,6 +94,9 @@ class VerifiedEvents:
     """The last line the chain vouches for (a resume chains its first line to it)."""
     lines: int = 0
     """How many lines the chain vouches for."""
+    seal: str = ""
+    """What the keyed seal says when the chain is intact (``contract.chain.seal_status``):
+    ``intact`` only when its HMAC verifies with this machine's key."""
 
     @property
     def intact(self) -> bool:
@@ -130,6 +146,9 @@ def read_verified(path: Path, run_id: str | None = None) -> VerifiedEvents:
                    key=lambda link: link.line)
     verdict: ChainVerdict = verify_chain(links, chain_genesis(rid), seal)
     out.notes += verdict.notes
+    verified, out.seal = seal_status(seal, load_key())
+    if not verified and seal is not None and seal.mac is not None and out.seal != NO_KEY:
+        out.notes.append(f"{SEAL_NAME}: {out.seal}")
     out.refused += sorted(verdict.rejected.items())
     out.refused.sort()
     kept = [(n, e, line) for n, e, line in mine if n not in verdict.rejected]
@@ -144,12 +163,34 @@ def read_events(path: Path) -> list[Any]:
     return read_verified(path).events
 
 
+def run_key() -> bytes:
+    """The chain key (``contract.chain.chain_key``), a ``RunnerError`` when it cannot be made."""
+    try:
+        return chain_key()
+    except OSError as exc:
+        raise RunnerError(f"{config_dir() / KEY_NAME}: cannot create the chain key ({exc.strerror}); "
+                          f"make the folder writable or set {CONFIG_ENV}") from exc
+
+
+def check_evidence(run_dir: Path, verified: VerifiedEvents) -> None:
+    """Refuse to continue a run whose seal or evidence was changed after the fact."""
+    problems = [n for n in verified.notes if WRONG_MAC in n]
+    last = {str(e.trial_id): e for e in verified.events if isinstance(e, TrialFinished)}
+    retired = retired_paths(run_dir)
+    for tid, fin in last.items():
+        if fin.evidence is not None and (run_dir / "trials" / tid).is_dir():
+            problems += [f"trials/{tid}/{c}" for c in evidence_changes(run_dir / "trials" / tid, fin.evidence, retired)]
+    if problems:
+        raise RunnerError(f"{run_dir}: changed after the fact ({'; '.join(problems[:5])}); "
+                          "it cannot be resumed: start a new run")
+
+
 class EventLog:
     """Append-only writer. Thread-safe; the sole owner of ``seq`` and the chain."""
 
     def __init__(self, path: Path, run_id: str, next_seq: int = 0,
                  listener: Callable[[BaseEvent], None] | None = None, last_line: bytes | None = None,
-                 lines: int = 0, redactor: Redactor | None = None) -> None:
+                 lines: int = 0, redactor: Redactor | None = None, key: bytes | None = None) -> None:
         self.path = path
         self.run_id = run_id
         self._seq = next_seq
@@ -160,6 +201,10 @@ class EventLog:
         self._file = os.fdopen(fd, "ab")
         self._listener = listener
         self._redactor = redactor
+        self._key = key
+        """The chain key (``contract.chain.chain_key``): each seal carries an HMAC of its head."""
+        self.key_id = key_fingerprint(key) if key is not None else None
+        """The key's fingerprint, for the run header (never the key)."""
         self.redactions = 0
 
     def emit(self, cls: type[BaseEvent], **fields: Any) -> BaseEvent:
@@ -183,7 +228,10 @@ class EventLog:
         return event
 
     def _seal(self, closed: bool) -> None:
-        seal = {"run_id": self.run_id, "lines": self._lines, "head": self._prev, "closed": closed}
+        seal: dict[str, Any] = {"run_id": self.run_id, "lines": self._lines, "head": self._prev, "closed": closed}
+        if self._key is not None:
+            seal["key"] = key_fingerprint(self._key)
+            seal["mac"] = seal_mac(self._key, self.run_id, self._lines, self._prev, closed)
         write_atomic(seal_path(self.path), json.dumps(seal).encode() + b"\n", durable=True)
 
     def close(self, sealed: bool = True) -> None:

@@ -6,6 +6,10 @@ them leaves the manifest's own bytes unchanged. The fingerprint therefore hashes
 reference patch, the prepare commands, the initial commit and the runner's grading
 semantics. Analyses treat (case, fingerprint) as the task: trials of one case with two
 fingerprints are two task versions, named as such, never one pooled rate.
+
+The criteria are the run's: a hidden pool's drawn criteria are among them
+(``runner.rotation``), so another draw is another version, and a visible check is marked
+as such (docs/runner.md, "Visible and hidden checks").
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], ini
             "judge": judge, "files": {f: hashes.get(f) for f in sorted(files)},
             "timeout_seconds": c.timeout_seconds, "success_token": c.success_token,
             "flaky_fixed": c.flaky_fixed,
+            # visible: the agent could run it (a different task); absent, so the fingerprints
+            # of hidden criteria are what they were before visibility existed
+            **({"visible": True} if c.visible else {}),
         })
     payload = {
         "grading_semantics": GRADING_SEMANTICS,

@@ -14,7 +14,6 @@ path prefixes matched on whole components (``shop`` allows ``shop/x.py``, not
 from __future__ import annotations
 
 import ast
-import codecs
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,15 @@ from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
 
 from runner.errors import RunnerError
+from runner.patchnames import placeholders, unquote
+
+CUT_NOTE = "\n# trialhouse: patch cut at "
+"""The note ``runner.trees`` ends a patch cut at its size limit with."""
+
+
+class UnreadablePatch(RunnerError):
+    """A patch that is not a unified diff even with its names made unambiguous: what the
+    agent left cannot be inspected (``runner.blame`` charges it to the agent)."""
 
 
 @dataclass(frozen=True)
@@ -121,17 +129,18 @@ def inspect_patch(diff_text: str, allowed_paths: list[str] | None,
 
     At most one finding per (kind, path). ``allowed_paths`` None means no scope rule;
     ``graders``: the case's grader modules and helpers, whose names in the code are flagged.
-    Raises :class:`RunnerError` only when the text is not a unified diff at all.
+    Raises :class:`UnreadablePatch` only when the text is not a unified diff at all.
     """
+    text, names = placeholders(_complete_files(diff_text))
     try:
-        patch = PatchSet(diff_text)
+        patch = PatchSet(text)
     except UnidiffParseError as exc:
-        raise RunnerError(f"changes.patch: not a unified diff ({exc}); regenerate it with git diff") from exc
+        raise UnreadablePatch(f"changes.patch: not a unified diff ({exc})") from exc
     findings: list[FlagFinding] = []
     helper = graders.pattern() if graders is not None else None
     for pf in patch:
-        source = _strip(pf.source_file)
-        target = _strip(pf.target_file)
+        source = names.get(_strip(pf.source_file) or "")
+        target = names.get(_strip(pf.target_file) or "")
         path = source if pf.is_removed_file else target
         if path is None:  # /dev/null on both sides: no file changed
             continue
@@ -140,7 +149,8 @@ def inspect_patch(diff_text: str, allowed_paths: list[str] | None,
         removed = [line.value for hunk in pf for line in hunk if line.is_removed]
 
         if allowed_paths is not None:
-            outside = sorted(p for p in paths if not is_allowed(p, allowed_paths))
+            outside = sorted(p for p in paths  # a quoted name is matched as the name it is
+                             if not is_allowed(unquote(p).decode("utf-8", "surrogateescape"), allowed_paths))
             if outside:
                 findings.append(FlagFinding("outside_allowed_paths", path, f"not under {', '.join(allowed_paths)}"))
         if pf.is_removed_file and is_test_path(path):
@@ -203,12 +213,21 @@ def is_dependency_manifest(path: str) -> bool:
 
 
 def _strip(name: str | None) -> str | None:
-    """Drop git's a/ b/ prefixes; /dev/null (added/removed side) becomes None."""
+    """Drop git's a/ b/ prefixes from a placeholder (``runner.patchnames``); /dev/null
+    (added/removed side) becomes None."""
     if name is None or name == "/dev/null":
         return None
-    if len(name) >= 2 and name[0] == name[-1] == '"':  # git's C-quoting of unusual paths
-        name = codecs.escape_decode(name[1:-1].encode("utf-8"))[0].decode("utf-8", "replace")
     return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def _complete_files(diff_text: str) -> str:
+    """A patch cut at its size limit (``runner.trees``) without its last, incomplete
+    file: every complete file is still inspected."""
+    cut = diff_text.find(CUT_NOTE)
+    if cut < 0:
+        return diff_text
+    last = diff_text.rfind("\ndiff --git ", 0, cut)
+    return diff_text[:last + 1] if last >= 0 else ""
 
 
 def _count(pattern: re.Pattern[str], lines: list[str]) -> int:

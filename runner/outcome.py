@@ -21,9 +21,10 @@ ANY = None
 """A table cell that matches every value."""
 LAYERS = ("target", "regression", "repository")
 
-ENDS_THE_TRIAL: frozenset[str] = frozenset({"accepted", "invalid", "infra_error", "budget_exhausted"})
+ENDS_THE_TRIAL: frozenset[str] = frozenset({"accepted", "invalid", "infra_error", "budget_exhausted",
+                                            "agent_output_error"})
 """An attempt with one of these outcomes is the last: a retry cannot change it."""
-NOT_JUDGED: frozenset[str] = frozenset({"invalid", "infra_error"})
+NOT_JUDGED: frozenset[str] = frozenset({"invalid", "infra_error", "agent_output_error"})
 """Outcomes whose final state is not judged: it cannot be trusted, or no grade exists."""
 
 

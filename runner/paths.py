@@ -113,10 +113,13 @@ def input_refs(raw: dict[str, Any]) -> list[InputRef]:
         if not isinstance(case, dict):
             continue
         add(f"cases[{ci}].reference_patch", case.get("reference_patch"))
-        for ki, crit in enumerate(_list(case.get("criteria"))):
+        pool = case.get("hidden_pool")
+        pooled = _list(pool.get("criteria")) if isinstance(pool, dict) else []
+        named = [(f"cases[{ci}].criteria[{ki}]", c) for ki, c in enumerate(_list(case.get("criteria")))]
+        named += [(f"cases[{ci}].hidden_pool.criteria[{ki}]", c) for ki, c in enumerate(pooled)]
+        for loc, crit in named:
             if not isinstance(crit, dict):
                 continue
-            loc = f"cases[{ci}].criteria[{ki}]"
             for fi, f in enumerate(_list(crit.get("files"))):
                 add(f"{loc}.files[{fi}]", f)
             cmd = crit.get("command")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.trial_events import TrialFinished
+from runner.blame import agent_output_reason
 from runner.containment import Containment
 from runner.errors import RunnerError
 from runner.eventlog import Emit
@@ -98,19 +99,22 @@ def run_pool(items: list[Any], fn: Callable[[Any], Any], jobs: int,
     pool.shutdown(wait=True)
 
 
-def _engine_failure(spec: TrialSpec, exc: Exception, emit: Emit) -> str:
+def _engine_failure(spec: TrialSpec, exc: Exception, emit: Emit) -> tuple[str, str]:
     """Record a trial whose run raised (an engine bug must not lose the run) as
-    ``infra_error``; returns its summary line."""
-    reason = (str(exc) if isinstance(exc, RunnerError)
-              else f"runner error: {type(exc).__name__}: {exc}")
-    line = f"task={spec.case.id} variant={spec.variant.id} rep={spec.repetition} outcome=infra_error"
+    ``infra_error``, or as ``agent_output_error`` when what the agent left caused it
+    (``runner.blame``); returns (outcome, summary line)."""
+    charged = agent_output_reason(exc, "finishing the trial")
+    outcome = "infra_error" if charged is None else "agent_output_error"
+    reason = charged or (str(exc) if isinstance(exc, RunnerError)
+                         else f"runner error: {type(exc).__name__}: {exc}")
+    line = f"task={spec.case.id} variant={spec.variant.id} rep={spec.repetition} outcome={outcome}"
     emit(TrialFinished, trial_id=spec.trial_id, case_id=spec.case.id,
          variant=spec.variant.id, config_id=spec.config_id,
-         repetition=spec.repetition, outcome="infra_error", reason=reason,
+         repetition=spec.repetition, outcome=outcome, reason=reason,
          attempts=0, duration_s=0.0, line=line,
          cost_budget_status="unlimited" if spec.manifest.max_cost_usd is None else "unknown",
          case_fingerprint=spec.case_fingerprint, scored=spec.scored)
-    return line
+    return outcome, line
 
 
 def run_trial_pool(specs: list[TrialSpec], work: Callable[[TrialSpec], Any], *, total: int, jobs: int,
@@ -128,8 +132,8 @@ def run_trial_pool(specs: list[TrialSpec], work: Callable[[TrialSpec], Any], *, 
             return
         except Exception as exc:  # noqa: BLE001 - an engine bug must not lose the run
             result = None
-            line = _engine_failure(spec, exc, emit)
-            tally.outcomes["infra_error"] += 1
+            outcome, line = _engine_failure(spec, exc, emit)
+            tally.outcomes[outcome] += 1
             tally.lines.append(line)
         if result is not None:
             tally.outcomes[result.outcome] += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from runner.manifest import Case, Manifest, Variant
 from runner.paths import Snapshot
+from runner.visible import prompt_section
 
 DEFAULT_POLICY = (
     "You are working in a git repository checked out at a fixed commit. Make the change the "
@@ -53,6 +54,7 @@ def build_prompt(
         parts += ["## Changes under review", f"Everything since the initial commit: `git diff {initial_commit}`", ""]
     if case.allowed_paths:
         parts += ["## Allowed paths", *[f"- {p}" for p in case.allowed_paths], ""]
+    parts += prompt_section(case)
     for rel in variant.stage_instructions.get(stage, []):  # type: ignore[call-overload]
         parts += [f"## Instructions ({rel})", texts[rel].strip(), ""]
     if findings:

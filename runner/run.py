@@ -54,7 +54,7 @@ def _connect(executor: str, manifest_path: Path, ray_address: str | None,
         return None, None
     from runner.executors.on_ray import connect, describe, refuse_unsupported
 
-    refuse_unsupported(load_valid_manifest(manifest_path))
+    refuse_unsupported(load_valid_manifest(manifest_path, agents_here=False))
     ray = connect(ray_address, jobs)
     return ray, describe(ray, ray_address)
 

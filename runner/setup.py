@@ -1,11 +1,8 @@
-"""Opening a run and closing it: the resume check, the input snapshot, the run's
-containment, config ids and fingerprints, ``run_started``; at the end ``run_finished``
-and ``report.json`` (docs/runner.md).
-
-A run directory is new (refused unless empty) or resumed (the same manifest, its
-events chain verified, its input snapshot checked). A directory that holds only an
-interrupted setup (``SETUP_MARKER`` and no ``run_started``) is cleared and set up
-afresh either way.
+"""Opening a run and closing it: the resume check, the input snapshot, the run's containment,
+config ids and fingerprints, ``run_started``; at the end ``run_finished`` and ``report.json``
+(docs/runner.md). A run directory is new (refused unless empty) or resumed (the same manifest,
+its events chain verified, its input snapshot checked). A directory that holds only an
+interrupted setup (``SETUP_MARKER``, no ``run_started``) is cleared and set up afresh.
 """
 
 from __future__ import annotations
@@ -27,21 +24,24 @@ from contract.run_events import (
     CriterionInfo,
     ExecutorInfo,
     IsolationInfo,
+    RotationInfo,
     RunFinished,
     RunStarted,
     VariantInfo,
 )
+from runner import eventlog
 from runner.containment import Containment, build_containment, run_secrets
 from runner.errors import RunnerError
 from runner.eventlog import EventLog, read_events, read_verified, repair_tail
 from runner.fingerprint import GRADING_SEMANTICS, case_fingerprint
 from runner.git import GitError, git_version
 from runner.ids import new_run_id, trial_id
-from runner.manifest import Case, Criterion, Manifest, Variant, config_id
+from runner.manifest import Case, Criterion, Manifest, Variant, budget_fields, config_id
 from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
 from runner.pristine import remove_tree
 from runner.prompts import instruction_texts
 from runner.report import write_report
+from runner.rotation import rotate
 from runner.validate import load_valid_manifest, protected_paths, repo_path
 
 SETUP_MARKER = ".trialhouse-setup"
@@ -71,6 +71,7 @@ class RunSetup:
     """Lines of a resumed events.jsonl its hash chain refused (reported, never data)."""
     harnesses: dict[str, Any] = field(default_factory=dict)
     """Variant id → ``ResolvedHarness`` for the harness kinds."""
+    rotation: RotationInfo | None = None  # the hidden pools' draw (runner.rotation): manifest has it
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,7 @@ def _resumed(run_dir: Path, manifest_path: Path, manifest: Manifest, base: Path,
         raise RunnerError(f"{manifest_path}: the manifest changed since the run started; resume needs the same manifest")
     if starts[0].validation_only:
         raise RunnerError(f"{run_dir}: a validation-only run cannot be resumed")
+    eventlog.check_evidence(run_dir, verified)
     snapshot = _resume_snapshot(run_dir, base, manifest, dict(starts[0].input_hashes))
     return _Start(starts[0].run_id, snapshot, prior, list(verified.refused), verified.last_line,
                   verified.lines, max(e.seq for e in prior) + 1)
@@ -266,7 +268,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     """Open (or resume) the run of ``manifest_path`` in ``output_dir`` and emit ``run_started``;
     with ``regrade``, a regrade run of that run's cases (``runner.regrade``)."""
     manifest_path = Path(manifest_path)
-    manifest = load_valid_manifest(manifest_path)
+    manifest = load_valid_manifest(manifest_path, agents_here=executor is None)
     if regrade is not None:
         manifest = manifest.model_copy(update={"cases": [c for c in manifest.cases if c.id in regrade.case_ids]})
     raise_fd_limit()  # the runner's descriptors are budgeted apart from the agents' (docs/gateway.md)
@@ -280,6 +282,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     start = _resumed(run_dir, manifest_path, manifest, base, manifest_sha) if resume \
         else _fresh(run_dir, manifest, base)
     snapshot = start.snapshot
+    manifest, rotation = rotate(manifest, start.run_id, start.prior)
     secrets = run_secrets(manifest)
     redactor = Redactor(secrets)
     harnesses = {} if regrade else resolve_harnesses(manifest, base, protected_paths(manifest, base, run_dir))
@@ -292,9 +295,9 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     fingerprints = {c.id: case_fingerprint(manifest, c, snapshot.hashes, case_source(manifest, base, c)[1])
                     for c in manifest.cases}
     log = EventLog(run_dir / "events.jsonl", start.run_id, start.next_seq, listener=listener,
-                   last_line=start.last_line, lines=start.lines, redactor=redactor)
+                   last_line=start.last_line, lines=start.lines, redactor=redactor, key=eventlog.run_key())
     s = RunSetup(manifest, manifest_path, base, run_dir, start.run_id, log, snapshot, texts, config_ids,
-                 start.prior, containment, fingerprints, redactor, start.refused, harnesses)
+                 start.prior, containment, fingerprints, redactor, start.refused, harnesses, rotation)
     _emit_run_started(s, {v: r[0] for v, r in records.items()}, manifest_sha,
                       validation_only=validation_only, jobs=jobs, resumed=resume,
                       control_repeats=control_repeats, controls_from=controls_from, executor=executor,
@@ -313,6 +316,7 @@ def _variant_infos(s: RunSetup, settings: dict[str, dict[str, Any]]) -> list[Var
             service_tier=v.service_tier, settings=settings[v.id], agent_kind=v.agent.kind,
             simulated=v.agent.kind == "simulated",
             stage_instruction_hashes={p: s.snapshot.hashes[p] for p in s.texts[v.id]},
+            **budget_fields(s.manifest.variants, v),
         )
         for v in s.manifest.variants
     ]
@@ -335,8 +339,9 @@ def _case_infos(s: RunSetup) -> list[CaseInfo]:
             criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,
                                     kind="command" if k.command else "judge",
                                     description=k.description, in_process=k.in_process,
-                                    severity=_severity(k)) for k in c.criteria],
-            fingerprint=s.fingerprints[c.id],
+                                    severity=_severity(k), visible=k.visible,
+                                    pooled=k.id in (s.rotation.chosen.get(c.id, ()) if s.rotation else ())) for k in c.criteria],
+            fingerprint=s.fingerprints[c.id], timeout_seconds=c.timeout_seconds, max_cost_usd=c.max_cost_usd,
         )
         for c in s.manifest.cases
     ]
@@ -378,9 +383,10 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
                                 network=box.network, network_policy=manifest.network_policy,
                                 allow_hosts=list(manifest.isolation.allow_hosts), **box.backend.describe()),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
-        grading_semantics=GRADING_SEMANTICS,
+        grading_semantics=GRADING_SEMANTICS, rotation=s.rotation,
         gateway=box.gateway.info() if box.gateway is not None else None,
         executor=executor or ExecutorInfo(kind="local"),
+        chain_key=s.log.key_id,
     )
 
 

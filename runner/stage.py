@@ -151,7 +151,8 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
             remove_tree(dirs.root)
             return StageResult(stage, attempt, res, AgentReport(), None, [],
                                stop=Stop("infra_error", why, grade=False), redactions=hidden)
-    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, time_left, base, emit, budget.finish_by())
+    inv = _invoke(setup, files, dirs, tag, stage, attempt, findings, (time_left, budget), base, emit)
+    files.special += len(inv.res.special)
     for path in inv.res.special:  # removed before anything of the runner's could open them
         emit(Flag, kind="special_file", path=path,
              detail="a FIFO, socket or device the agent left; removed by the runner, never opened")
@@ -170,10 +171,13 @@ def run_stage(setup: StageSetup, files: TrialFiles, budget: TrialBudget, emit: T
 
 
 def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, stage: str, attempt: int,
-            findings: list[str], time_left: float, base: str | None, emit: TrialEmit,
-            reclaim_by: float) -> _Invocation:
-    """The agent's one sandboxed run, with the gateway's records of its calls."""
+            findings: list[str], clock: tuple[float, TrialBudget], base: str | None,
+            emit: TrialEmit) -> _Invocation:
+    """The agent's one sandboxed run, with the gateway's records of its calls; ``clock``:
+    the stage's time and the trial's budget (the spend so far goes into the context; its
+    finish-by time bounds reclaiming the workspace)."""
     case, variant = setup.case, setup.variant
+    time_left, budget = clock
     ctx = StageContext(
         kind=variant.agent.kind, stage=stage, attempt=attempt, case_id=case.id,
         repetition=setup.repetition, variant_id=variant.id, model=variant.model,
@@ -183,6 +187,8 @@ def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, sta
         verdict_file=str(dirs.verdict_file),
         labels=case.labels.model_dump(exclude_none=True),
         reasoning_effort=variant.reasoning_effort,
+        max_cost_usd=budget.max_cost_usd, spent_usd=round(budget.known_cost(), 6), sweep=variant.sweep,
+        stages=list(setup.manifest.stages),
     )
     gw = setup.gateway
     raw_out, raw_err = files.dir / "logs" / f"{tag}.stdout.raw", files.dir / "logs" / f"{tag}.stderr.raw"
@@ -192,7 +198,7 @@ def _invoke(setup: StageSetup, files: TrialFiles, dirs: StageDirs, tag: str, sta
                             read_only=list(setup.read_only), harness=setup.harness, base_url=base, link=link)
         started = datetime.now(UTC)
         res = sandbox.run(setup.backend, req.request, timeout=time_left, stdout_path=raw_out,
-                          stderr_path=raw_err, reclaim_by=reclaim_by,
+                          stderr_path=raw_err, reclaim_by=budget.finish_by(),
                           limit=HARNESS_STDOUT_LIMIT if req.harness is not None else STAGE_OUTPUT_LIMIT)
     finally:
         route = gw.close(setup.trial_id, stage, attempt) if gw is not None and base is not None else None

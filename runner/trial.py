@@ -1,11 +1,10 @@
 """One trial as a state machine: prepare → attempts (stages, then a grade) → finish.
 
-A trial owns its directory ``<run_dir>/trials/<trial_id>/`` (``runner.trial_files``) and
-nothing else; it never writes ``events.jsonl`` itself (its events go to ``emit``). That
-keeps it runnable unchanged on another engine (a thread pool today, a distributed worker
-later). Each seam is a module that gets what it needs as arguments and never imports
-this one: the clock and the spend (``runner.budget``), one stage (``runner.stage``), what
-stays of the trial (``runner.trial_files``), the outcome table (``runner.outcome``).
+A trial owns its directory ``<run_dir>/trials/<trial_id>/`` (``runner.trial_files``) and nothing
+else; it never writes ``events.jsonl`` itself (its events go to ``emit``). That keeps it runnable
+unchanged on another engine (a thread pool today, a distributed worker later). Each seam is a
+module that gets what it needs as arguments and never imports this one: ``runner.budget`` (clock,
+spend), ``runner.stage``, ``runner.trial_files`` (what stays), ``runner.outcome`` (the table).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.chain import evidence_hashes
 from contract.envelope import BaseEvent, Outcome
 from contract.stage_events import Usage
 from contract.trial_events import (
@@ -28,6 +28,7 @@ from contract.trial_events import (
 )
 from runner import sandbox
 from runner.agents.harness_stage import ResolvedHarness, model_substituted
+from runner.blame import AGENT_OUTPUT_ERRORS, charged
 from runner.budget import Clock, TrialBudget
 from runner.capture import Capture, TrialGit
 from runner.containment import Containment
@@ -57,7 +58,7 @@ from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
 from runner.stage import StageResult, StageSetup, run_stage
-from runner.trial_files import TrialFiles, create_workspace
+from runner.trial_files import Kept, TrialFiles, create_workspace
 
 
 class TrialInterrupted(Exception):
@@ -120,11 +121,9 @@ class _Trial:
         self.box = spec.containment
         self.tid = spec.trial_id
         self._emit = emit
-        lim = self.manifest.isolation.limits
-        self.budget = TrialBudget(self.manifest.timeout_seconds, self.manifest.max_cost_usd,
-                                  self.box.max_workspace_bytes, self.emit, clock,
-                                  {"workspace_files": self.manifest.max_workspace_files,
-                                   "processes": lim.processes, "memory": lim.memory_mb})
+        timeout_s, max_cost = self.manifest.budget(spec.case, spec.variant)
+        self.budget = TrialBudget(timeout_s, max_cost, self.box.max_workspace_bytes, self.emit, clock,
+                                  self.box.backend.limits.caps())
         self.git = TrialGit(spec.trial_dir / ".runner" / "git", self.box.store)
         self.files = TrialFiles(spec.trial_dir)
         self.stage_setup = StageSetup(
@@ -135,8 +134,6 @@ class _Trial:
             redactor=self.box.redactor, store=self.box.store,
             gateway=self.box.gateway if spec.uses_gateway else None)
         self.redactions = 0
-        self.special = 0
-        """Special files the stages left (each a ``special_file`` flag, counted with the patch's)."""
         self.leaked = 0
         """Occurrences of the run's own secret values the agent put in its output."""
         self.setup_s = 0.0
@@ -160,7 +157,8 @@ class _Trial:
         spec = self.spec
         self.emit(TrialStarted, case_id=spec.case.id, variant=spec.variant.id,
                   config_id=spec.config_id, repetition=spec.repetition, seed=spec.seed,
-                  workspace=str(self.files.ws), order=spec.order, case_fingerprint=spec.case_fingerprint)
+                  workspace=str(self.files.ws), order=spec.order, case_fingerprint=spec.case_fingerprint,
+                  timeout_seconds=self.budget.timeout_s, max_cost_usd=self.budget.max_cost_usd)
         early = self.prepare()
         self.setup_s = self.budget.elapsed()
         if early is not None:
@@ -176,8 +174,7 @@ class _Trial:
 
     def prepare(self) -> Stop | None:
         """The workspace, the prepare commands, and the prepared tree captured."""
-        for sub in (self.files.home, self.files.tmp, self.files.shm):
-            sub.mkdir(parents=True, exist_ok=True)
+        self.files.make_private()
         ws = self.files.ws
         try:
             create_workspace(self.box.store, self.spec.initial_commit, ws)
@@ -214,11 +211,9 @@ class _Trial:
                           reclaim_by=self.budget.finish_by())
         self.emit(PrepareFinished, command=argv, exit_code=res.exit_code,
                   timed_out=res.timed_out, duration_s=round(res.duration_s, 3))
-        if res.limit is not None:
-            return self.budget.limit_stop(res.limit_kind or "workspace", f"prepare command {argv[0]}: {res.limit}",
-                                          res.written)
-        if res.ok:
-            return None
+        stop = self.budget.over_limit(res, f"prepare command {argv[0]}: ")
+        if stop is not None or res.ok:
+            return stop
         why = "timed out" if res.timed_out else (
             f"could not start ({res.error})" if res.could_not_start else
             f"exited {res.exit_code if res.exit_code is not None else 'by signal ' + str(res.signal)}")
@@ -236,9 +231,10 @@ class _Trial:
         _check_stop(spec)
         try:
             results, violations = self.grade(attempt)
-        except GitError as exc:
+        except (GitError, *AGENT_OUTPUT_ERRORS) as exc:
             _check_stop(spec)  # the copy failed because the run is stopping: not a result
-            failed = self.budget.work_failed("preparing the grading copy", exc)
+            failed = charged(exc, "preparing the grading copy") or self.budget.work_failed(
+                "preparing the grading copy", exc)
             self.emit(AttemptFinished, attempt=attempt, outcome=failed.outcome, findings=[],
                       **stop_fields(failed))
             return failed.outcome, failed.reason, [], True
@@ -250,7 +246,13 @@ class _Trial:
         self.last_results = results
         emit_gradings(self.emit, attempt, results, final, spec.baseline)
         if final and outcome not in NOT_JUDGED:
-            bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            try:
+                bad = self.judge(attempt, results)  # advisory: the outcome is already decided
+            except AGENT_OUTPUT_ERRORS as exc:
+                stop = charged(exc, "writing the judges' evidence")
+                if stop is None:
+                    raise
+                bad, outcome, reason = [], stop.outcome, stop.reason
             _check_stop(spec)
             if bad:
                 outcome, reason = "invalid", f"integrity violated while judging: {', '.join(bad)}"
@@ -272,7 +274,6 @@ class _Trial:
             st = run_stage(self.stage_setup, self.files, self.budget, self.emit, attempt, stage, findings)
             self.redactions += st.redactions
             self.leaked += st.leaked
-            self.special += len(st.proc.special)
             _check_stop(self.spec)
             stage_findings += st.findings
             stop = self.after_stage(st)
@@ -286,10 +287,9 @@ class _Trial:
         if bad:
             return Stop("invalid", f"integrity violated after {st.stage}: {', '.join(bad)}", grade=False)
         res, report = st.proc, st.report
-        if st.stop is not None or res.could_not_start:
-            return st.stop or Stop("infra_error", f"agent could not start: {res.error}", grade=False)
-        if res.limit is not None:  # over a limit while it ran, or in what it left
-            return self.budget.limit_stop(res.limit_kind or "workspace", res.limit, res.written)
+        stop = st.stop or self.budget.over_limit(res)  # over a limit while it ran, or in what it left
+        if stop is not None or res.could_not_start:
+            return stop or Stop("infra_error", f"agent could not start: {res.error}", grade=False)
         try:
             self.current = self.git.capture(self.files.ws, self.prepared_tree or "", excludes=self.box.excludes,
                                             timeout=self.budget.for_git())
@@ -350,18 +350,26 @@ class _Trial:
     def finish(self, outcome: Outcome, reason: str, attempts: int) -> TrialOutcome:
         spec, budget = self.spec, self.budget
         graders = case_inputs(spec.snapshot, spec.case).contents  # their names are flagged in the patch
-        kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
-                               self.current.tree if self.current else None, spec.case.allowed_paths,
-                               self.emit, budget.for_evidence, budget.finish_by, graders)
+        try:
+            kept = self.files.keep(self.git, self.box.store, self.box.redactor, (self.prepared_tree, self.ignored_tree),
+                                   self.current.tree if self.current else None, spec.case.allowed_paths,
+                                   self.emit, budget.for_evidence, budget.finish_by, graders)
+        except AGENT_OUTPUT_ERRORS as exc:
+            stop = charged(exc, f"keeping the evidence (graded {outcome})")
+            if stop is None:
+                raise
+            outcome, reason, kept = stop.outcome, stop.reason, Kept()
         self.redactions += kept.redactions
         if kept.patch is not None and kept.patch.summarised:
             reason += f" (changes.patch summarises {len(kept.patch.summarised)} large file(s))"
-        flags = kept.flags + self.special
+        flags = kept.flags + self.files.special
         layers: dict[str, str] = dict(layer_results(self.last_results, spec.baseline)[0])
         usage = budget.usage()
         wall = budget.elapsed()
         line = summary_line(spec.case.id, spec.variant.id, spec.repetition, outcome, layers,
                             usage.cost_usd, wall, flags)
+        self.files.scrub(self.box.store)  # before the hashes: nothing in the trial changes after
+        evidence = evidence_hashes(self.files.dir)
         gateway = budget.gateway_usage()
         self.emit(
             TrialFinished, case_id=spec.case.id, variant=spec.variant.id, config_id=spec.config_id,
@@ -375,7 +383,7 @@ class _Trial:
             patch_truncated=bool(kept.patch and kept.patch.truncated),
             case_fingerprint=spec.case_fingerprint, scored=spec.scored, redactions=self.redactions,
             secrets_leaked=self.leaked, gateway_usage=gateway, patch_paths=kept.patch_paths,
-            model_substituted=model_substituted(spec.variant.model, gateway),
+            model_substituted=model_substituted(spec.variant.model, gateway), evidence=evidence,
         )
         return TrialOutcome(spec.trial_id, outcome, reason, line, round(wall, 3), usage, flags, attempts)
 
@@ -385,4 +393,8 @@ def run_trial(spec: TrialSpec, emit: Emit, clock: Clock = time.monotonic) -> Tri
     ``clock`` is the trial budget's (``runner.budget``)."""
     remove_tree(spec.trial_dir)
     spec.trial_dir.mkdir(parents=True)
-    return _Trial(spec, emit, clock).run()
+    trial = _Trial(spec, emit, clock)
+    try:
+        return trial.run()
+    finally:  # whatever raised (or was charged to the agent): nothing unredacted stays
+        trial.files.scrub(spec.containment.store)

@@ -37,6 +37,7 @@ from runner.capture import TrialGit
 from runner.evidence import read_capped, write_atomic
 from runner.flags import GraderNames, grader_names, inspect_patch
 from runner.git import GitError, git
+from runner.patchnames import quote
 from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.run_store import RunStore
@@ -89,11 +90,20 @@ class TrialFiles:
         self.home = trial_dir / ".sandbox" / "home"
         self.tmp = trial_dir / ".sandbox" / "tmp"
         self.shm = trial_dir / ".sandbox" / "shm"
+        self.special = 0
+        """Special files the stages left, each removed with a ``special_file`` flag (``runner.stage``)."""
+        self.kept = False
+        """The workspace was redacted and the private directories discarded (``keep``)."""
         self.dir_ids: dict[str, tuple[int, int]] = {}
         for name in ("", *EVIDENCE_DIRS):
             (self.dir / name).mkdir(exist_ok=True)
             st = os.lstat(self.dir / name)
             self.dir_ids[name] = (st.st_dev, st.st_ino)
+
+    def make_private(self) -> None:
+        """The sandbox's HOME, /tmp and /dev/shm directories (counted with the workspace)."""
+        for sub in (self.home, self.tmp, self.shm):
+            sub.mkdir(parents=True, exist_ok=True)
 
     def problems(self) -> list[str]:
         """Evidence directories that are no longer the ones the runner created."""
@@ -175,7 +185,7 @@ class TrialFiles:
         paths = None  # read before the runner's git directory goes
         if final_tree is not None and prepared is not None:
             try:
-                paths = tgit.changed_names(prepared, final_tree)[:PATCH_PATHS]
+                paths = [quote(p) for p in tgit.changed_names(prepared, final_tree)[:PATCH_PATHS]]
             except GitError:
                 paths = None
         store.discard(self.dir / ".sandbox")
@@ -233,14 +243,24 @@ class TrialFiles:
                           + "".join(f"{r}\n" for r in removed)).encode())
         store.discard(self.ws / ".git")
         store.discard(self.dir / ".runner")
+        self.kept = True
         return redactions[0]
 
-
-def _unlink(e: Entry) -> None:
-    try:
-        os.unlink(e.name, dir_fd=e.dir_fd)
-    except OSError:
-        pass
+    def scrub(self, store: RunStore) -> None:
+        """Unless ``keep`` finished (or this ran already): remove the workspace, the sandbox's HOME/TMP and the
+        runner's scratch, unredacted as they are (the ``finally`` of every trial: whatever
+        raised, no secret stays at rest in the run directory; docs/security.md)."""
+        if self.kept:
+            return
+        self.kept = True  # once: the trial's evidence is hashed after it
+        for path in (self.ws, self.dir / ".sandbox", self.dir / ".runner"):
+            try:
+                store.discard(path)
+            except Exception:  # noqa: BLE001 - the background removal failed: remove it here
+                remove_tree(path)
+        if not os.path.lexists(self.ws):
+            write_atomic(self.dir / "workspace-removed.txt",
+                         b"The trial did not finish normally: its workspace was removed unredacted.\n")
 
 
 def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,
@@ -250,3 +270,10 @@ def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,
     for f in findings:
         emit(Flag, kind=f.kind, path=f.path, detail=f.detail)
     return len(findings)
+
+
+def _unlink(e: Entry) -> None:
+    try:
+        os.unlink(e.name, dir_fd=e.dir_fd)
+    except OSError:
+        pass

@@ -27,6 +27,8 @@ from contract.values import MAX_DEPTH
 from runner import git
 from runner.errors import RunnerError
 from runner.manifest import CASE_VARIANT_ID_MAX, Manifest, path_problem, value_problems
+from runner.manifest.document import expand_sweeps
+from runner.manifest.sweeps import without_branch
 from runner.paths import check_input, input_refs
 from runner.placeholders import placeholder_problems
 
@@ -149,8 +151,9 @@ def repo_path(base: Path, repository: str) -> Path:
     return p if p.is_absolute() else base / p
 
 
-def validate_manifest(path: Path) -> ValidationReport:
-    """Check a manifest file completely; never raises for bad input."""
+def validate_manifest(path: Path, *, agents_here: bool = True) -> ValidationReport:
+    """Check a manifest file completely; never raises for bad input. ``agents_here=False``: the
+    agents run on other machines (Ray), so their absolute paths are not checked on this one."""
     path = Path(path)
     report = ValidationReport(path)
     raw, problems = _load(path)
@@ -174,16 +177,17 @@ def validate_manifest(path: Path) -> ValidationReport:
         # The checks that need this machine import the agents, the gateway and the judges
         # (aiohttp among them): only for a manifest that parsed, so a broken one fails fast.
         from runner.judges.config import judge_problems
+        from runner.visible import check_problems
 
         _check_agents(report, manifest, base)
-        _check_command_paths(report, manifest, base)
-        for loc, msg in judge_problems(manifest, base):
+        _check_command_paths(report, manifest, base, agents_here)
+        for loc, msg in [*judge_problems(manifest, base), *check_problems(manifest)]:
             report.add(Problem(loc, msg))
         report.notes.append(network_note(manifest))
     if blanks:  # a blank is the one problem at its location (not also "does not apply cleanly")
         at = {b.location for b in blanks}
         report.problems = blanks + [p for p in report.problems if p.location not in at]
-    report.manifest = manifest
+    report.manifest = expand_sweeps(manifest) if manifest is not None else None  # a sweep: one variant per point
     return report
 
 
@@ -213,8 +217,10 @@ def _check_shape(report: ValidationReport, raw: dict[str, Any]) -> Manifest | No
             manifest = Manifest.model_validate(raw)
         except ValidationError as exc:
             for err in exc.errors():
-                where, message = _message(err)
-                report.add(Problem(json_path(where), message))
+                plain = without_branch(raw, tuple(err["loc"]))
+                if plain is not None:
+                    where, message = _message({**err, "loc": plain})
+                    report.add(Problem(json_path(where), message))
         if unusable:
             manifest = None
     if manifest is None:
@@ -367,7 +373,7 @@ def _check_agents(report: ValidationReport, manifest: Manifest, base: Path) -> N
                                                     f"sends it to {up.base_url} for the agents' {provider} calls"))
 
 
-def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Path) -> None:
+def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Path, agents_here: bool) -> None:
     """Every path a ``command`` agent's argv names, resolved where the agent will run
     (``runner.agents.command_paths``); one (repository, commit) per case source, checked once."""
     from runner.agents.command_paths import command_path_problems
@@ -381,13 +387,13 @@ def _check_command_paths(report: ValidationReport, manifest: Manifest, base: Pat
         if (repo, commit) not in sources and git.is_repository(repo) and git.commit_exists(repo, commit):
             sources[(repo, commit)] = c.id
     rows = [(case_id, repo, commit) for (repo, commit), case_id in sources.items()]
-    for loc, why in command_path_problems(manifest, base, rows):
+    for loc, why in command_path_problems(manifest, base, rows, agents_here):
         report.add(Problem(loc, why))
 
 
-def load_valid_manifest(path: Path) -> Manifest:
+def load_valid_manifest(path: Path, *, agents_here: bool = True) -> Manifest:
     """The parsed manifest, or ``ManifestInvalid`` naming the first problem."""
-    report = validate_manifest(path)
+    report = validate_manifest(path, agents_here=agents_here)
     if not report.ok:
         raise ManifestInvalid(Path(path), report.problems)
     assert report.manifest is not None

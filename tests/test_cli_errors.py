@@ -108,6 +108,8 @@ CASES = [
     ("label-syntax", ["summarize", "-w", W, "--label", "bad"], 2, ["--label", "key=value"]),
     ("since-bad", ["summarize", "-w", W, "--since", "notadate"], 2, ["--since", "ISO date"]),
     ("until-bad", ["latency", "-w", W, "--until", "2026-13-45"], 2, ["--until", "ISO date"]),
+    ("budget-curve-no-sweep", ["budget-curve", "-w", W], 2, ["no budget sweep in the selection", "docs/runner.md"]),
+    ("visibility-no-visible-check", ["visibility", "-w", W], 2, ["no visible check in the selection"]),
     ("holdout-bad", ["familiarity", "-w", W, "--holdout", "maybe"], 2, ["--holdout", "include, exclude or only"]),
     ("by-unknown", ["summarize", "-w", W, "--by", "nocolumn"], 2, ["--by", "nocolumn"]),
     ("run-unknown", ["consistency", "-w", W, "--run", "nope"], 2, ["--run 'nope'", "no run", "known: runs-jsonl-"]),

@@ -9,9 +9,11 @@ import click
 # Registering a module = importing it; each adds its commands to ``app``.
 from trialhouse import (  # noqa: E402,F401,I001
     cmd_analysis,
+    cmd_budget,
     cmd_judges,
     cmd_regrade,
     cmd_report,
+    cmd_rollout,
     cmd_runner,
     cmd_stats,
     cmd_view,

@@ -39,11 +39,13 @@ from trialhouse.app import app, echo_json, json_option, listed, option, warehous
 @option("--bundle", type=click.Path(path_type=Path, file_okay=False),
         help="Link each trial id to its page in a viewer bundle (trialhouse view --bundle DIR), "
              "relative to the report.")
+@option("--rules", "rules", type=click.Path(path_type=Path),
+        help="Stop-rules file: fired rules open the report with their owners (trialhouse rules check).")
 @json_option()
 def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | None, until: str | None,
            baseline: str | None, candidate: tuple[str, ...], previous_period: bool,
            title: str | None, include_unvalidated: bool, allow_evaluator_change: bool,
-           viewer_url: str | None, bundle: Path | None, json_out: bool,
+           viewer_url: str | None, bundle: Path | None, rules: Path | None, json_out: bool,
            **selectors: tuple[str, ...]) -> None:
     """Write an offline HTML report (plus Markdown, JSON and chart PNG/SVG) for runs or a time window.
 
@@ -80,6 +82,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         include_unvalidated=include_unvalidated,
         allow_evaluator_change=allow_evaluator_change,
         trial_pages=pages,
+        rules=rules,
     )
     if json_out:
         echo_json(

@@ -22,6 +22,7 @@ from trialhouse.csv_cells import raw_option
 INGEST_FORMATS = ("auto", "trialhouse", "runs-jsonl", "inspect", "harbor", "terminal-bench", "swebench",
                   "mini-swe-agent")
 ANNOTATION_KINDS = ("failure_category", "review_decision")
+COHORTS = ("production", "shadow")  # ingest.cohorts.COHORTS
 
 
 @app.command()
@@ -36,9 +37,12 @@ ANNOTATION_KINDS = ("failure_category", "review_decision")
         help="Aliases file (YAML/JSON): model and harness spellings → canonical names.")
 @option("--labels", type=click.Path(path_type=Path),
         help="Labels file (YAML/JSON/CSV): task or repository → labels such as familiarity.")
+@option("--cohort", type=Choice(COHORTS),
+        help="PATHS are observational cohort files (JSONL/CSV tickets; docs/rollout.md), never trials.")
 @json_option("json")
 def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path | None,  # noqa: A002
-           allow_quarantine: bool, aliases: Path | None, labels: Path | None, json: bool) -> None:
+           allow_quarantine: bool, aliases: Path | None, labels: Path | None, cohort: str | None,
+           json: bool) -> None:
     """Load runs (ours or other tools') into the warehouse; re-ingesting unchanged input changes nothing.
 
     PATHS are run directories, events.jsonl files or foreign results.
@@ -46,16 +50,26 @@ def ingest(paths: tuple[Path, ...], warehouse: Path, format: str, prices: Path |
     Exits 2 after writing when any line was quarantined (unless --allow-quarantine),
     and 3 when another ingest holds the warehouse lock.
 
+    With --cohort production|shadow, PATHS are tickets of agent work outside the benchmark
+    (a production or shadow-mode cohort): kept apart from trials, shown beside them.
+
     Example: trialhouse ingest runs/2026-03-02-demo --warehouse demo/warehouse/trialhouse.duckdb
     """
     from ingest.api import IngestQuarantined, ingest_paths
     from trialhouse.paths import creatable
     from trialhouse.render import print_ingest
 
+    if cohort and (format != "auto" or prices or aliases or labels):
+        raise click.UsageError("--cohort takes cohort files only: drop --format, --prices, --aliases and --labels")
     creatable(warehouse, "--warehouse", "file")
     try:
-        result = ingest_paths(list(paths), warehouse, format=format, prices=prices,
-                              allow_quarantine=allow_quarantine, aliases=aliases, labels=labels)
+        if cohort:
+            from ingest.cohorts import import_cohorts
+
+            result = import_cohorts(list(paths), warehouse, cohort, allow_quarantine=allow_quarantine)
+        else:
+            result = ingest_paths(list(paths), warehouse, format=format, prices=prices,
+                                  allow_quarantine=allow_quarantine, aliases=aliases, labels=labels)
     except IngestQuarantined as exc:
         print_ingest(exc.result, json, warehouse)
         raise

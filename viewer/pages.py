@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import duckdb
 
 OUTCOMES = ("accepted", "target_failed", "regression", "repository_failed", "budget_exhausted",
-            "agent_failed", "infra_error", "invalid", "incomplete")
+            "agent_failed", "agent_output_error", "infra_error", "invalid", "incomplete")
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ SPECS = {
         Column("prices_as_of", "string"),  # date of the price table used, when any
         Column("run_cost_usd", "float64"),  # run-level spend reported by a foreign tool; never spread over trials
         Column("details_json", "string"),  # input hashes, variants, anything else as JSON
-        Column("integrity", "string"),  # hash chain: intact | unchained (older runs) | tampered or damaged: …
+        Column("integrity", "string"),  # hash chain, keyed seal, evidence: intact | chain intact, key not available | chain intact, unkeyed seal | unchained (older runs) | tampered or damaged: …
         Column("isolation_backend", "string"),  # bubblewrap | none | null (foreign, or before isolation)
         Column("isolated", "bool"),  # false: agents and graders were not isolated (reports say so)
         Column("network", "bool"),  # agents had the host's network (network_policy open)
@@ -59,6 +59,11 @@ SPECS = {
         Column("simulated", "bool", False),
         Column("source_format", "string", False),
         Column("variant_order", "int32"),  # position among the run's variants (0 = default baseline)
+        Column("timeout_seconds", "float64"),  # the variant's own time budget per trial (null: the case's or run's)
+        Column("max_cost_usd", "float64"),  # the variant's own spend limit per trial (null: the case's or run's)
+        Column("sweep", "string"),  # the budget sweep this configuration is a point of (null: none)
+        Column("sweep_budget", "string"),  # timeout_seconds | max_cost_usd: what the sweep varies
+        Column("sweep_value", "float64"),  # this point's value of sweep_budget
     ),
     "cases": table_spec(
         "One row per task (case) in a run, with its labels.",
@@ -77,6 +82,8 @@ SPECS = {
         Column("fingerprint", "string"),  # evaluator fingerprint: (case_id, fingerprint) is the task version
         Column("scored", "bool"),  # false: failed or flaky controls, left out of analyses by default
         Column("unscored_reason", "string"),
+        Column("timeout_seconds", "float64"),  # the case's own time budget per trial (null: the run's)
+        Column("max_cost_usd", "float64"),  # the case's own spend limit per trial (null: the run's)
         Column("pre_existing", "int32"),  # regression/repository criteria failing on the initial commit (noise)
         Column("pre_existing_json", "string"),  # [{criterion_id, layer, output, output_path}] of those criteria
     ),
@@ -96,6 +103,8 @@ SPECS = {
         Column("severity", "string"),  # blocker | major | minor (null: runs before severities)
         Column("description", "string"),
         Column("case_fingerprint", "string"),
+        Column("visible", "bool"),  # the agent could run it ($TRIALHOUSE_CHECKS); false: hidden (null: older runs)
+        Column("pooled", "bool"),  # drawn from the case's hidden pool for this run (runs.details_json rotation)
         Column("in_process", "bool"),  # declared: its grader imports workspace code in its own process
     ),
     "skipped_trials": table_spec(

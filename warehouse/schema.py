@@ -6,7 +6,7 @@ and exposed in the DuckDB file as a view of the same name. Every row carries the
 token count or cost is never 0.
 
 The tables are written down by family (``warehouse.run_tables``, ``trial_tables``,
-``review_tables``, ``ingest_tables``, ``trajectory_tables``) and gathered here, in the
+``review_tables``, ``ingest_tables``, ``trajectory_tables``, ``rollout_tables``) and gathered here, in the
 order docs/tables.md lists them. ``docs/tables.md`` is generated from these modules
 (``trialhouse tables --markdown``) and a test keeps it in sync.
 """
@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from warehouse import ingest_tables, review_tables, run_tables, trajectory_tables, trial_tables
+from warehouse import (
+    ingest_tables,
+    review_tables,
+    rollout_tables,
+    run_tables,
+    trajectory_tables,
+    trial_tables,
+)
 from warehouse.table_spec import Column, TableSpec, table_spec
 
 if TYPE_CHECKING:
@@ -32,7 +39,7 @@ DUCKDB_TYPES = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT",
 
 SPEC: dict[str, TableSpec] = {
     **run_tables.SPECS, **trial_tables.SPECS, **review_tables.SPECS, **ingest_tables.SPECS,
-    **trajectory_tables.SPECS,
+    **trajectory_tables.SPECS, **rollout_tables.SPECS,
 }
 """Table name → (doc, columns) of every ingested table."""
 for _name, (_doc, _cols) in trajectory_tables.ADDED_COLUMNS.items():
@@ -40,7 +47,7 @@ for _name, (_doc, _cols) in trajectory_tables.ADDED_COLUMNS.items():
     SPEC[_name] = (_table_doc, (*_existing[:-1], *_cols[1:-1], _existing[-1]))  # before ingest_batch_id
 
 SPEC_FILES = ("run_tables.py", "trial_tables.py", "review_tables.py", "ingest_tables.py",
-              "trajectory_tables.py", "schema.py")
+              "trajectory_tables.py", "rollout_tables.py", "schema.py")
 """The files of ``warehouse`` that write tables down (docs/tables.md takes column notes from them)."""
 
 

@@ -57,7 +57,8 @@ def write_report(warehouse: Path | str, output: Path | str, *,
                  title: str | None = None,
                  selectors: dict[str, Any] | None = None, include_unvalidated: bool = False,
                  allow_evaluator_change: bool = False,
-                 trial_pages: TrialPages | None = None) -> ReportPaths:
+                 trial_pages: TrialPages | None = None,
+                 rules: Path | str | None = None) -> ReportPaths:
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``.
 
     ``baseline``/``candidates`` resolve exactly as ``compare``'s (default baseline: the
@@ -68,6 +69,8 @@ def write_report(warehouse: Path | str, output: Path | str, *,
     lets the comparison and the period pair a case across evaluator fingerprints.
     ``trial_pages`` links each trial id to its page in a trial viewer (``(run id, trial
     id) → href``, see ``viewer.site.trial_href``); without it a trial links to its evidence.
+    ``rules``: a stop-rules file, evaluated at the window's end (else now); fired rules open
+    the report with their owners (docs/rollout.md).
     """
     from analysis.filters import Filters
     from analysis.report import output as out
@@ -87,9 +90,14 @@ def write_report(warehouse: Path | str, output: Path | str, *,
               "previous_until": prev[1].isoformat() if prev else None}
     previous = Filters(runs=filters.runs, since=prev[0], until=prev[1], **sel) if prev else None
     out.check(directory)
+    declared = None
+    if rules is not None:
+        from analysis.stop_rules import load_rules
+
+        declared = load_rules(rules)
     with closing(wdb.open(warehouse, read_only=True)) as con:
         data = gather(con, filters, window=window, baseline=baseline, candidates=candidates,
-                      previous=previous)
+                      previous=previous, rules=declared, rules_at=until_t)
     return _write(data, directory, title or "trialhouse comparison report", str(warehouse),
                   trial_pages)
 

@@ -14,6 +14,7 @@ fronts are drawn from the one summary (``analysis.pareto.front``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from analysis.errors import AnalysisError
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from analysis.budget_curve import BudgetCurve
+    from analysis.cohorts import Cohorts
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
     from analysis.eligibility import Blockers, Eligibility, Gates
@@ -36,10 +39,13 @@ if TYPE_CHECKING:
     from analysis.period import Period
     from analysis.pre_existing import PreExisting
     from analysis.regrade import Regrades
+    from analysis.rules_check import RulesCheck
     from analysis.sanity import SanityWarning
+    from analysis.stop_rules import RulesFile
     from analysis.summary import Checked, Summary
     from analysis.trajectory import TrajectorySummary
     from analysis.unscored import Unscored
+    from analysis.visibility import Visibility
 
 
 @dataclass
@@ -81,6 +87,11 @@ class ReportData:
     review: dict[str, pl.DataFrame] = field(default_factory=dict)
     """Judgments with calibration status, calibrations, grader–reviewer agreement, review
     minutes (``analysis.review.judged_and_reviewed``)."""
+    stop_rules: RulesCheck | None = None  # None: no rules file given (``report --rules``)
+    cohorts: Cohorts | None = None  # None: no cohort ticket in the warehouse
+    budget_curve: BudgetCurve | None = None  # None: no sweep, or why not (budget_curve_absent)
+    budget_curve_absent: str | None = None
+    visibility: Visibility | None = None  # None: no visible check in the selection
 
 
 _RUNS_SQL = """
@@ -177,15 +188,19 @@ def _blockers(trials: pl.DataFrame, configs: list[dict], comparisons: Comparison
 
 def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str, str | None],
            baseline: str | None = None, candidates: list[str] | None = None,
-           previous: Filters | None = None) -> ReportData:
-    """Ask every analysis its question; an analysis that cannot answer says why."""
+           previous: Filters | None = None, rules: RulesFile | None = None,
+           rules_at: datetime | None = None) -> ReportData:
+    """Ask every analysis its question; an analysis that cannot answer says why. ``rules``:
+    the stop rules, evaluated at ``rules_at`` (the window's end, else now)."""
     from analysis import consistency, failures, familiarity, flags, latency, matrix
+    from analysis.cohorts import cohorts, has_cohorts
     from analysis.data import load_trials, require_trials
     from analysis.eligibility import assess
     from analysis.headline import headline
     from analysis.pareto import front
     from analysis.period import period_changes
     from analysis.review import judged_and_reviewed
+    from analysis.rules_check import check_rules
     from analysis.scope import resolve
     from analysis.summary import summarize
 
@@ -223,7 +238,22 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         pre_existing=checked.pre_existing, regrades=_regrades(con, filters),
         invalidated=_records(con, _INVALIDATED_SQL,
                              [list(filters.runs), list(filters.runs), run_ids]),
-        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids))
+        trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
+        stop_rules=check_rules(con, rules, rules_at) if rules is not None else None,
+        cohorts=cohorts(con, filters) if has_cohorts(con) else None,
+        **_budgets_and_checks(con, filters))
+
+
+def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Any]:
+    """The budget curve and the visible/hidden checks, when the selection has a sweep and a
+    visible check (an absent sweep is no section; a sweep that cannot be drawn says why)."""
+    from analysis.budget_curve import NO_SWEEP, budget_curve
+    from analysis.visibility import visibility
+
+    curve, why = _optional(budget_curve, con, filters)
+    vis, _absent = _optional(visibility, con, filters)
+    return {"budget_curve": curve, "budget_curve_absent": None if why is None or why.startswith(NO_SWEEP) else why,
+            "visibility": vis}
 
 
 def _regrades(con: duckdb.DuckDBPyConnection, filters: Filters) -> Regrades:

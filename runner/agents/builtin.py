@@ -6,7 +6,9 @@
 * ``simulated`` is a seeded stand-in for a model-backed agent: it picks one of the case's
   recorded candidate changes (correct / wrong / regression) with a probability that
   depends on its skill and the case, and reports synthetic tokens, cost and steps.
-  Nothing it does involves a model; every line it prints says SIMULATED.
+  Nothing it does involves a model; every line it prints says SIMULATED. With a spend
+  limit it works in rounds (``affordable_rounds``): more budget, more rounds, a better
+  chance of the correct change, more spend. With visible checks it runs them in QA.
 
 They are real subprocesses so the runner treats them exactly like any other agent:
 failures are exit codes, usage goes to the agent events file. Standard library only,
@@ -30,6 +32,8 @@ FAMILIARITY_FACTOR = {"known": 1.0, "unknown": 0.8}
 TOKEN_SCALE = {"easy": 0.7, "medium": 1.0, "hard": 1.5}
 STAGE_TOKENS = {"build": (14_000, 1_800), "qa": (7_000, 900), "review": (9_000, 500)}
 MAX_SLEEP_S = 0.15
+MAX_ROUNDS = 8
+"""Most build rounds a spend limit buys the simulated agent."""
 
 
 class _Stage:
@@ -40,9 +44,12 @@ class _Stage:
         self.started = time.monotonic()
         self.ws = Path(ctx["workspace"])
         self.events = Path(ctx["events_file"])
-        parts = [ctx.get("seed"), ctx.get("case_id"), ctx.get("variant_id"), ctx.get("repetition"),
-                 ctx.get("attempt"), ctx.get("stage")]
+        # The points of a budget sweep share their draws (seeded by the sweep, not the point).
+        parts = [ctx.get("seed"), ctx.get("case_id"), ctx.get("sweep") or ctx.get("variant_id"),
+                 ctx.get("repetition"), ctx.get("attempt"), ctx.get("stage")]
         self.rng = random.Random("|".join(str(p) for p in parts))
+        self.rounds = 1
+        """Build rounds this stage worked (``affordable_rounds``); 1 for every other stage."""
 
     def emit(self, line: dict) -> None:
         with self.events.open("a", encoding="utf-8") as fh:
@@ -125,10 +132,50 @@ def correct_probability(skill: float, labels: dict, attempt: int, findings: list
     return min(max(p, 0.0), 1.0)
 
 
-def _choose(rng: random.Random, p_correct: float) -> str:
-    if rng.random() < p_correct:
-        return "correct"
-    return "wrong" if rng.random() < 0.6 else "regression"
+def _choose(rng: random.Random, p_correct: float, rounds: int = 1) -> tuple[str, int]:
+    """(candidate, rounds used): each round finds the correct change with ``p_correct``, so
+    ``rounds`` of them with 1 − (1 − p)^rounds. One uniform draw decides, so the same draw
+    with more rounds never does worse; one round is the plain draw."""
+    u = rng.random()
+    for used in range(1, rounds + 1):
+        if u < 1 - (1 - p_correct) ** used:
+            return "correct", used
+    return ("wrong" if rng.random() < 0.6 else "regression"), rounds
+
+
+def _model_factor(model: str) -> float:
+    return 1.3 if "alpha" in model else 1.0 if "beta" in model else random.Random(model).uniform(0.8, 1.3)
+
+
+def _prompt_chars(ctx: dict) -> int:
+    try:
+        return len(Path(ctx["prompt_file"]).read_text(encoding="utf-8"))
+    except (OSError, KeyError):
+        return 0
+
+
+def stage_cost_bound(ctx: dict, stage: str) -> float:
+    """The most one round of ``stage`` can cost (``_synthetic_usage`` at its highest draws)."""
+    base_in, base_out = STAGE_TOKENS.get(stage, STAGE_TOKENS["build"])
+    labels = ctx.get("labels") or {}
+    scale = _factor(TOKEN_SCALE, labels.get("difficulty"), 1.0)
+    steps = 4 + (2 if labels.get("difficulty") == "hard" else 0)
+    tokens = (base_in + steps * _prompt_chars(ctx) / 4) * scale * 1.15
+    tokens += base_out * _model_factor(str(ctx.get("model") or "")) * scale * 1.2
+    return tokens * float(ctx.get("price_per_mtok") or 0) / 1e6
+
+
+def affordable_rounds(ctx: dict) -> int:
+    """Build rounds the trial's spend limit allows: what is left after the spend so far and
+    the later stages of this attempt, over the most a round costs (at least 1, at most
+    ``MAX_ROUNDS``). No limit or no price: one round, as without a budget."""
+    cap, price = ctx.get("max_cost_usd"), ctx.get("price_per_mtok")
+    if cap is None or not price:
+        return 1
+    stages = list(ctx.get("stages") or STAGE_TOKENS)
+    later = stages[stages.index("build") + 1:] if "build" in stages else []
+    left = float(cap) - float(ctx.get("spent_usd") or 0) - sum(stage_cost_bound(ctx, s) for s in later)
+    return max(1, min(MAX_ROUNDS, int(left // stage_cost_bound(ctx, "build"))))
 
 
 def _candidates(stage: _Stage) -> Path | None:
@@ -172,7 +219,10 @@ def _simulated_build(stage: _Stage, folder: Path) -> tuple[int, str, list[str]]:
     current = _applied_label(stage, folder) if attempt > 1 else None
     if attempt > 1 and not findings:
         return 0, f"kept {current or 'previous work'} (no findings)", []
-    choice = _choose(stage.rng, p)
+    allowed = affordable_rounds(ctx)
+    choice, stage.rounds = _choose(stage.rng, p, allowed)
+    for i in range(2, stage.rounds + 1):
+        stage.emit({"type": "step", "name": f"build-round-{i}", "elapsed_s": stage.elapsed()})
     if choice == current:
         return 0, f"kept {current} after findings", []
     if current is not None:
@@ -186,7 +236,8 @@ def _simulated_build(stage: _Stage, folder: Path) -> tuple[int, str, list[str]]:
     if not ok:
         return _fail(f"SIMULATED agent: git apply {choice}.patch failed: {err}"), "", []
     verb = f"replaced {current} with" if current else "applied"
-    return 0, f"{verb} {choice} (p_correct={p:.2f})", _patched_files(patch)
+    rounds = f", round {stage.rounds} of {allowed} the budget allowed" if allowed > 1 else ""
+    return 0, f"{verb} {choice} (p_correct={p:.2f}{rounds})", _patched_files(patch)
 
 
 def _simulated_qa(stage: _Stage, folder: Path) -> tuple[str, list[str]]:
@@ -202,6 +253,20 @@ def _simulated_qa(stage: _Stage, folder: Path) -> tuple[str, list[str]]:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return f"added {rel}", [rel]
+
+
+def _run_visible_checks(stage: _Stage) -> str:
+    """Run the case's visible checks (``$TRIALHOUSE_CHECKS``), as a tool call; "" without any."""
+    checks = stage.ctx.get("checks_dir")
+    if not checks:
+        return ""
+    done = subprocess.run([sys.executable, str(Path(checks) / "run_check.py")], cwd=stage.ws,
+                          capture_output=True, text=True)
+    verdicts = [ln for ln in done.stdout.splitlines() if ln and not ln.startswith(" ")]
+    stage.emit({"type": "tool_call", "name": "run_check", "exit_code": done.returncode,
+                "args": {"command": 'python3 "$TRIALHOUSE_CHECKS/run_check.py"'}, "result": verdicts,
+                "elapsed_s": stage.elapsed()})
+    return f"; visible checks: {', '.join(verdicts) or done.stderr.strip()[-200:]}"
 
 
 def _simulated_review(stage: _Stage, folder: Path) -> str:
@@ -226,16 +291,13 @@ def _synthetic_usage(stage: _Stage, steps: int) -> dict:
     ctx = stage.ctx
     name = ctx.get("stage") or "build"
     base_in, base_out = STAGE_TOKENS.get(name, STAGE_TOKENS["build"])
-    model = str(ctx.get("model") or "")
-    model_out = 1.3 if "alpha" in model else 1.0 if "beta" in model else random.Random(model).uniform(0.8, 1.3)
+    model_out = _model_factor(str(ctx.get("model") or ""))
     scale = _factor(TOKEN_SCALE, (ctx.get("labels") or {}).get("difficulty"), 1.0)
-    try:
-        prompt_chars = len(Path(ctx["prompt_file"]).read_text(encoding="utf-8"))
-    except (OSError, KeyError):
-        prompt_chars = 0
-    # Every step re-reads the prompt: longer stage instructions cost input tokens.
-    input_tokens = int((base_in + steps * prompt_chars / 4) * scale * stage.rng.uniform(0.85, 1.15))
-    output_tokens = int(base_out * model_out * scale * stage.rng.uniform(0.8, 1.2))
+    # Every step re-reads the prompt: longer stage instructions cost input tokens. Each
+    # build round costs a round's tokens.
+    input_tokens = stage.rounds * int((base_in + steps * _prompt_chars(ctx) / 4) * scale
+                                      * stage.rng.uniform(0.85, 1.15))
+    output_tokens = stage.rounds * int(base_out * model_out * scale * stage.rng.uniform(0.8, 1.2))
     usage = {"type": "usage", "input_tokens": input_tokens, "output_tokens": output_tokens,
              "cache_read_tokens": int(input_tokens * 0.4)}
     price = ctx.get("price_per_mtok")
@@ -264,6 +326,7 @@ def run_simulated(stage: _Stage) -> int:
             return code
     elif name == "qa":
         what, edited = _simulated_qa(stage, folder)
+        what += _run_visible_checks(stage)
     else:
         what = _simulated_review(stage, folder)
     for path in edited:

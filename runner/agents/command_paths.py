@@ -75,10 +75,12 @@ def _program_problem(program: str, isolated: bool) -> str | None:
     return None
 
 
-def command_path_problems(manifest: Manifest, base: Path,
-                          sources: list[tuple[str, Path, str]]) -> list[tuple[str, str]]:
+def command_path_problems(manifest: Manifest, base: Path, sources: list[tuple[str, Path, str]],
+                          agents_here: bool = True) -> list[tuple[str, str]]:
     """(location, message) of every argv path of a ``command`` variant that will not resolve
-    where the agent runs. ``sources``: (case id, repository, initial commit) of every case."""
+    where the agent runs. ``sources``: (case id, repository, initial commit) of every case.
+    ``agents_here=False`` (a Ray cluster): an absolute path names a worker's file system, not
+    this one's, so it is not checked here; a missing one is the trial's ``infra_error``."""
     problems: list[tuple[str, str]] = []
     isolated = manifest.isolation.backend == "bubblewrap"
     prepared = bool(manifest.prepare_commands)
@@ -92,7 +94,7 @@ def command_path_problems(manifest: Manifest, base: Path,
             if program and "{" in arg:
                 continue
             if arg.startswith("/"):
-                checked = program or arg.endswith(SCRIPT_SUFFIXES)  # else maybe a file it writes
+                checked = agents_here and (program or arg.endswith(SCRIPT_SUFFIXES))  # else maybe a file it writes
                 why = f"{arg}: does not exist on this machine" if checked and not Path(arg).exists() else None
             elif program and "/" not in arg:
                 why = _program_problem(arg, isolated)

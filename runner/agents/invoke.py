@@ -31,6 +31,7 @@ from runner.grading import argv_paths, substitute
 from runner.manifest import Case, Variant
 from runner.paths import Snapshot
 from runner.procs import ordinary_env
+from runner.visible import CHECKS_ENV, write_checks
 
 BUILTIN_KINDS = ("null", "reference", "replay", "simulated")
 BUILTIN_SCRIPT = Path(__file__).with_name("builtin.py")
@@ -100,6 +101,16 @@ class StageContext:
     verdict_file: str
     labels: dict[str, Any] = field(default_factory=dict)
     reasoning_effort: str | None = None
+    max_cost_usd: float | None = None
+    """The trial's spend limit (None: unlimited); with ``spent_usd``, what the stage may spend."""
+    spent_usd: float = 0.0
+    """The spend the trial's earlier stages reported."""
+    sweep: str | None = None
+    """The budget sweep the variant is a point of (the simulated agent seeds on it)."""
+    checks_dir: str | None = None
+    """The stage's visible checks (``$TRIALHOUSE_CHECKS``), None when the case has none."""
+    stages: list[str] = field(default_factory=list)
+    """The stages of an attempt, in order (the manifest's)."""
 
 
 def _builtin_inputs(variant: Variant, case: Case, snapshot: Snapshot, inp: Path) -> dict[str, str | None]:
@@ -162,6 +173,10 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         env_extra["TRIALHOUSE_MODEL_API_KEY"] = GATEWAY_KEY
     if link is not None:
         env_extra.update(proxy_env())
+    check_mounts = write_checks(case, snapshot, dirs.inp / "checks", ws)
+    if check_mounts:
+        ctx.checks_dir = env_extra[CHECKS_ENV] = str(dirs.inp / "checks")
+        read_only = [*read_only, *check_mounts]
     rw = [ws, dirs.out, dirs.home]
     if harness is not None:
         req, files = stage_request(
@@ -181,8 +196,9 @@ def build_request(variant: Variant, case: Case, ctx: StageContext, snapshot: Sna
         script = dirs.inp / "builtin_agent.py"
         shutil.copyfile(BUILTIN_SCRIPT, script)
         argv = [sandbox.interpreter(), "-I", "-B", str(script), "--context", str(ctx_path)]
-        return Invocation(sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra), read_only=[dirs.inp],
-                                          read_write=rw, tmp=dirs.tmp, shm=dirs.shm, network=network, link=link))
+        return Invocation(sandbox.Request(argv=argv, cwd=ws, env=ordinary_env(env_extra),
+                                          read_only=[dirs.inp, *check_mounts], read_write=rw,
+                                          tmp=dirs.tmp, shm=dirs.shm, network=network, link=link))
     assert agent.argv
     values = {
         "workspace": ctx.workspace,

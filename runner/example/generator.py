@@ -19,6 +19,7 @@ from runner.errors import RunnerError
 from runner.example.cases_other import CASES as OTHER_CASES
 from runner.example.cases_shop import CASES as SHOP_CASES
 from runner.example.spec import CaseSpec, Edit, Repo
+from runner.example.sweep import build_sweep_manifest
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 MAIN_REPO = "shop-service"
@@ -262,5 +263,8 @@ def write_example(dest: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="trialhouse-example-") as scratch:
         _write_patches(dest, Path(scratch))
     manifest = dest / "manifest.json"
-    manifest.write_text(json.dumps(build_manifest(commits), indent=2) + "\n", encoding="utf-8")
+    main = build_manifest(commits)
+    manifest.write_text(json.dumps(main, indent=2) + "\n", encoding="utf-8")
+    sweep = json.dumps(build_sweep_manifest(main), indent=2) + "\n"  # runner/example/sweep.py
+    (dest / "sweep.json").write_text(sweep, encoding="utf-8")
     return manifest

@@ -1,4 +1,6 @@
-"""A case and what grades it: the criteria (a command, or a supplementary judge) and its labels."""
+"""A case and what grades it: the criteria (a command, or a supplementary judge), a pool of
+hidden criteria some of which each run draws (docs/runner.md, "Visible and hidden checks"),
+its labels and its own budget."""
 
 from __future__ import annotations
 
@@ -46,6 +48,10 @@ class Criterion(Strict):
     flaky_fixed: NonEmptyStr | None = None
     """Set (with a note) once a criterion found flaky has been fixed: it becomes a new
     evaluator version, and its controls must agree with themselves again."""
+    visible: bool = False
+    """The agent may run this check: its files are copied read-only into every stage's
+    ``$TRIALHOUSE_CHECKS`` and the prompt says how to run it. Hidden (the default): out of
+    the agent's reach. Grading is the same either way."""
 
     @property
     def resolved_severity(self) -> str:
@@ -55,6 +61,8 @@ class Criterion(Strict):
     def _command_xor_judge(self) -> Criterion:
         if (self.command is None) == (self.judge is None):
             raise ValueError("needs exactly one of command (argv array) or judge")
+        if self.visible and self.command is None:
+            raise ValueError("visible: only a command criterion can be run by the agent")
         return self
 
     @property
@@ -72,6 +80,23 @@ class Labels(Strict):
     familiarity: Literal["known", "unknown"] | None = None
 
 
+class HiddenPool(Strict):
+    """Hidden criteria a run draws ``pick`` of (seeded: the manifest's ``rotation``), so the
+    hidden checks can change without changing the case id."""
+
+    pick: int = Field(ge=1, le=100)
+    criteria: list[Criterion] = Field(min_length=1, max_length=100)
+
+    @model_validator(mode="after")
+    def _pool_ok(self) -> HiddenPool:
+        if self.pick > len(self.criteria):
+            raise ValueError(f"pick: {self.pick} is more than the pool's {len(self.criteria)} criteria")
+        for c in self.criteria:
+            if c.visible or c.command is None:
+                raise ValueError(f"criteria {c.id}: a hidden pool holds hidden command criteria only")
+        return self
+
+
 class Case(Strict):
     id: CaseVariantId
     prompt: NonEmptyStr
@@ -82,10 +107,17 @@ class Case(Strict):
     initial_commit: str | None = None
     allowed_paths: list[NonEmptyStr] | None = None
     criteria: list[Criterion] = Field(min_length=1)
+    hidden_pool: HiddenPool | None = None
+    """Hidden criteria of which each run grades ``pick`` more (``runner.rotation``)."""
+    timeout_seconds: float | None = Field(default=None, gt=0, le=86_400)
+    """This case's time budget per trial; None → the manifest's."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """This case's spend limit per trial; None → the manifest's."""
 
     @model_validator(mode="after")
     def _criteria_ok(self) -> Case:
-        ids = [c.id for c in self.criteria]
+        pool = self.hidden_pool.criteria if self.hidden_pool else []
+        ids = [c.id for c in (*self.criteria, *pool)]
         dupes = sorted({i for i in ids if ids.count(i) > 1})
         if dupes:
             raise ValueError(f"duplicate criterion ids: {', '.join(dupes)}")

@@ -9,6 +9,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from runner.manifest.cases import Case
+from runner.manifest.sweeps import (
+    MAX_CONFIGURATIONS,
+    expanded_document,
+    sweep_problems,
+)
 from runner.manifest.values import Argv, Id, NonEmptyStr, PathStr, StageName, Strict
 from runner.manifest.variants import HARNESS_KINDS, Variant
 
@@ -155,13 +160,26 @@ class Resources(Strict):
     """Memory Ray reserves per trial (a scheduling hint, not a limit); None → no reservation."""
 
 
+class Rotation(Strict):
+    """How a run draws each case's ``hidden_pool`` (``runner.rotation``): seeded, recorded in
+    ``run_started.rotation``, the same subset again for the same seed and period."""
+
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    period: Literal["none", "run", "day", "week", "month"] = "none"
+    """``none``: the seed alone decides (the same subset every run until the seed changes);
+    ``day``/``week``/``month``: the seed and the UTC period the run starts in (``2026-W07``);
+    ``run``: the seed and the run id (a new subset every run)."""
+
+
 class Manifest(Strict):
     schema_version: Literal[1]
     id: Id
     repository: PathStr
     initial_commit: NonEmptyStr
     cases: list[Case] = Field(min_length=1, max_length=100)
-    variants: list[Variant] = Field(min_length=1, max_length=8)
+    variants: list[Variant] = Field(min_length=1, max_length=MAX_CONFIGURATIONS)
+    """At most ``MAX_VARIANTS`` variants, a budget sweep counting once; at most
+    ``MAX_CONFIGURATIONS`` configurations once the sweeps are expanded."""
     repetitions: int = Field(default=2, ge=1, le=10)
     max_attempts: int = Field(default=1, ge=1, le=3)
     timeout_seconds: float = Field(default=300, gt=0, le=86_400)
@@ -192,6 +210,20 @@ class Manifest(Strict):
     documented default list (runner.capture.DEFAULT_EXCLUDES)."""
     gateway: GatewaySettings | None = None
     """The model gateway the runner starts for the run (docs/gateway.md)."""
+    rotation: Rotation = Field(default_factory=Rotation)
+    """How runs draw the cases' hidden pools (only read when a case has one)."""
+
+    def budget(self, case: Case, variant: Variant) -> tuple[float, float | None]:
+        """(time budget, spend limit) of one trial: the variant's when it sets one (a sweep's
+        point), else the case's, else the manifest's (docs/runner.md, "Budgets")."""
+        timeout, cost = variant.timeout_seconds, variant.max_cost_usd
+        if isinstance(timeout, list) or isinstance(cost, list):
+            raise ValueError(f"variant {variant.id}: a budget sweep must be expanded before it runs "
+                             "(runner.manifest.sweeps.expand_sweeps)")
+        return (timeout if timeout is not None else case.timeout_seconds if case.timeout_seconds is not None
+                else self.timeout_seconds,
+                cost if cost is not None else case.max_cost_usd if case.max_cost_usd is not None
+                else self.max_cost_usd)
 
     def uses_gateway(self, variant: Variant) -> bool:
         """Whether ``variant``'s agent sends its model calls through the run's gateway."""
@@ -226,6 +258,8 @@ class Manifest(Strict):
                 raise ValueError(f"duplicate {what} ids: {', '.join(dupes)}")
         if len(set(self.stages)) != len(self.stages):
             raise ValueError("stages must not repeat")
+        for problem in sweep_problems(self.variants):
+            raise ValueError(problem)
         for v in self.variants:
             if v.agent.gateway and self.gateway is None:
                 raise ValueError(f"variant {v.id}: agent.gateway is set but the manifest has no gateway section")
@@ -257,6 +291,13 @@ class Manifest(Strict):
         if iso.allow_hosts and not gated:
             raise ValueError("isolation.allow_hosts: no variant uses the model gateway, whose proxy enforces "
                              "the list; add a gateway section (and a variant that uses it), or drop allow_hosts")
+
+
+def expand_sweeps(m: Manifest) -> Manifest:
+    """``m`` with every budget sweep expanded into its points (``m`` itself when it has none;
+    ``runner.manifest.sweeps``)."""
+    doc = expanded_document(m.model_dump(mode="json", exclude_unset=True), m.variants)
+    return m if doc is None else Manifest.model_validate(doc)
 
 
 def manifest_json_schema() -> dict[str, Any]:

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from runner.manifest.values import CaseVariantId, EnvName, NonEmptyStr, PathStr, StageName, Strict
+from runner.manifest.values import (
+    CaseVariantId,
+    EnvName,
+    Id,
+    NonEmptyStr,
+    PathStr,
+    StageName,
+    Strict,
+)
 
 HARNESS_KINDS = ("claude-code", "codex", "mini-swe-agent")
 """Agent kinds that are real agent CLIs, run headless through ``runner.agents.harness``."""
@@ -138,6 +146,15 @@ class Evaluations(Strict):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
 
 
+Seconds = Annotated[float, Field(gt=0, le=86_400)]
+"""A time budget: as the manifest's ``timeout_seconds``, at most a day."""
+Dollars = Annotated[float, Field(gt=0)]
+BUDGET_FIELDS = ("timeout_seconds", "max_cost_usd")
+"""The budgets a variant may set, or sweep (a list: one configuration per value)."""
+SWEEP_POINTS = 8
+"""Most values one sweep may list."""
+
+
 class Variant(Strict):
     id: CaseVariantId
     model: str | None = None
@@ -152,6 +169,33 @@ class Variant(Strict):
     evaluations: Evaluations = Field(default_factory=Evaluations)
     """How this variant's results are evaluated (judges): part of the evaluator
     fingerprint, not of ``config_id`` (it changes no behaviour of the agent)."""
+    timeout_seconds: Seconds | list[Seconds] | None = None
+    """This variant's time budget per trial (over the case's and the manifest's); a list
+    is a budget sweep: one configuration per value (``runner.manifest.sweeps``)."""
+    max_cost_usd: Dollars | list[Dollars] | None = None
+    """This variant's spend limit per trial; a list is a budget sweep."""
+    sweep: Id | None = None
+    """The sweep this configuration is a point of: set by the expansion of a list budget
+    (the declared variant's id), or by hand on variants that differ only in one budget."""
+
+    @model_validator(mode="after")
+    def _budgets(self) -> Variant:
+        lists = [f for f in BUDGET_FIELDS if isinstance(getattr(self, f), list)]
+        if len(lists) > 1:
+            raise ValueError("timeout_seconds, max_cost_usd: a sweep varies one budget; list only one of them")
+        for name in lists:
+            values = getattr(self, name)
+            if not 2 <= len(values) <= SWEEP_POINTS:
+                raise ValueError(f"{name}: a sweep lists 2 to {SWEEP_POINTS} values, not {len(values)}")
+            if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+                raise ValueError(f"{name}: a sweep's values must increase strictly, e.g. [0.5, 1, 2]")
+            if self.sweep is not None:
+                raise ValueError("sweep: set by the expansion of a list budget; leave it out")
+        return self
+
+    def swept(self) -> str | None:
+        """The budget field this variant lists (a sweep still to expand), if any."""
+        return next((f for f in BUDGET_FIELDS if isinstance(getattr(self, f), list)), None)
 
 
 
@@ -165,6 +209,9 @@ def config_id(variant: Variant, instruction_texts: dict[str, str], extra: dict[s
     other kinds, so their ids are what they always were.
     """
     payload = variant.model_dump(mode="json", exclude={"id", "evaluations"})
+    for name in (*BUDGET_FIELDS, "sweep"):  # added later: unset, they change nothing
+        if payload[name] is None:
+            del payload[name]
     agent = payload["agent"]
     for name in ("gateway", *HARNESS_FIELDS):  # fields added later: at their defaults they change nothing
         if agent.get(name) == Agent.model_fields[name].get_default(call_default_factory=True):

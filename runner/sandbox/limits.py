@@ -50,6 +50,11 @@ class Limits:
     write_entries: int | None = None
     """Files, directories and other entries they may hold (``max_workspace_files``)."""
 
+    def caps(self) -> dict[str, float]:
+        """The values a trial's ``budget`` event names by kind (``runner.budget``; memory in MB)."""
+        caps = {"processes": float(self.processes), "memory": self.memory_bytes / 2**20}
+        return caps | ({} if self.write_entries is None else {"workspace_files": float(self.write_entries)})
+
 
 def mechanism() -> Mechanism:
     """``cgroup-v1`` when this process may create cgroups in the three hierarchies, else ``rlimit``."""

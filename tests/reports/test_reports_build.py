@@ -18,8 +18,9 @@ TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse"
             "baseline_requested", "simulated_configs", "headline", "controls", "blockers", "regressions",
             "summary",
             "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
-            "matrix_absent", "failures", "flags", "familiarity", "latency", "trajectory", "previous_period",
-            "judgments_and_review", "charts",
+            "matrix_absent", "failures", "flags", "familiarity", "latency", "trajectory", "budget_curve",
+            "budget_curve_absent", "visibility", "previous_period",
+            "judgments_and_review", "stop_rules", "cohorts", "charts",
             "charts_skipped"]
 SECTIONS = ["headline", "controls", "eligibility", "summary", "comparison", "consistency", "pareto", "matrix",
             "failures", "flags", "judgments", "familiarity", "distributions", "period", "glossary"]

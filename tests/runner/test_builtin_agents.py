@@ -207,5 +207,5 @@ def test_correct_probability_follows_skill_and_case():
     assert builtin.correct_probability(0.8, easy_known, 1, []) > builtin.correct_probability(0.4, easy_known, 1, [])
     rng = random.Random(1)
     n, p = 4000, 0.3
-    hits = sum(builtin._choose(rng, p) == "correct" for _ in range(n))
+    hits = sum(builtin._choose(rng, p)[0] == "correct" for _ in range(n))
     assert abs(hits - n * p) < 4 * (n * p * (1 - p)) ** 0.5

@@ -169,6 +169,22 @@ def test_controls_for_every_case(corpus, tmp_path, path_env):
     assert problems == []
 
 
+def test_the_sweep_manifest_holds_its_controls_and_its_visible_check_is_the_easy_half(corpus, tmp_path, path_env):
+    root = corpus.parent
+    data = _manifest(root / "sweep.json")
+    assert Manifest.model_validate(data).variants[0].max_cost_usd == [0.1, 0.2, 0.4]
+    problems = [p for c in data["cases"] for p in _controls(root, data, c, tmp_path / "controls", path_env)]
+    assert problems == []  # the visible check is a target criterion: it fails first, passes the reference
+    case = next(c for c in data["cases"] if c["id"] == "transfer-insufficient-funds")
+    assert [(c["id"], c.get("visible", False)) for c in case["criteria"]] == [
+        ("refuses-overdraft", False), ("accounts-keep-working", False), ("raises-on-overdraft", True)]
+    ws = tmp_path / "wrong"
+    subprocess.run(["git", "clone", "-q", str(root / case["repository"]), str(ws)], check=True)
+    _git(ws, "apply", str(root / "candidates" / case["id"] / "wrong.patch"))
+    codes = {cid: code for cid, (_, code, _) in _grade(root, case, ws, path_env).items()}
+    assert codes == {"refuses-overdraft": 1, "accounts-keep-working": 0, "raises-on-overdraft": 0}
+
+
 def test_grader_without_workspace_is_an_infrastructure_error(corpus):
     env = {k: v for k, v in os.environ.items() if k != "TRIALHOUSE_WORKSPACE"}
     done = subprocess.run([sys.executable, str(corpus.parent / "graders" / "ledger.py"), "money_existing"],

@@ -51,6 +51,9 @@ class Spec:
     seed: int = 0
     run_id: str = "synthetic"
     simulated: bool = True
+    abstain: float = 0.0
+    """Share of the first configuration's failures recorded as ``infra_error`` instead (a
+    selective abstainer, for ``analysis.abstention``)."""
 
 
 def config_id(model: str, harness: str, version: str) -> str:
@@ -126,6 +129,9 @@ def _outcomes(rng: np.random.Generator, spec: Spec, t: SimpleNamespace, c: Simpl
     o.outcome = np.array(OUTCOME_FAILS, dtype=object)[fail_kind]
     o.outcome[o.accepted] = "accepted"
     o.outcome[o.invalid] = "invalid"
+    if spec.abstain:  # the first configuration hides some of its failures as infra errors
+        hidden = (o.cfg_i == 0) & ~o.accepted & ~o.invalid & (rng.random(n) < spec.abstain)
+        o.infra = o.infra | hidden
     o.outcome[o.infra] = "infra_error"
     o.steps = np.maximum(1, rng.poisson(12 + 6 * cfg_h + 4 * (~o.accepted))).astype(np.int64)
     o.in_tok = (rng.lognormal(10.3, 0.5, n) * (1 + 0.3 * cfg_h)).astype(np.int64)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
+    budget,
+    cohorts,
     comparison,
     consistency,
     controls,
@@ -24,12 +26,14 @@ from analysis.report.sections import (
     matrix,
     pareto,
     period,
+    stop_rules,
     summary,
     trajectory,
+    visibility,
 )
 
-ORDER = (headline, controls, eligibility, summary, comparison, consistency, pareto, matrix,
-         failures, flags, judgments, familiarity, trajectory, distributions, period, glossary)
+ORDER = (stop_rules, headline, controls, eligibility, summary, cohorts, comparison, consistency, pareto, budget,
+         matrix, failures, flags, visibility, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
 def build(data: ReportData) -> list[Section]:

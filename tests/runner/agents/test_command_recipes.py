@@ -2,7 +2,8 @@
 
 Each tool is the pinned release from PyPI that ``make recipe-tools`` installs into
 ``tools/`` (package registries are the only network it needs; ``TRIALHOUSE_RECIPE_TOOLS``
-points elsewhere); a missing install is a setup failure, never a skip. The block runs inside
+points elsewhere); a missing install is a setup failure, never a skip. The installs are about
+1.5 GB, so these run under ``make test-recipes``, not ``make test`` (marker ``recipes``). The block runs inside
 bubblewrap against a scripted gateway (the only network the sandbox has) on the calc task:
 graded ``accepted``, its calls are main-loop calls (steps, trial tokens from the gateway),
 and ``changes.patch`` holds only the fix (no history files).
@@ -26,7 +27,7 @@ from runner.gateway import Script, Step, Tokens, ToolCall
 
 from .conftest import harness_corpus
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.recipes]
 PY = sys.executable
 DOC = Path(__file__).resolve().parents[3] / "docs" / "agents.md"
 TOOLS = Path(os.environ.get("TRIALHOUSE_RECIPE_TOOLS") or Path(__file__).resolve().parents[3] / "tools")
