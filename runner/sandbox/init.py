@@ -8,22 +8,33 @@ the sandbox (a timeout, a limit) or dying, however it dies (the kernel closes th
 then). When PID 1 exits, the kernel kills every process of its namespace, ``setsid``
 daemons included. Nothing of this waits on a parent-death signal, whose arming races
 with a runner killed while bubblewrap sets up (a sandbox used to outlive such a runner).
-PID 1 watches the lifeline itself: no process of the sandbox can signal it (the kernel
-drops signals to a namespace's init that it has no handler for), so none can cut it.
+PID 1 watches the lifeline itself, out of the program's reach: under a root runner the
+program runs as another id without ``CAP_KILL`` and cannot signal it at all; otherwise the
+kernel drops every signal PID 1 has no handler for, and those it has can at most end the
+sandbox early or delay PID 1's exit by a bounded poll (``INIT_BASH``), never keep the
+sandbox alive once the lifeline is closed.
 
 Before that it sets the rlimits it is given (``runner.sandbox.limits``) and reports
 "ready" on a second pipe: an exit without that report is a sandbox failure, never the
 program's exit code, and nothing the program prints can fake either. The program runs in
-a process group of its own with the default signal dispositions; PID 1 exits with its
-status (``NOT_STARTED`` when the lifeline ended first). It is the base interpreter
-(``-I -S``, 13 ms): bash's traps could not end PID 1 with a status of its own from a
-``CHLD`` trap (measured: bash 5.2 exited 0), nor wait on the program and the lifeline at
-once without a race. docs/security.md, "Processes".
+a process group of its own (a signal to its group never reaches PID 1) with the signal
+dispositions bubblewrap started with; PID 1 exits with its status (``NOT_STARTED`` when
+the lifeline ended first).
+
+PID 1 is bash where the sandbox has one (``INIT_BASH``, ~2 ms to start) and otherwise the
+base interpreter (``INIT``, ``-I -S``: ~15-25 ms, measured by ``bench/sandbox_start.py``).
+bash blocks reading the lifeline itself; a child of its own runs the program and, when it
+ends, signals PID 1 (``USR1``, trapped), which collects that child's status and exits
+with it. (Measured on bash 5.2: ``wait -n`` races, it forgets a job that ended before it is
+called; a ``CHLD`` trap does not interrupt a blocking ``read``; a ``USR1`` trap does.) docs/security.md,
+"Processes".
 """
 
 from __future__ import annotations
 
-from runner.sandbox.request import interpreter
+import shutil
+
+from runner.sandbox.request import SANDBOX_PATH, interpreter
 
 NOT_STARTED = 125
 """PID 1's exit status when the program did not run to its end: the lifeline ended first,
@@ -59,6 +70,32 @@ INIT = (
 (a pidfd), every orphan is reaped; the program gets the default SIGPIPE and SIGXFSZ back."""
 
 
+INIT_BASH = (
+    'r=$1 l=$2; shift 2\n'
+    'while [ "$1" != -- ]; do ulimit "$1" "$2" || exit 125; shift 2; done; shift\n'
+    'ended() { for _ in {1..1000}; do kill -0 "$!" 2>/dev/null || { wait "$!"; exit "$?"; }\n'
+    '  read -t 0.001 -u "$l" _; [ $? -gt 128 ] || exit 125; done; }\n'
+    'trap ended USR1\n'
+    'read -t 0 -u "$l" && exit 125\n'
+    'printf ready >&"$r"; exec {r}>&-\n'
+    '(exec {e}>&2 2>/dev/null {l}<&-; set -m; "$@" 2>&"$e" {e}>&-; s=$?; kill -USR1 $$; exit "$s") <&0 &\n'
+    'read -r -u "$l" _\n'
+    'exit 125\n'
+)
+"""``INIT`` in bash, same argv (``ulimit`` takes ``-u`` processes, ``-d`` and ``-f`` KiB).
+PID 1 reads the lifeline (nothing is ever written to it: the read returns once the runner's
+end is closed). The child that runs the program keeps stdin (``<&0``: an asynchronous list
+would get ``/dev/null``), gives the program its own process group (``set -m``) and its own
+stderr (bash's job messages go to ``/dev/null``), then signals PID 1 and exits: ``ended``
+exits with that child's status once it is gone (it looks every millisecond for up to a
+second, watching the lifeline meanwhile), so a ``USR1`` from anything else (only a
+runner that is not root shares PID 1's id) holds nothing up. Orphans are reaped by bash's own ``SIGCHLD`` handler."""
+
+
 def init_argv(ready_fd: int, lifeline_fd: int, ulimits: list[str]) -> list[str]:
     """argv prefix of PID 1, up to (and with) the ``--`` before the program."""
+    bash = shutil.which("bash", path=SANDBOX_PATH)
+    if bash:
+        return [bash, "--norc", "--noprofile", "-c", INIT_BASH, "trialhouse-init", str(ready_fd),
+                str(lifeline_fd), *ulimits, "--"]
     return [interpreter(), "-I", "-S", "-c", INIT, str(ready_fd), str(lifeline_fd), *ulimits, "--"]

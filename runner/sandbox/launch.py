@@ -33,8 +33,12 @@ from runner.sandbox.programs import resolve_program
 from runner.sandbox.request import Backend, Request, interpreter
 from runner.walk import Tally, measure
 
-JOIN = 'for f; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; shift; exec "$@"'
-"""``sh -c`` that puts itself in the files' cgroups, then becomes bubblewrap."""
+JOIN = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
+"""``sh -c`` that puts itself in the cgroups whose ``tasks`` files it is given, then becomes
+bubblewrap. It writes ``0`` (itself) to ``tasks``, not its pid to ``cgroup.procs``: the
+kernel moves a single thread that moves itself without the global lock that moving a
+thread group takes, which waits for an RCU grace period (milliseconds under load,
+``bench/sandbox_start.py``); ``sh`` has one thread."""
 
 def run(backend: Backend, req: Request, *, timeout: float, stdout_path: Path | None = None,
         stderr_path: Path | None = None, limit: int | None = None,
@@ -137,7 +141,7 @@ class _Invocation:
             req = replace(req, argv=[interpreter(), "-I", "-S", "-c", FORWARDER, str(relay[0]), *req.argv])
         argv, env = self.backend.command(req, session)
         if self.cgroup is not None:
-            argv = ["/bin/sh", "-c", JOIN, "trialhouse-join", *self.cgroup.procs_files(), "--", *argv]
+            argv = ["/bin/sh", "-c", JOIN, "trialhouse-join", *self.cgroup.join_files(), "--", *argv]
         return argv, env
 
     def pass_fds(self) -> tuple[int, ...]:

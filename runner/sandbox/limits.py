@@ -123,9 +123,9 @@ class Cgroup:
         _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(max(int(self.limits.cpus * CPU_PERIOD_US), 1000)))
         self._before = self._counters()
 
-    def procs_files(self) -> list[str]:
-        """The files the sandbox's first process writes its pid into (before it starts anything)."""
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+    def join_files(self) -> list[str]:
+        """The files the sandbox's first process writes itself into (before it starts anything)."""
+        return [str(d / "tasks") for d in self.dirs.values()]
 
     def reached(self) -> tuple[str, str] | None:
         """(kind, reason) of the limit the sandbox ran into, as a trial records it (None: none)."""
