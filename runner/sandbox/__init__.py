@@ -7,8 +7,9 @@ the argv/env handed to ``subprocess``. Two backends exist:
   listed (system directories and declared tool installs read-only, the workspace and
   the invocation's private HOME/TMP/output directories read-write), new PID, IPC, UTS,
   cgroup and user namespaces with every capability dropped, the root remounted
-  read-only, and ``--die-with-parent``: when the invocation ends (or the runner dies)
-  every process it started dies with it, ``setsid`` daemons included. Nothing of the
+  read-only, and the runner's own PID 1 holding a lifeline (``init``): when the
+  invocation ends (or the runner dies) every process it started dies with it, ``setsid``
+  daemons included. Nothing of the
   runner is visible: not its environment, its interpreter's virtualenv, the input
   snapshot, other trials, the run directory or the source repository.
 * ``none``: a plain subprocess in its own session (the process group is killed at the

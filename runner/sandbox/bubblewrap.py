@@ -3,9 +3,9 @@
 A new mount namespace built from nothing but the paths listed (system directories and
 declared tool installs read-only, the workspace and the invocation's private HOME/TMP/output
 directories read-write), new PID, IPC, UTS, cgroup and user namespaces with every capability
-dropped, the root remounted read-only, and ``--die-with-parent``: when the invocation ends (or
-the runner dies) every process it started dies with it, ``setsid`` daemons included
-(docs/security.md).
+dropped, the root remounted read-only, and the runner's PID 1 (``runner.sandbox.init``): when
+the invocation ends (or the runner dies) every process it started dies with it, ``setsid``
+daemons included (docs/security.md).
 """
 
 from __future__ import annotations

@@ -48,6 +48,8 @@ INIT = (
     "    n=int(v)*(1 if o=='-u' else 1024); resource.setrlimit(k[o],(n,n))\n"
     "if select.select([l],[],[],0)[0]: os._exit(125)\n"
     "os.write(r,b'ready');os.close(r)\n"
+    "w,x=os.pipe();os.set_blocking(x,False);os.set_blocking(w,False)\n"
+    "signal.set_wakeup_fd(x);signal.signal(signal.SIGCHLD,lambda *_:None)\n"
     "pid=os.fork()\n"
     "if pid==0:\n"
     "    os.close(l); os.setpgid(0,0)\n"
@@ -57,7 +59,9 @@ INIT = (
     "        sys.stderr.write(f'trialhouse: cannot start {argv[0]}: {e}\\n'); os._exit(127)\n"
     "f=os.pidfd_open(pid)\n"
     "while True:\n"
-    "    if l in select.select([l,f],[],[],1.0)[0]: os._exit(125)\n"
+    "    if l in select.select([l,f,w],[],[],1.0)[0]: os._exit(125)\n"
+    "    try: os.read(w,4096)\n"
+    "    except BlockingIOError: pass\n"
     "    while True:\n"
     "        try: p,s=os.waitpid(-1,os.WNOHANG)\n"
     "        except ChildProcessError: break\n"
@@ -67,7 +71,8 @@ INIT = (
 )
 """argv: READY_FD LIFELINE_FD [ULIMIT_OPTION VALUE]... -- PROGRAM [ARG]... (``-u`` processes,
 ``-d`` data KiB, ``-f`` file KiB). The lifeline and the program's end are watched at once
-(a pidfd), every orphan is reaped; the program gets the default SIGPIPE and SIGXFSZ back."""
+(a pidfd), and every orphan is reaped as it ends (``SIGCHLD`` wakes the ``select`` through
+the wakeup pipe); the program gets the default SIGPIPE and SIGXFSZ back."""
 
 
 INIT_BASH = (

@@ -18,6 +18,7 @@ The run header records which mechanism applied (docs/runner.md, "Limits").
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -68,7 +69,13 @@ def mechanism() -> Mechanism:
 
 
 def _own(ctrl: str) -> Path | None:
-    """This process's cgroup directory in the v1 hierarchy ``ctrl`` (None when not mounted)."""
+    """This process's cgroup directory in the v1 hierarchy ``ctrl`` (None when not mounted),
+    looked up once per process: every sandbox start asks (``mechanism``, ``Cgroup.create``)."""
+    return _own_in(ctrl, os.getpid())
+
+
+@functools.cache
+def _own_in(ctrl: str, _pid: int) -> Path | None:
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:

@@ -52,6 +52,47 @@ def test_pid_1_environment_holds_nothing_of_the_runner(tmp_path, monkeypatch):
     assert ("unreadable" in out) if os.geteuid() == 0 else ("b'PATH=" in out)
 
 
+_PID1_PROGRAM = """
+import os, sys, time
+for _ in range(20):  # orphans: their parent exits at once, so they are the sandbox PID 1's to reap
+    if os.fork() == 0:
+        if os.fork() == 0:
+            time.sleep(0.05)
+        os._exit(0)
+    os.wait()
+time.sleep(0.5)
+zombies = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        zombies += "State:\tZ" in open(f"/proc/{pid}/status").read()
+    except OSError:
+        pass
+print(sys.stdin.read(), os.getpgid(0) == os.getpid(), zombies)
+sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("pid1", ["bash", "interpreter"])
+def test_pid_1_keeps_stdin_reaps_orphans_passes_the_status_and_ends_on_the_lifeline(tmp_path, monkeypatch, pid1):
+    """Both PID 1s (bash where the sandbox has it, else the base interpreter;
+    ``runner.sandbox.init``): the program reads the runner's stdin in a process group of its
+    own, orphans are reaped, its status is the result's; a timeout closes the lifeline and
+    PID 1 ends the sandbox at once."""
+    if pid1 == "interpreter":
+        from types import SimpleNamespace
+
+        from runner.sandbox import init
+
+        monkeypatch.setattr(init, "shutil", SimpleNamespace(which=lambda *_a, **_k: None))
+    res = run(request(tmp_path, _PID1_PROGRAM), stdin_bytes=b"token", stdout_path=tmp_path / "o.txt",
+              stderr_path=tmp_path / "e.txt")
+    assert (res.exit_code, (tmp_path / "o.txt").read_text().split()) == (3, ["token", "True", "0"]), \
+        (tmp_path / "e.txt").read_text()
+    slow = sandbox.run(sandbox.backend("bubblewrap"), request(tmp_path, "import time; time.sleep(120)"),
+                       timeout=0.5)
+    assert slow.timed_out and slow.duration_s < 5
+
+
 def test_a_sandbox_setup_failure_is_could_not_start_never_an_exit_code(tmp_path, monkeypatch):
     real = sandbox.Bubblewrap.command
 
