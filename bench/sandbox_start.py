@@ -18,6 +18,7 @@ interpreter where a sandbox has no bash: ``runner.sandbox.init``).
 
     .venv/bin/python bench/sandbox_start.py                  # against main, 200 starts each
     .venv/bin/python bench/sandbox_start.py --against HEAD~3 --starts 100
+    .venv/bin/python bench/sandbox_start.py --parts 40        # the chain's CPU, piece by piece
 """
 
 from __future__ import annotations
@@ -139,6 +140,14 @@ def _account() -> Path | None:
     return d
 
 
+def _leave() -> None:
+    """Back to the cpuacct hierarchy's root, and the cgroup ``_account`` made removed."""
+    d = CPUACCT / f"sandbox-start-{os.getpid()}"
+    if d.is_dir():
+        (CPUACCT / "tasks").write_text("0")
+        d.rmdir()
+
+
 def _cpu(account: Path | None) -> float:
     """CPU seconds of this worker and of what it started (``wait4``'s count without a cgroup)."""
     if account is not None:
@@ -168,10 +177,11 @@ def _parts_argv(req):
 
 
 def parts(n: int) -> dict[str, list[float]]:
-    """CPU time (ms) of the chain built up one piece at a time, each run ``n`` times (all
-    of it in processes that bubblewrap waits for, so ``wait4`` counts it)."""
+    """CPU time (ms) of the chain built up one piece at a time, each run ``n`` times (this
+    process's own included: measured as ``worker`` measures it)."""
     from runner.sandbox import seccomp
 
+    account = _account()
     req = _request(Path(tempfile.mkdtemp(prefix="sandbox-parts-")))
     out: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(n):
@@ -188,12 +198,10 @@ def parts(n: int) -> dict[str, list[float]]:
             fresh = seccomp.program_fd()  # bubblewrap reads the filter once: a new pipe each time
             os.dup2(fresh, seccomp_fd, inheritable=False)
             os.close(fresh)
-            proc = subprocess.Popen(argv, env=env, pass_fds=fds, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-            _pid, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            out[name].append((usage.ru_utime + usage.ru_stime) * 1000)
-            assert proc.returncode == 0, name
+            before = _cpu(account)
+            done = subprocess.run(argv, env=env, pass_fds=fds, capture_output=True)
+            out[name].append((_cpu(account) - before) * 1000)
+            assert done.returncode == 0, (name, done.stderr[-300:])
         inv.__exit__()
         for fd in fds:
             try:
@@ -225,11 +233,20 @@ def main() -> None:
     ap.add_argument("--against", default="main", help="the revision to compare with (default: main)")
     ap.add_argument("--starts", type=int, default=200, help="sandbox starts per side")
     ap.add_argument("--batch", type=int, default=10, help="starts per turn")
+    ap.add_argument("--parts", type=int, metavar="N", help="only the chain's CPU piece by piece, N times")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--pid1", choices=["bash", "python"], help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(args.pid1)
+        return
+    if args.parts:
+        sys.path.insert(0, str(REPO))
+        try:
+            for name, ts in parts(args.parts).items():
+                print(f"{name:30s} CPU median {statistics.median(ts):6.2f} ms  min {min(ts):6.2f} ms")
+        finally:
+            _leave()
         return
     with tempfile.TemporaryDirectory(prefix="sandbox-start-rev-") as tmp:
         sides = {f"{args.against} (exported)": _start(_export(args.against, Path(tmp))),
