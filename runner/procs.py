@@ -23,8 +23,10 @@ from typing import IO
 OUTPUT_LIMIT = 1024 * 1024
 """Bytes of stdout and of stderr kept per process (the rest is read and discarded)."""
 
-Watch = Callable[[], tuple[str, str] | None]
-"""Asked while a program runs: (kind, reason) to stop it now (a limit it went over), or None."""
+Watch = Callable[[float], tuple[str, str] | None]
+"""Asked while a program runs: (kind, reason) to stop it now (a limit it went over), or None.
+Its argument is the timeout's moment (``time.monotonic``): a check still running then
+gives up, so a slow check never holds a timed-out program."""
 WATCH_MIN_S = 0.25
 """Shortest pause between two ``watch`` calls; a watch that takes longer waits 4× its time."""
 STOP_GRACE_S = 10.0
@@ -178,7 +180,7 @@ def _wait_watched(proc: subprocess.Popen[bytes], timeout: float,
         if wait_exit(proc, min(left, pause)):
             return False, None
         began = time.monotonic()
-        reason = watch()
+        reason = watch(end)
         if reason is not None:
             return False, reason
         pause = max(WATCH_MIN_S, 4 * (time.monotonic() - began))

@@ -182,8 +182,8 @@ def _watch(writable: list[Path], lim: limits.Limits) -> Watch | None:
     if lim.write_bytes is None and lim.write_entries is None:
         return None
 
-    def check() -> tuple[str, str] | None:
-        return over(measure(writable), lim)
+    def check(deadline: float) -> tuple[str, str] | None:
+        return over(measure(writable, deadline=deadline), lim)
 
     return check
 
