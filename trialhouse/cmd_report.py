@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -95,6 +96,11 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         accept_drift=accept_drift,
         record_drift=lambda row: record_drift_decision(warehouse, row),
     )
+    _said(paths, json_out, accept_drift)
+
+
+def _said(paths: Any, json_out: bool, accept_drift: str | None) -> None:
+    """What was written; exit 1 when canary drift withholds the period's verdicts."""
     if json_out:
         echo_json(
             {

@@ -82,8 +82,6 @@ def write_report(warehouse: Path | str, output: Path | str, *,
     """
     from analysis.filters import Filters
     from analysis.report import output as out
-    from analysis.report.gather import gather
-    from warehouse import db as wdb
 
     warehouse, directory = Path(warehouse), Path(output)
     since_t, until_t, prev = _window(since, until, previous_period)
@@ -107,22 +105,36 @@ def write_report(warehouse: Path | str, output: Path | str, *,
         raise AnalysisError("--accept-drift acknowledges canary drift between two periods: give "
                             "--since (and --until) with --previous-period")
 
-    def ask() -> Any:
-        with closing(wdb.open(warehouse, read_only=True)) as con:
-            return gather(con, filters, window=window, baseline=baseline, candidates=candidates,
-                          previous=previous, rules=declared, rules_at=until_t)
-
-    data = ask()
-    if accept_drift is not None and record_drift is not None:
-        from analysis.canary import drift_decision
-
-        record_drift(drift_decision(data.period.canaries or Canaries(), accept_drift, window))
-        data = ask()  # the verdicts, the blockers and the headline without the block
+    data = _gathered(warehouse, accept_drift, record_drift, filters=filters, window=window,
+                     baseline=baseline, candidates=candidates, previous=previous,
+                     rules=declared, rules_at=until_t)
     paths = _write(data, directory, title or "trialhouse comparison report", str(warehouse),
                    trial_pages)
     if data.period is not None and data.period.blocked and data.period.canaries is not None:
         paths.blocked = data.period.canaries.headline()
     return paths
+
+
+def _gathered(warehouse: Path, accept_drift: str | None,
+              record_drift: Callable[[dict[str, Any]], Any] | None, filters: Any,
+              **question: Any) -> Any:
+    """``gather`` on a read-only connection; with ``accept_drift``, the acknowledgement is
+    recorded (``record_drift``) and the report gathered again, without the block."""
+    from analysis.report.gather import gather
+    from warehouse import db as wdb
+
+    def ask() -> Any:
+        with closing(wdb.open(warehouse, read_only=True)) as con:
+            return gather(con, filters, **question)
+
+    data = ask()
+    if accept_drift is not None and record_drift is not None:
+        from analysis.canary import drift_decision
+
+        record_drift(drift_decision(data.period.canaries or Canaries(), accept_drift,
+                                    question["window"]))
+        data = ask()  # the verdicts, the blockers and the headline without the block
+    return data
 
 
 def _write(data: Any, directory: Path, title: str, warehouse: str,
