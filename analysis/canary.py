@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
 _COLS = ["run_id", "trial_id", "config_id", "variant", "model", "harness", "harness_version",
          "case_id", "case_fingerprint", "outcome", "complete", "canary"]
+_UNSCORED_SQL = """
+SELECT case_id, any_value(unscored_reason) FROM cases
+WHERE coalesce(canary, FALSE) AND scored = FALSE AND run_id IN (SELECT unnest(?::VARCHAR[]))
+GROUP BY case_id
+"""
+"""Canaries a window's runs left unscored (failed controls: no trial ran)."""
 _DECISION_SQL = """
 SELECT reason, decided_at FROM drift_decisions WHERE evidence_key = ?
 ORDER BY decided_at DESC LIMIT 1
@@ -47,7 +53,8 @@ class CanaryCell:
     current_fingerprints: list[str]
     trial_ids: list[str]  # both windows' trials (the evidence a decision is keyed to)
     status: str  # steady | drift | not run this period | not run last period
-    kind: str | None = None  # evaluator | environment (a drift's likely source)
+    kind: str | None = None  # evaluator | environment | missing (what drifted, or that it did not run)
+    note: str | None = None  # why a canary did not run this period, when its run says (controls)
 
     def sentence(self) -> str:
         def outcomes(d: dict[str, int]) -> str:
@@ -60,6 +67,9 @@ class CanaryCell:
                     f"{'/'.join(f[:12] for f in self.current_fingerprints)})")
         if self.kind == "environment":
             return f"{said}: environment drift (same configuration, same evaluator)"
+        if self.kind == "missing":
+            return (f"{said}: did not run this period ({self.note or 'left out of the run'}), so "
+                    "nothing vouches that the evaluator and the environment held")
         return f"{said}: {self.status}"
 
 
@@ -73,7 +83,7 @@ class Canaries:
 
     @property
     def drifted(self) -> list[CanaryCell]:
-        return [c for c in self.cells if c.status == "drift"]
+        return [c for c in self.cells if c.kind is not None]
 
     @property
     def blocked(self) -> bool:
@@ -87,10 +97,13 @@ class Canaries:
         if not n:
             return (f"Canaries steady: {len(self.cells)} canary result(s) of configurations both "
                     "periods ran gave the same outcomes.")
+        missing = sum(c.kind == "missing" for c in self.drifted)
+        what = (f"{n - missing} canary result(s) drifted" if missing == 0 else
+                f"{n - missing} canary result(s) drifted and {missing} did not run")
         if self.decision is None:
-            return (f"BLOCKED: {n} canary result(s) drifted for unchanged configurations "
-                    "(evaluator or environment drift, not an agent effect); the period's verdicts "
-                    "are withheld until acknowledged (trialhouse report … --accept-drift REASON).")
+            return (f"BLOCKED: {what} for unchanged configurations (evaluator or environment "
+                    "drift, not an agent effect); the period's verdicts are withheld until "
+                    "acknowledged (trialhouse report … --accept-drift REASON).")
         return (f"Canary drift acknowledged ({n} result(s), evidence {str(self.evidence_key)[:12]}): "
                 f"{self.decision['reason']} ({self.decision['decided_at']}).")
 
@@ -100,15 +113,16 @@ class Canaries:
                 "cells": [asdict(c) for c in self.cells]}
 
 
-def _side(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[tuple[str, str], list[dict]]:
+def _side(con: duckdb.DuckDBPyConnection, filters: Filters
+          ) -> tuple[dict[tuple[str, str], list[dict]], set[str], list[str]]:
+    """A window's canary trials per (configuration, case), its configurations and runs."""
     from analysis.data import load_trials
 
     df = load_trials(con, filters, columns=_COLS)
     cells: dict[tuple[str, str], list[dict]] = {}
     for r in df.filter(df["canary"] & df["complete"]).iter_rows(named=True):
         cells.setdefault((r["config_id"], r["case_id"]), []).append(r)
-    cells[("", "")] = [{"config_id": c} for c in set(df["config_id"].to_list())]  # who ran
-    return cells
+    return cells, set(df["config_id"].to_list()), sorted(set(df["run_id"].to_list()))
 
 
 def _cell(key: tuple[str, str], prev: list[dict], cur: list[dict], simulated: frozenset[str]) -> CanaryCell:
@@ -126,14 +140,15 @@ def _cell(key: tuple[str, str], prev: list[dict], cur: list[dict], simulated: fr
     pc, cc, pf, cf = counts(prev), counts(cur), prints(prev), prints(cur)
     status = ("not run this period" if not cur else "not run last period" if not prev
               else "steady" if set(pc) == set(cc) else "drift")
-    kind = None if status != "drift" else "evaluator" if pf and cf and pf != cf else "environment"
+    kind = ("missing" if status == "not run this period" else None if status != "drift"
+            else "evaluator" if pf and cf and pf != cf else "environment")
     return CanaryCell(key[0], label((prev or cur)[0], simulated), key[1], pc, cc, pf, cf,
                       sorted(r["trial_id"] for r in (*prev, *cur)), status, kind)
 
 
 def evidence_key(cells: list[CanaryCell]) -> str | None:
     """sha256 of the drifted cells (configuration, canary, trials); None when none drifted."""
-    drifted = [(c.config_id, c.case_id, c.trial_ids) for c in cells if c.status == "drift"]
+    drifted = [(c.config_id, c.case_id, c.trial_ids) for c in cells if c.kind is not None]
     if not drifted:
         return None
     return hashlib.sha256(json.dumps(sorted(drifted)).encode()).hexdigest()
@@ -143,11 +158,13 @@ def canary_drift(con: duckdb.DuckDBPyConnection, current: Filters, previous: Fil
                  simulated: frozenset[str] = frozenset()) -> Canaries:
     """The canaries of the configurations both windows ran (``current``, ``previous``:
     resolved selections), with the acknowledgement that covers their drift, if any."""
-    cur, prev = _side(con, current), _side(con, previous)
-    both = ({r["config_id"] for r in cur.pop(("", ""))}
-            & {r["config_id"] for r in prev.pop(("", ""))})
-    keys = sorted(k for k in {*cur, *prev} if k[0] in both)
+    (cur, now, runs), (prev, then, _) = _side(con, current), _side(con, previous)
+    keys = sorted(k for k in {*cur, *prev} if k[0] in now & then)
     cells = [_cell(k, prev.get(k, []), cur.get(k, []), simulated) for k in keys]
+    unscored = dict(con.execute(_UNSCORED_SQL, [runs]).fetchall()) if runs else {}
+    for c in cells:
+        if c.kind == "missing" and c.case_id in unscored:
+            c.note = f"its controls failed: {unscored[c.case_id]}"
     key = evidence_key(cells)
     decision = None
     if key is not None:

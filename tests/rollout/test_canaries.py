@@ -26,8 +26,10 @@ import pytest
 from warehouse import db
 
 PY = sys.executable
-CHECKS = {"smoke": "calc.mul(0, 5) == 0", "a": "calc.mul(2, 3) == 6", "b": "calc.mul(3, 3) == 9",
-          "c": "calc.mul(4, 5) == 20"}
+CHECKS = {"smoke": "calc.mul(0, 5) == 0", "edge": "calc.mul(1, 1) == 1", "gone": "calc.mul(1, 2) == 2",
+          "a": "calc.mul(2, 3) == 6", "b": "calc.mul(3, 3) == 9", "c": "calc.mul(4, 5) == 20"}
+CANARIES = ("smoke", "edge", "gone")
+STRICTER = "calc.mul(1, 1) == 1 and calc.mul(0, 0) == 0"  # edge's grader in period 2
 BROKEN = "    return a * b if a else 1\n"  # what the upgraded tool writes: wrong for a = 0
 
 
@@ -83,7 +85,7 @@ def manifest(commit: str, cases: list[str], tool: Path) -> str:
         "schema_version": 1, "id": "canary-bench", "repository": "repo", "initial_commit": commit,
         "repetitions": 1, "control_repeats": 1, "stages": ["build"], "timeout_seconds": 60,
         "cases": [{"id": cid, "prompt": "Add calc.mul(a, b) returning the product.",
-                   "canary": cid == "smoke", "reference_patch": "patches/mul.patch",
+                   "canary": cid in CANARIES, "reference_patch": "patches/mul.patch",
                    "criteria": [{"id": "mul_works", "description": "calc.mul multiplies",
                                  "layer": "target", "command": [PY, f"{{inputs}}/graders/{cid}.py"]}]}
                   for cid in cases],
@@ -101,13 +103,14 @@ def periods(tmp_path_factory) -> dict:
     tool.parent.mkdir()
     tool.write_text(good)
     wh, runs, m = base / "wh" / "trialhouse.duckdb", base / "runs", root / "manifest.json"
-    m.write_text(manifest(commit, ["smoke", "a", "b"], tool))
+    m.write_text(manifest(commit, ["smoke", "edge", "gone", "a", "b"], tool))
     th("run", "--manifest", str(m), "--output", str(runs / "p1"), check=True)
     time.sleep(1.0)
     mid = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
     time.sleep(1.5)
     tool.write_text(good.replace("+    return a * b\n", "+" + BROKEN))  # the tool upgraded
-    m.write_text(manifest(commit, ["smoke", "b", "c"], tool))  # a retired, c added
+    (root / "graders" / "edge.py").write_text(GRADER.format(check=STRICTER))  # the evaluator changed
+    m.write_text(manifest(commit, ["smoke", "edge", "b", "c"], tool))  # a and canary gone retired, c added
     th("run", "--manifest", str(m), "--output", str(runs / "p2"), check=True)
     th("ingest", str(runs / "p1"), str(runs / "p2"), "-w", str(wh), check=True)
     window = ["--since", mid.isoformat(), "--until", (mid + timedelta(hours=1)).isoformat(),
@@ -124,27 +127,37 @@ def test_the_run_header_and_the_warehouse_carry_the_canary(periods: dict) -> Non
     with closing(db.open(periods["wh"], read_only=True)) as con:
         rows = con.execute("SELECT case_id, bool_and(canary) FROM cases GROUP BY 1 ORDER BY 1").fetchall()
         configs = con.execute("SELECT count(DISTINCT config_id), count(DISTINCT run_id) FROM configs").fetchall()
-    assert rows == [("a", False), ("b", False), ("c", False), ("smoke", True)]
+    assert rows == [("a", False), ("b", False), ("c", False), ("edge", True), ("gone", True), ("smoke", True)]
     assert configs == [(2, 2)]  # the same two configurations in both periods: unchanged
 
 
 def test_a_drifting_canary_blocks_the_period(periods: dict) -> None:
     done = periods["blocked"]
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "blocked: BLOCKED: 1 canary result(s) drifted" in done.stderr
+    said = "BLOCKED: 2 canary result(s) drifted and 2 did not run for unchanged configurations"
+    assert f"blocked: {said}" in done.stderr
     doc = _doc(periods["root"] / "r-blocked")
     c = doc["canaries"]
     assert doc["blocked"] is True and c["blocked"] is True and c["decision"] is None
-    cells = {cell["label"].split()[0]: cell for cell in c["cells"]}
-    assert cells["fixer"]["status"] == "drift" and cells["fixer"]["kind"] == "environment"
-    assert cells["fixer"]["previous"] == {"accepted": 1} and cells["fixer"]["current"] == {"target_failed": 1}
-    assert cells["noop"]["status"] == "steady" and cells["noop"]["kind"] is None
+    cells = {(cell["label"].split()[0], cell["case_id"]): cell for cell in c["cells"]}
+    assert {k: (v["kind"], v["previous"], v["current"]) for k, v in cells.items()} == {
+        ("fixer", "smoke"): ("environment", {"accepted": 1}, {"target_failed": 1}),  # the tool changed
+        ("fixer", "edge"): ("evaluator", {"accepted": 1}, {"target_failed": 1}),  # so did the grader
+        ("fixer", "gone"): ("missing", {"accepted": 1}, {}),
+        ("noop", "smoke"): (None, {"target_failed": 1}, {"target_failed": 1}),  # steady
+        ("noop", "edge"): (None, {"target_failed": 1}, {"target_failed": 1}),
+        ("noop", "gone"): ("missing", {"target_failed": 1}, {}),
+    }
+    edge = cells[("fixer", "edge")]
+    assert edge["previous_fingerprints"] != edge["current_fingerprints"]
+    assert cells[("fixer", "smoke")]["previous_fingerprints"] == cells[("fixer", "smoke")]["current_fingerprints"]
     verdicts = {r["variant"]: r["verdict"] for r in doc["rows"]}
     assert all(v.startswith("withheld: canary drift") for v in verdicts.values()), verdicts
     md = (periods["root"] / "r-blocked" / "report.md").read_text()
     headline = md.split("## Headline", 1)[1].split("\n## ", 1)[0]
-    assert "BLOCKED: 1 canary result(s) drifted" in headline
-    assert "environment drift (same configuration, same evaluator)" in md
+    assert said in headline
+    assert "smoke: accepted 1 → target_failed 1: environment drift (same configuration, same evaluator)" in md
+    assert "edge: accepted 1 → target_failed 1: evaluator drift (the case's evaluator fingerprint changed" in md
 
 
 def test_retired_tasks_the_comparison_uses_the_overlap_and_says_so(periods: dict) -> None:
@@ -167,7 +180,7 @@ def test_accept_drift_records_the_reason_and_unblocks(periods: dict) -> None:
     assert f"drift acknowledged (recorded in drift_decisions): {reason}" in done.stdout
     with closing(db.open(wh, read_only=True)) as con:
         rows = con.execute("SELECT reason, drifted, evidence_key FROM drift_decisions").fetchall()
-    assert len(rows) == 1 and rows[0][:2] == (reason, 1)
+    assert len(rows) == 1 and rows[0][:2] == (reason, 4)
     doc = _doc(root / "r-accepted")
     assert doc["blocked"] is False and doc["canaries"]["decision"]["reason"] == reason
     assert doc["canaries"]["evidence_key"] == rows[0][2]
