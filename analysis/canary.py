@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.errors import AnalysisError
 from analysis.filters import Filters
+from analysis.formatting import when
 
 if TYPE_CHECKING:
     import duckdb
@@ -105,7 +106,7 @@ class Canaries:
                     "drift, not an agent effect); the period's verdicts are withheld until "
                     "acknowledged (trialhouse report … --accept-drift REASON).")
         return (f"Canary drift acknowledged ({n} result(s), evidence {str(self.evidence_key)[:12]}): "
-                f"{self.decision['reason']} ({self.decision['decided_at']}).")
+                f"{self.decision['reason']} ({when(self.decision['decided_at'])}).")
 
     def as_dict(self) -> dict[str, Any]:
         return {"blocked": self.blocked, "evidence_key": self.evidence_key,

@@ -83,3 +83,13 @@ def test_paired_comparisons_refuse_mixed_conditions_unless_asked(pair: dict) -> 
     assert doc["filters"]["pool_conditions"] is True and len(doc["comparisons"]) == 1
     assert any(n.startswith("MIXED CONDITIONS (--pool-conditions): sim-alpha-warm (cache=warm)")
                for n in doc["notes"])
+
+
+def test_the_report_shows_the_conditions_in_its_controls_section(pair: dict, tmp_path) -> None:
+    done = th("report", "-w", str(pair["wh"]), "-o", str(tmp_path / "r"), "--pool-conditions")
+    assert done.returncode == 0, done.stdout + done.stderr
+    md = (tmp_path / "r" / "report.md").read_text()
+    controls = md.split("## Controls: what was run, on what", 1)[1].split("\n## ", 1)[0]
+    assert "**Conditions per configuration**" in controls
+    assert "| sim-alpha-cold SIMULATED | cold |" in controls and "| sim-alpha-warm SIMULATED | warm |" in controls
+    assert "MIXED CONDITIONS (--pool-conditions): sim-alpha-warm (cache=warm)" in md

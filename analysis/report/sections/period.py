@@ -78,4 +78,5 @@ def _canaries(c: Canaries | None, s: Section) -> None:
         "Canary cases of the configurations both periods ran (left out of the verdicts below)",
         columns(["configuration", "canary", "previous", "current", "status"], [False] * 5),
         [[cell.label, cell.case_id, outcomes(cell.previous), outcomes(cell.current),
-          f"{cell.kind} drift" if cell.kind else cell.status] for cell in c.cells]))
+          "did not run" if cell.kind == "missing" else f"{cell.kind} drift" if cell.kind
+          else cell.status] for cell in c.cells]))
