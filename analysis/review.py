@@ -71,9 +71,18 @@ def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.D
 
 def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Review minutes per accepted result, per configuration (median, p90 linear), next to known cost."""
-    df = reviews(con).sort("config_id", "trial_run_id", "trial_id", "reviewer")  # sums in one order
+    return minutes_per_accepted(reviews(con), ["config_id"])
+
+
+def minutes_per_accepted(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The one definition of review minutes per accepted result, per ``keys``: the minutes of
+    every latest review (``LATEST_REVIEWS`` rows; unknown minutes count as none) over the
+    reviews that accepted, null when none accepted; ``minutes_known`` of ``reviewed`` say how
+    many minutes were recorded. ``review_minutes`` and the dashboard (``analysis.dashboard``)
+    both read it."""
+    df = df.sort(*keys, "trial_run_id", "trial_id", "reviewer")  # sums in one order
     acc = pl.col("decision") == "accept"
-    return (df.group_by("config_id", maintain_order=True)
+    return (df.group_by(keys, maintain_order=True)
             .agg(pl.col("variant").first(), acc.sum().cast(pl.Int64).alias("accepted_by_review"),
                  pl.col("minutes").filter(acc).median().alias("minutes_median"),
                  pl.col("minutes").filter(acc).quantile(0.9, "linear").alias("minutes_p90"),
@@ -83,7 +92,7 @@ def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                  pl.col("cost_usd").filter(acc).median().alias("cost_median_usd"))
             .with_columns(pl.when(pl.col("accepted_by_review") > 0).then(pl.col("minutes_per_accepted"))
                           .otherwise(None).alias("minutes_per_accepted"))
-            .sort("config_id"))
+            .sort(keys))
 
 
 _DECISIONS_SQL = """

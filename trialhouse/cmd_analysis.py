@@ -27,9 +27,12 @@ PARETO_X = ("cost_per_accepted", "cost_per_trial", "median_steps")
 @filter_options(cost=True)
 @option("--format", "layout", type=Choice(("table", "seed")), default="table",
         help="table | seed (tab-separated columns of the per-run summary script).")
+@option("--rates", is_flag=True,
+        help="The dashboard rates instead: target-fix, regression-free and accepted rates and "
+             "review minutes per accepted result, side by side (docs/rollout.md).")
 @json_option()
 @csv_option
-def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: bool,
+def summarize(warehouse: Path, by: Many, layout: str, rates: bool, json_out: bool, csv_out: bool,
               **sel: Any) -> None:
     """Per-configuration table on the common tasks of each task universe: pass rate with Wilson and task-clustered intervals, cost, latency, flags.
 
@@ -43,6 +46,13 @@ def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: b
 
     fmt = output_format(json_out, csv_out)
     filters = selection.filters(sel)
+    if rates:
+        if by or layout != "table":
+            raise click.UsageError("--rates takes neither --by nor --format seed")
+        from analysis.dashboard import dashboard
+
+        selection.show(selection.ask(warehouse, dashboard, filters), "dashboard", fmt, filters)
+        return
     result = selection.ask(warehouse, ask, filters, by=listed(by))
     if layout == "seed" and fmt == "table":
         click.echo("\n".join(seed_lines(result)))

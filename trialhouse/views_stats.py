@@ -87,3 +87,13 @@ def plan(p: Any) -> View:
                                ["tasks", *[f"{reps_label(r)} reps" for r in REPS]],
                                rows, [True] * (1 + len(REPS)))],
                 after=list(p.verdict), notes=list(p.warnings))
+
+
+def dashboard(res: Any) -> View:
+    """``summarize --rates``: the four dashboard figures side by side (docs/rollout.md)."""
+    from analysis.dashboard import dashboard_table
+
+    return View(tables=[dashboard_table(res)],
+                after=["Rates per trial over the valid trials (Wilson 95%); review minutes per "
+                       "accepted result with a 95% interval over tasks (docs/rollout.md)."],
+                notes=list(res.warnings))

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from analysis.cohorts import Cohorts
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
+    from analysis.dashboard import Dashboard
     from analysis.eligibility import Blockers, Eligibility, Gates
     from analysis.failures import Failures
     from analysis.familiarity import Familiarity
@@ -92,6 +93,7 @@ class ReportData:
     budget_curve: BudgetCurve | None = None  # None: no sweep, or why not (budget_curve_absent)
     budget_curve_absent: str | None = None
     visibility: Visibility | None = None  # None: no visible check in the selection
+    dashboard: Dashboard | None = None  # target-fix, regression-free, accepted, review minutes
 
 
 _RUNS_SQL = """
@@ -194,6 +196,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     the stop rules, evaluated at ``rules_at`` (the window's end, else now)."""
     from analysis import consistency, failures, familiarity, flags, latency, matrix
     from analysis.cohorts import cohorts, has_cohorts
+    from analysis.dashboard import dashboard
     from analysis.data import load_trials, require_trials
     from analysis.eligibility import assess
     from analysis.headline import headline
@@ -241,7 +244,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
         stop_rules=check_rules(con, rules, rules_at) if rules is not None else None,
         cohorts=cohorts(con, filters) if has_cohorts(con) else None,
-        **_budgets_and_checks(con, filters))
+        dashboard=dashboard(con, filters), **_budgets_and_checks(con, filters))
 
 
 def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Any]:

@@ -67,3 +67,55 @@ def week(config: str, accepted: int, broke: int, total: int = 10, cost: float | 
 @pytest.fixture
 def rollout_kit():
     return SimpleNamespace(write_run=write_run, week=week, T0=T0)
+
+
+def th(*args: str, check: bool = True):
+    """``trialhouse ARGS`` in a subprocess (the real command line)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "trialhouse", *args], capture_output=True, text=True,
+                          timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"trialhouse {' '.join(args)} exited {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+REAL_CASES = ["order-quantity-validation", "json-store-atomic-save", "transfer-atomic"]
+
+
+def _small_manifest(corpus: Path) -> Path:
+    """The example corpus cut to three cases, the reference, one simulated configuration and a
+    weak one (skill 0.05: regressions and a target failure), one repetition, two attempts."""
+    import copy
+    import json
+
+    m = json.loads((corpus / "manifest.json").read_text())
+    m["cases"] = [c for c in m["cases"] if c["id"] in REAL_CASES]
+    beta = next(v for v in m["variants"] if v["id"] == "sim-beta-minimal")
+    weak = copy.deepcopy(beta)
+    weak["id"], weak["agent"]["skill"] = "sim-weak", 0.05
+    m["variants"] = [v for v in m["variants"] if v["id"] == "reference"] + [beta, weak]
+    m.update(repetitions=1, control_repeats=1, max_attempts=2)
+    path = corpus / "rollout-small.json"
+    path.write_text(json.dumps(m, indent=1))
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_rollout(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """One real run of a small cut of the example corpus, ingested: shared by the dashboard,
+    tier and queue tests (one run asserted from several angles)."""
+    import json
+
+    base = tmp_path_factory.mktemp("rollout-real")
+    corpus = base / "corpus"
+    th("example", str(corpus))
+    manifest = _small_manifest(corpus)
+    run_dir = base / "runs" / "main"
+    th("run", "--manifest", str(manifest), "--output", str(run_dir), "--jobs", "2", "--no-progress")
+    wh = base / "wh" / "trialhouse.duckdb"
+    th("ingest", str(run_dir), "-w", str(wh))
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    return SimpleNamespace(base=base, corpus=corpus, manifest=manifest, run_dir=run_dir, wh=wh,
+                           events=events, run_id=events[0]["run_id"])

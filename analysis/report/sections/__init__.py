@@ -15,6 +15,7 @@ from analysis.report.sections import (
     comparison,
     consistency,
     controls,
+    dashboard,
     distributions,
     eligibility,
     failures,
@@ -32,7 +33,7 @@ from analysis.report.sections import (
     visibility,
 )
 
-ORDER = (stop_rules, headline, controls, eligibility, summary, cohorts, comparison, consistency, pareto, budget,
+ORDER = (stop_rules, headline, controls, eligibility, summary, dashboard, cohorts, comparison, consistency, pareto, budget,
          matrix, failures, flags, visibility, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
