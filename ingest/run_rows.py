@@ -155,8 +155,9 @@ def control_gradings(controls: list[tuple], starts: list[RunStarted],
         if not kept:
             continue
         c = _get_control(e)
-        # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
-        out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
+        # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s,
+        #  output_key)
+        out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8], None))
     return out
 
 
