@@ -53,6 +53,10 @@ def _details(started: list[RunStarted], fin: RunFinished | None) -> dict[str, An
         }
         if rs.rotation is not None:  # how the hidden pools were drawn (runner.rotation)
             details["rotation"] = rs.rotation.model_dump(mode="json")
+        if rs.bank is not None:  # what the cases drew from the behaviour bank (runner.bank)
+            details["bank"] = rs.bank.model_dump(mode="json")
+        if rs.tier is not None:  # run --tier scheduled
+            details["tier"] = rs.tier
         kinds = [s.executor.kind if s.executor else None for s in started]
         if len(set(kinds)) > 1:  # resumed under another executor: each session's, in order
             details["executors"] = kinds
@@ -137,7 +141,9 @@ def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
     return [
         {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
          "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint,
-         "visible": k.visible, "pooled": k.pooled, "in_process": k.in_process}
+         "visible": k.visible, "pooled": k.pooled, "in_process": k.in_process, "tier": k.tier,
+         "subsystem": k.subsystem, "mechanism": k.mechanism, "consequence": k.consequence,
+         "incident": k.incident, "banked": k.banked}
         for c in (rs.cases if rs else []) for k in c.criteria
     ]
 

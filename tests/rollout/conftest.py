@@ -97,9 +97,42 @@ def _small_manifest(corpus: Path) -> Path:
     weak["id"], weak["agent"]["skill"] = "sim-weak", 0.05
     m["variants"] = [v for v in m["variants"] if v["id"] == "reference"] + [beta, weak]
     m.update(repetitions=1, control_repeats=1, max_attempts=2)
+    _tiers_and_bank(m)
     path = corpus / "rollout-small.json"
     path.write_text(json.dumps(m, indent=1))
     return path
+
+
+BANK = [("bank-orders", "orders_existing", "orders", "validation", "bad-order", "INC-106"),
+        ("bank-billing", "billing_existing", "billing", "arithmetic", "wrong-charge", "INC-101"),
+        ("bank-counters", "counter_existing", "counters", "race", "lost-count", "INC-102"),
+        ("bank-inventory", "inventory_existing", "inventory", "partial-update", "oversell", "INC-103"),
+        ("bank-webhooks", "webhooks_existing", "webhooks", "parsing", "rejected-event", "INC-104"),
+        ("bank-tenants", "tenants_existing", "tenants", "access-check", "data-leak", "INC-105")]
+DRAWS = {"order-quantity-validation": {"tags": {"subsystem": ["orders", "billing"]}, "sample": 1},
+         "json-store-atomic-save": {"tags": {"mechanism": ["race"]}, "sample": 1}}
+
+
+def _tiers_and_bank(m: dict) -> None:
+    """Every regression criterion ``broad`` and tagged, a ``scheduled`` copy of each target
+    check, and a behaviour bank of shop-service checks (broad) the shop cases draw from."""
+    files = ["graders/shop_service.py", "graders/_harness.py"]
+    m["bank"] = {"seed": 20261206, "checks": [
+        {"id": cid, "description": f"{sub} keep working ({inc})", "layer": "regression", "tier": "broad",
+         "command": ["python3", "{inputs}/graders/shop_service.py", check], "files": files,
+         "timeout_seconds": 30, "success_token": True,
+         "tags": {"subsystem": sub, "mechanism": mech, "consequence": cons, "incident": inc}}
+        for cid, check, sub, mech, cons, inc in BANK]}
+    for case in m["cases"]:
+        sub = case["labels"].get("subsystem")
+        for k in case["criteria"]:
+            if k.get("command") and k["layer"] == "regression":
+                k.update(tier="broad", tags={"subsystem": sub, "mechanism": "side-effect"})
+        target = next(k for k in case["criteria"] if k["layer"] == "target")
+        case["criteria"].append({**target, "id": f"{target['id']}-nightly", "tier": "scheduled",
+                                 "tags": {"subsystem": sub, "consequence": "slow-path"}})
+        if case["id"] in DRAWS:
+            case["bank"] = DRAWS[case["id"]]
 
 
 @pytest.fixture(scope="session")
