@@ -12,6 +12,8 @@ import json
 from operator import attrgetter
 from typing import Any
 
+import msgspec
+
 from contract.run_events import (
     CaseValidated,
     RunFinished,
@@ -51,10 +53,10 @@ def _details(started: list[RunStarted], fin: RunFinished | None) -> dict[str, An
             "resumed": any(s.resumed for s in started),
             "starts": len(started),
         }
-        if rs.rotation is not None:  # how the hidden pools were drawn (runner.rotation)
-            details["rotation"] = rs.rotation.model_dump(mode="json")
-        if rs.bank is not None:  # what the cases drew from the behaviour bank (runner.bank)
-            details["bank"] = rs.bank.model_dump(mode="json")
+        for key in ("rotation", "bank"):  # the hidden pools' and the behaviour bank's draws
+            if getattr(rs, key) is not None:  # a compiled struct or the model (ingest.fastdecode)
+                details[key] = msgspec.to_builtins(getattr(rs, key)) if not hasattr(
+                    getattr(rs, key), "model_dump") else getattr(rs, key).model_dump(mode="json")
         if rs.tier is not None:  # run --tier scheduled
             details["tier"] = rs.tier
         kinds = [s.executor.kind if s.executor else None for s in started]

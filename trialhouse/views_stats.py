@@ -97,3 +97,13 @@ def dashboard(res: Any) -> View:
                 after=["Rates per trial over the valid trials (Wilson 95%); review minutes per "
                        "accepted result with a 95% interval over tasks (docs/rollout.md)."],
                 notes=list(res.warnings))
+
+
+def check_tiers(res: Any) -> View:
+    """``summarize --checks``: check results by tier or bank tag (docs/rollout.md)."""
+    from analysis.check_tiers import checks_table
+
+    return View(tables=[checks_table(res)],
+                after=["Final check gradings of the valid trials (Wilson 95% per grading and per trial); "
+                       "'graded in' keeps a trial's own grading apart from a scheduled regrade's."],
+                notes=list(res.warnings))

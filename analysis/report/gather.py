@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analysis.budget_curve import BudgetCurve
+    from analysis.check_tiers import CheckResults
     from analysis.cohorts import Cohorts
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
@@ -94,6 +95,7 @@ class ReportData:
     budget_curve_absent: str | None = None
     visibility: Visibility | None = None  # None: no visible check in the selection
     dashboard: Dashboard | None = None  # target-fix, regression-free, accepted, review minutes
+    checks: dict[str, CheckResults] | None = None  # by tier and bank tag; None: no tier or tag declared
 
 
 _RUNS_SQL = """
@@ -244,7 +246,8 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
         stop_rules=check_rules(con, rules, rules_at) if rules is not None else None,
         cohorts=cohorts(con, filters) if has_cohorts(con) else None,
-        dashboard=dashboard(con, filters), **_budgets_and_checks(con, filters))
+        dashboard=dashboard(con, filters), checks=_tiers(con, filters, run_ids),
+        **_budgets_and_checks(con, filters))
 
 
 def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dict[str, Any]:
@@ -257,6 +260,17 @@ def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dic
     vis, _absent = _optional(visibility, con, filters)
     return {"budget_curve": curve, "budget_curve_absent": None if why is None or why.startswith(NO_SWEEP) else why,
             "visibility": vis}
+
+
+def _tiers(con: duckdb.DuckDBPyConnection, filters: Filters, run_ids: list[str]) -> dict[str, CheckResults] | None:
+    """Check results by tier and by each bank tag some check carries, when the selected runs
+    declare a tier or a tag (docs/rollout.md); else None (no section)."""
+    from analysis.check_tiers import SLICES, check_results, has_tiers_or_tags
+
+    if not has_tiers_or_tags(con, run_ids):
+        return None
+    found = {by: check_results(con, filters, by) for by in SLICES}
+    return {by: r for by, r in found.items() if by == "tier" or any(x["value"] is not None for x in r.rows)}
 
 
 def _regrades(con: duckdb.DuckDBPyConnection, filters: Filters) -> Regrades:

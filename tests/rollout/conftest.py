@@ -81,12 +81,12 @@ def th(*args: str, check: bool = True):
     return proc
 
 
-REAL_CASES = ["order-quantity-validation", "json-store-atomic-save", "transfer-atomic"]
+REAL_CASES = ["order-quantity-validation", "json-store-atomic-save"]
 
 
 def _small_manifest(corpus: Path) -> Path:
-    """The example corpus cut to three cases, the reference, one simulated configuration and a
-    weak one (skill 0.05: regressions and a target failure), one repetition, two attempts."""
+    """The example corpus cut to two cases, the reference, one simulated configuration and a
+    weak one (skill 0.05: a regression and a target failure), one repetition, two attempts."""
     import copy
     import json
 
@@ -137,18 +137,23 @@ def _tiers_and_bank(m: dict) -> None:
 
 @pytest.fixture(scope="session")
 def real_rollout(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    """One real run of a small cut of the example corpus, ingested: shared by the dashboard,
-    tier and queue tests (one run asserted from several angles)."""
+    """One real run of a small cut of the example corpus with check tiers and a behaviour bank,
+    and its scheduled-tier regrade, both ingested: shared by the dashboard and the tier tests
+    (one run asserted from several angles)."""
     import json
 
     base = tmp_path_factory.mktemp("rollout-real")
     corpus = base / "corpus"
     th("example", str(corpus))
     manifest = _small_manifest(corpus)
-    run_dir = base / "runs" / "main"
+    run_dir, nightly = base / "runs" / "main", base / "runs" / "nightly"
     th("run", "--manifest", str(manifest), "--output", str(run_dir), "--jobs", "2", "--no-progress")
+    th("run", "--tier", "scheduled", "--from", str(run_dir), "--manifest", str(manifest), "--output", str(nightly),
+       "--jobs", "2", "--no-progress")
     wh = base / "wh" / "trialhouse.duckdb"
-    th("ingest", str(run_dir), "-w", str(wh))
+    th("ingest", str(run_dir), str(nightly), "-w", str(wh))
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    scheduled = [json.loads(line) for line in (nightly / "events.jsonl").read_text().splitlines()]
     return SimpleNamespace(base=base, corpus=corpus, manifest=manifest, run_dir=run_dir, wh=wh,
-                           events=events, run_id=events[0]["run_id"])
+                           events=events, run_id=events[0]["run_id"], scheduled=scheduled,
+                           scheduled_id=scheduled[0]["run_id"])

@@ -28,11 +28,11 @@ def th(*args: str) -> Any:
 REVIEWS = """trial_id,reviewer,decision,reason_code,minutes
 order-quantity-validation__reference__r1,alice,accept,,4
 json-store-atomic-save__reference__r1,alice,accept,,6
-transfer-atomic__reference__r1,bob,accept,,3.5
+json-store-atomic-save__reference__r1,bob,accept,,3.5
 order-quantity-validation__sim-beta-minimal__r1,alice,accept,,10
+order-quantity-validation__sim-beta-minimal__r1,bob,accept,,
 json-store-atomic-save__sim-beta-minimal__r1,bob,reject,grader_too_lenient,12
-transfer-atomic__sim-beta-minimal__r1,bob,accept,,
-transfer-atomic__sim-beta-minimal__r1,alice,accept,,5
+json-store-atomic-save__sim-beta-minimal__r1,alice,accept,,5
 order-quantity-validation__sim-weak__r1,alice,reject,,7
 """
 
@@ -45,10 +45,12 @@ def reviewed(real_rollout, tmp_path_factory: pytest.TempPathFactory) -> dict:
     base = tmp_path_factory.mktemp("dashboard")
     wh = base / "trialhouse.duckdb"
     shutil.copytree(real_rollout.wh.parent, base, dirs_exist_ok=True)
-    (base / "reviews.csv").write_text(REVIEWS)
+    lines = REVIEWS.splitlines()  # the trial ids are in both runs (the regrade's too): name the run
+    (base / "reviews.csv").write_text("\n".join([lines[0] + ",run_id"]
+                                                + [f"{line},{real_rollout.run_id}" for line in lines[1:]]) + "\n")
     th("review", "import", str(base / "reviews.csv"), "--rubric",
        str(real_rollout.corpus / "reviews" / "grid.yaml"), "-w", str(wh))
-    out = json.loads(th("summarize", "--rates", "--json", "-w", str(wh)).stdout)
+    out = json.loads(th("summarize", "--rates", "--json", "-w", str(wh), "--run", real_rollout.run_id).stdout)
     return {"wh": wh, "json": out, "rows": {r["variant"]: r for r in out["rows"]}}
 
 
@@ -134,6 +136,7 @@ def report_data(wh: Path, run_id: str) -> Any:
 
 def test_one_definition_for_the_stop_rule_the_report_and_the_terminal(real_rollout, reviewed,
                                                                        tmp_path: Path) -> None:
+    from analysis.dashboard import dashboard
     from analysis.report import render
     from analysis.report.sections import dashboard as dashboard_section
     from analysis.rules_check import check_rules
@@ -142,18 +145,19 @@ def test_one_definition_for_the_stop_rule_the_report_and_the_terminal(real_rollo
 
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules:\n  - id: weak-regression-free\n    metric: regression_free_rate\n"
-                     "    below: 0.95\n    window: {last: 1, unit: runs}\n    scope: {config: sim-weak}\n"
+                     "    below: 0.95\n    window: {last: 2, unit: runs}\n    scope: {config: sim-weak}\n"
                      "    owner: Maria\n")
-    with closing(db.open(reviewed["wh"], read_only=True)) as con:
+    with closing(db.open(reviewed["wh"], read_only=True)) as con:  # both runs: the regrade's trials
         fired = check_rules(con, load_rules(rules)).results[0]
+        whole = {r["variant"]: r for r in dashboard(con).rows}
+    assert (fired.k, fired.n) == (whole["sim-weak"]["regression_free"], whole["sim-weak"]["regression_free_n"])
     weak = reviewed["rows"]["sim-weak"]
-    assert (fired.k, fired.n) == (weak["regression_free"], weak["regression_free_n"])
     data = report_data(reviewed["wh"], real_rollout.run_id)
     doc = render.document(data, title="t", version="0", warehouse="w", generated_at="now", charts={},
                           skipped={})
     assert doc["dashboard"]["rows"] == reviewed["json"]["rows"]
     section = dashboard_section.section(data)
     assert section is not None and section.tables[0].columns[-1].name == "review min / accepted [95% CI]"
-    table = th("summarize", "--rates", "-w", str(reviewed["wh"])).stdout
+    table = th("summarize", "--rates", "-w", str(reviewed["wh"]), "--run", real_rollout.run_id).stdout
     k, n = weak["target_fix"], weak["target_fix_n"]
     assert f"{k}/{n} ({100 * k / n:.0f}%)" in table and "sim-weak" in table

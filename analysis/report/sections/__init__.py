@@ -11,6 +11,7 @@ from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
     budget,
+    check_tiers,
     cohorts,
     comparison,
     consistency,
@@ -34,7 +35,7 @@ from analysis.report.sections import (
 )
 
 ORDER = (stop_rules, headline, controls, eligibility, summary, dashboard, cohorts, comparison, consistency, pareto, budget,
-         matrix, failures, flags, visibility, judgments, familiarity, trajectory, distributions, period, glossary)
+         matrix, failures, flags, visibility, check_tiers, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
 def build(data: ReportData) -> list[Section]:
