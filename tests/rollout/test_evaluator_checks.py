@@ -1,5 +1,5 @@
 """The evaluator's own problems and a reviewer's flags, on one real run of a small corpus of
-our own (two cases of the example, three configurations):
+our own (two cases of the example, two configurations):
 
 - a repository whose check hangs times out under every configuration: ``inspect-queue``
   lists it once as a likely evaluator problem, the healthy repository not at all;
@@ -80,7 +80,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
         case["criteria"].append({"description": "an extra check", "layer": "regression", **extra[case["id"]]})
     replay = {"id": "replay-api", "harness": "trialhouse-builtin", "harness_version": "1",
               "agent": {"kind": "replay", "patches_dir": "api-patches"}}
-    m["variants"] = [v for v in m["variants"] if v["id"] in ("null", "reference")] + [replay]
+    m["variants"] = [v for v in m["variants"] if v["id"] == "reference"] + [replay]
     m.update(repetitions=1, control_repeats=1, max_attempts=1)
     manifest = corpus / "checks.json"
     manifest.write_text(json.dumps(m, indent=1))
@@ -102,20 +102,20 @@ def test_a_repository_timing_out_under_every_configuration_is_an_evaluator_probl
         queue = inspect_queue(con).to_dicts()
     flagged = [q for q in queue if q["kind"] == "repository_timeouts"]
     assert len(flagged) == 1, flagged
-    assert flagged[0]["detail"].startswith("repository inventory-core: 3 trial(s) timed out across 3 configurations")
+    assert flagged[0]["detail"].startswith("repository inventory-core: 2 trial(s) timed out across 2 configurations")
     assert "likely an evaluator problem" in flagged[0]["detail"]
     timed = {e["trial_id"] for e in checked.events if e["event"] == "grading" and e.get("timed_out")}
-    assert {t.split("__")[1] for t in timed} == {"null", "reference", "replay-api"}  # the events agree
+    assert {t.split("__")[1] for t in timed} == {"reference", "replay-api"}  # the events agree
     out = th("inspect-queue", "-w", str(checked.wh)).stdout
     assert "repository_timeouts" in out
 
 
 def test_grader_output_is_compared_normalised_and_kept_raw(checked) -> None:
     noisy = [e for e in checked.events if e["event"] == "grading" and e["criterion_id"] == "noisy-output"]
-    assert len(noisy) == 3 and len({e["output_key"] for e in noisy}) == 1
+    assert len(noisy) == 2 and len({e["output_key"] for e in noisy}) == 1
     raws = {(checked.run_dir / "trials" / e["trial_id"] / "grading" / "a1" / "noisy-output.out").read_text()
             for e in noisy}
-    assert len(raws) == 3  # different times, paths and addresses, kept as written
+    assert len(raws) == 2  # different times, paths and addresses, kept as written
     assert all("/tmp/" in r or "checked at 20" in r for r in raws)
     norm = (checked.run_dir / "trials" / noisy[0]["trial_id"] / "grading" / "a1" / "noisy-output.normalized").read_text()
     assert "<timestamp>" in norm and "<workspace>" in norm and "0x<address>" in norm and "<inputs>" in norm
