@@ -300,3 +300,15 @@ def test_one_definition_for_the_stop_rule_the_report_and_the_terminal(real_rollo
     table = th("summarize", "--rates", "-w", str(reviewed["wh"]), "--run", real_rollout.run_id).stdout
     k, n = weak["target_fix"], weak["target_fix_n"]
     assert f"{k}/{n} ({100 * k / n:.0f}%)" in table and "sim-weak" in table
+
+
+def test_a_bank_checks_files_are_inputs_of_the_run() -> None:
+    from runner.paths import input_refs
+
+    raw = {"cases": [{"reference_patch": "r.patch", "criteria": [{"command": ["true"]}],
+                      "bank": {"tags": {"subsystem": ["x"]}}}],
+           "bank": {"checks": [{"id": "b", "command": ["python3", "{inputs}/graders/bank_only.py"],
+                                "files": ["graders/bank_data.json"]}]}}
+    refs = {(r.location, r.rel) for r in input_refs(raw)}
+    assert ("bank.checks[0].files[0]", "graders/bank_data.json") in refs
+    assert ("bank.checks[0].command[1]", "graders/bank_only.py") in refs
