@@ -89,6 +89,9 @@ def _rollout_summary(warehouse: Path, filters: Any, by: list[str], layout: str, 
 @option("--allow-evaluator-change", is_flag=True,
         help="Pair a case across evaluator fingerprints (refused by default: a grader change "
              "is not an agent change); the output says so.")
+@option("--pool-conditions", is_flag=True,
+        help="Pair a candidate that ran under other named conditions than the baseline "
+             "(cache=warm against cache=cold; left out by default, refused when named); labelled.")
 @filter_options(cost=True)
 @json_option()
 @csv_option
