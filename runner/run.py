@@ -52,26 +52,26 @@ def _connect(executor: str, manifest_path: Path, ray_address: str | None,
     Called before any output exists: a missing extra or a bad address is bad input."""
     if executor != "ray":
         return None, None
-    from runner.executors.on_ray import connect, describe, refuse_unsupported
+    from runner.executors.on_ray import connect, describe
 
-    refuse_unsupported(load_valid_manifest(manifest_path, agents_here=False))
+    load_valid_manifest(manifest_path, agents_here=False)
     ray = connect(ray_address, jobs)
     return ray, describe(ray, ray_address)
 
 
-def _executor(s: RunSetup, specs: list[TrialSpec], ray: Any,
-              stop: threading.Event) -> tuple[Callable[[TrialSpec], Any], Callable[[], None] | None]:
-    """(work, on_stop): how one trial runs — here, or as a Ray task — and how Ctrl-C
-    cancels what runs elsewhere."""
-    if ray is None:
-        return (lambda spec: run_trial(spec, s.log.emit)), None
+def _executor(s: RunSetup, specs: list[TrialSpec], ray: Any, stop: threading.Event,
+              jobs: int) -> tuple[Callable[[TrialSpec], Any], Callable[[], None] | None, Callable[[], None]]:
+    """(work, on_stop, done): how one trial runs — here, or on a Ray trial host —, how
+    Ctrl-C cancels what runs elsewhere, and what ends it when the trials are done."""
+    if ray is None or not specs:
+        return (lambda spec: run_trial(spec, s.log.emit)), None, lambda: None
     from runner.executors.on_ray import RayExecutor
     from runner.executors.remote import make_payload
 
     remote = RayExecutor(ray, make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
-                                           [sp.initial_commit for sp in specs]),
-                         s.manifest, s.run_dir, s.log.emit, stop)
-    return remote.work, remote.cancel
+                                           [sp.initial_commit for sp in specs], s.harnesses),
+                         s.manifest, s.run_dir, s.log.emit, stop, jobs)
+    return remote.work, remote.cancel, remote.close
 
 
 def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: bool = False,
@@ -84,7 +84,7 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
     scored: its trials are recorded as ``trial_skipped`` (or, with
     ``score_unvalidated``, run with ``scored: false``). Resume skips finished trials,
     except those whose last outcome is in ``rerun`` (e.g. ``infra_error``).
-    ``executor="ray"`` runs each trial as a Ray task (``runner.executors.on_ray``);
+    ``executor="ray"`` runs each trial on a Ray trial host (``runner.executors.on_ray``);
     controls always run on the driver.
     """
     start = time.monotonic()
@@ -105,9 +105,12 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
         unscored = unscored_cases(validated)
         specs = plan_trials(s, before, validated, unscored, score_unvalidated=score_unvalidated,
                             stop=stop, tally=tally)
-        work, on_stop = _executor(s, specs, ray, stop)
-        run_trial_pool(specs, work, total=total, jobs=jobs, stop=stop, tally=tally, emit=s.log.emit,
-                       containment=s.containment, progress=progress, on_stop=on_stop)
+        work, on_stop, done = _executor(s, specs, ray, stop, jobs)
+        try:
+            run_trial_pool(specs, work, total=total, jobs=jobs, stop=stop, tally=tally, emit=s.log.emit,
+                           containment=s.containment, progress=progress, on_stop=on_stop)
+        finally:
+            done()
     except KeyboardInterrupt:
         status = "interrupted"
     finished = sum(tally.outcomes.values())

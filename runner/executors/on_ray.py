@@ -27,55 +27,26 @@ A task that dies (worker process killed, node lost, out of memory) makes its tri
 from __future__ import annotations
 
 import os
-import queue
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from contract.envelope import BaseEvent
 from contract.events import EVENT_CLASSES
 from contract.run_events import ExecutorInfo
 from contract.trial_events import TrialStarted
 from runner.errors import RunnerError
 from runner.executors.archive import listing, restore, unpack
-from runner.executors.remote import RunPayload, TrialSlice, slice_of, worker_run
+from runner.executors.host_pool import HostPool, host_plan
+from runner.executors.node_services import place_recordings
+from runner.executors.remote import RunPayload, slice_of
 from runner.manifest import Manifest
 from runner.pristine import remove_tree
 from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec
 
 INSTALL_HINT = "pip install 'trialhouse[ray]'"
 PROBE_TIMEOUT_S = 5.0
-BATCH_WAIT_S = 0.05
-"""How long the worker gathers events before yielding a batch (fewer, larger objects)."""
-EVIDENCE_IN_FLIGHT = 2
-"""Evidence chunks (``archive.CHUNK`` bytes each) a worker holds before the stream takes them.
-The stream itself has no backpressure (``_generator_backpressure_num_objects``): measured,
-it cost the workers CPU at 32 tasks in flight on 2 cores, and what it would bound — a
-trial's unread chunks in the object store — is at most that trial's evidence, which
-leaves the repository's untouched files behind (``archive.pack``) and spills to disk."""
-
-
-def refuse_unsupported(manifest: Manifest) -> None:
-    """What the Ray executor does not run yet, refused before anything is written.
-
-    The run's model gateway and its judges listen on the driver's loopback, out of a
-    worker's reach: a variant answered through the gateway (the harness kinds, or a command
-    agent with ``model_base_url``) or a judge criterion would run differently on a worker
-    than locally, so such a run must use ``--executor local`` (docs/scale.md).
-    """
-    from runner.judges.config import judge_criteria
-
-    through = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
-    if through or judge_criteria(manifest):
-        what = (f"variant(s) {', '.join(through)} answered through the model gateway" if through
-                else "judge criteria (judges run through the model gateway)")
-        raise RunnerError(f"--executor ray: this manifest has {what}, which the Ray executor does not "
-                          "run yet (the gateway listens on the driver only); use --executor local "
-                          "(docs/scale.md)")
-
-
 class TrialLost(RunnerError):
     """The Ray task running a trial ended without a result (worker or node died)."""
 
@@ -154,67 +125,6 @@ def _probe(address: str) -> None:
             "prints, or drop --ray-address to start a local instance") from exc
 
 
-def _trial_task(t: TrialSlice, box: list[Any]) -> Iterator[tuple[str, str, Any]]:
-    """Ray task body (a streaming generator): ('events', [...]) batches, the evidence as
-    ('evidence', chunk)s, then ('result', (outcome, names left out of the evidence))."""
-    import ray
-
-    try:
-        run = worker_run(t.run_id, lambda: ray.get(box[0]))
-    except Exception as exc:  # noqa: BLE001 - no bwrap, a damaged payload…: the trial's reason
-        yield ("error", "", f"{type(exc).__name__}: {exc}")
-        return
-    q: queue.Queue[tuple[str, Any]] = queue.Queue()
-    gate = threading.Semaphore(EVIDENCE_IN_FLIGHT)
-    gone = threading.Event()
-
-    def emit(cls: type[BaseEvent], **fields: Any) -> None:
-        q.put(("event", (cls.__name__, fields)))
-
-    def send(chunk: bytes) -> None:  # at most EVIDENCE_IN_FLIGHT chunks held here at once
-        while not gate.acquire(timeout=1.0):
-            if gone.is_set():
-                raise TrialInterrupted(t.trial_id)
-        q.put(("evidence", chunk))
-
-    def body() -> None:
-        try:
-            q.put(("done", run.run(t, emit, send)))
-        except BaseException as exc:  # noqa: BLE001 - reported to the driver as the reason
-            q.put(("error", f"{type(exc).__name__}: {exc}"))
-
-    threading.Thread(target=body, name=f"trial-{t.trial_id}", daemon=True).start()
-    try:
-        yield from _relay_queue(q, gate, str(run.root))
-    finally:
-        gone.set()
-
-
-def _relay_queue(q: queue.Queue[tuple[str, Any]], gate: threading.Semaphore,
-                 root: str) -> Iterator[tuple[str, str, Any]]:
-    """The worker side of the stream: events gathered into batches, evidence chunks one by one."""
-    while True:
-        kind, item = q.get()
-        batch = []
-        while kind == "event":
-            batch.append(item)
-            try:
-                kind, item = q.get(timeout=BATCH_WAIT_S if len(batch) < 64 else 0)
-            except queue.Empty:
-                kind, item = "flush", None
-        if batch:
-            yield ("events", root, batch)
-        if kind == "evidence":
-            yield ("evidence", root, item)
-            gate.release()
-        elif kind == "done":
-            yield ("result", root, item)
-            return
-        elif kind == "error":
-            yield ("error", root, item)
-            return
-
-
 def _evidence(first: bytes, items: Any, after: list[Any]) -> Iterator[bytes]:
     """The evidence chunks of a task's stream from ``first`` on; the first item that is
     not one goes to ``after``."""
@@ -240,45 +150,40 @@ def _rewrite(value: Any, old: str, new: str) -> Any:
 
 
 class RayExecutor:
-    """Submits each trial of one run as a Ray task and relays it to the driver's log."""
+    """Hands each trial of one run to a trial host and relays it to the driver's log."""
 
     def __init__(self, ray: Any, payload: RunPayload, manifest: Manifest, run_dir: Path,
-                 emit: Any, stop: threading.Event) -> None:
+                 emit: Any, stop: threading.Event, jobs: int = 1) -> None:
         self.ray = ray
+        self.run_id = payload.run_id
         self.run_dir = run_dir
         self.emit = emit
         self.stop = stop
         self.payload_ref = ray.put(payload)
-        hints: dict[str, Any] = {"num_cpus": manifest.resources.num_cpus}
-        if manifest.resources.memory_mb is not None:
-            hints["memory"] = int(manifest.resources.memory_mb * 2**20)
-        self.remote = ray.remote(max_retries=0, num_returns="streaming", **hints)(_trial_task)
-        self._live: dict[str, Any] = {}
+        nodes = [(n["NodeID"], float(n.get("Resources", {}).get("CPU", 0))) for n in ray.nodes() if n.get("Alive")]
+        self.pool = HostPool(ray, host_plan(nodes, jobs, manifest.resources.num_cpus, manifest.resources.memory_mb))
         self._lock = threading.Lock()
         self._listings: dict[str, Any] = {}
 
     def cancel(self) -> None:
-        """Ctrl-C: cancel every outstanding task (running ones are killed)."""
-        with self._lock:
-            live = list(self._live.values())
-        for gen in live:
-            try:
-                self.ray.cancel(gen, force=True)
-            except Exception:  # noqa: BLE001, S110 - already finished or gone
-                pass
+        """Ctrl-C: the hosts go (running agents die with them: bubblewrap's ``--die-with-parent``)."""
+        self.pool.kill()
+
+    def close(self) -> None:
+        """The run is over: every host stops its services and leaves its node's copy."""
+        self.pool.close(self.run_id)
 
     def work(self, spec: TrialSpec) -> TrialOutcome:
         if self.stop.is_set():
             raise TrialInterrupted(spec.trial_id)
         remove_tree(spec.trial_dir)
-        gen = self.remote.remote(slice_of(spec), [self.payload_ref])
-        with self._lock:
-            self._live[spec.trial_id] = gen
+        i = self.pool.take()
         try:
+            gen = self.pool.hosts[i].run.options(num_returns="streaming").remote(
+                slice_of(spec), [self.payload_ref])
             return self.relay(spec, (self.ray.get(ref) for ref in gen))
         finally:
-            with self._lock:
-                self._live.pop(spec.trial_id, None)
+            self.pool.give(i)
 
     def relay(self, spec: TrialSpec, items: Any) -> TrialOutcome:
         """Emit a task's event batches in order, unpack its evidence and write back the
@@ -329,6 +234,7 @@ class RayExecutor:
                     spec.trial_dir.mkdir(parents=True)
                 restore(spec.containment.store.path, spec.initial_commit, omitted,
                         spec.trial_dir / "workspace", self._listing(spec))
+                place_recordings(spec.trial_dir, self.run_dir)
                 if finish is not None:
                     self.emit(EVENT_CLASSES[finish[0]], **finish[1])
                 return outcome
