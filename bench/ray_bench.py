@@ -49,13 +49,13 @@ def started_ray(jobs: int) -> tuple[object, bool]:
         return ray, False
     from runner.executors.on_ray import local_options
 
-    for attempt in (1, 2, 3):  # the raylet's 15 s dashboard-agent window (ray issue 65983)
+    for attempt in (1, 2, 3, 4, 5):  # the raylet's 15 s dashboard-agent window (ray issue 65983)
         try:
             ray.init(num_cpus=2, **local_options(jobs))
             break
         except Exception:
             ray.shutdown()
-            if attempt == 3:
+            if attempt == 5:
                 raise
     return ray, True
 

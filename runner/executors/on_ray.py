@@ -149,19 +149,27 @@ def _rewrite(value: Any, old: str, new: str) -> Any:
     return value
 
 
+def start_hosts(ray: Any, manifest: Manifest, jobs: int) -> HostPool:
+    """The run's trial hosts on the cluster's alive nodes (``host_pool.host_plan``)."""
+    nodes = [(n["NodeID"], float(n.get("Resources", {}).get("CPU", 0))) for n in ray.nodes() if n.get("Alive")]
+    shapes = host_plan(nodes, jobs, manifest.resources.num_cpus, manifest.resources.memory_mb)
+    if not shapes:
+        raise RunnerError("--executor ray: the Ray cluster has no alive node with a CPU to run trials on")
+    return HostPool(ray, shapes)
+
+
 class RayExecutor:
     """Hands each trial of one run to a trial host and relays it to the driver's log."""
 
-    def __init__(self, ray: Any, payload: RunPayload, manifest: Manifest, run_dir: Path,
-                 emit: Any, stop: threading.Event, jobs: int = 1) -> None:
+    def __init__(self, ray: Any, payload: RunPayload, run_dir: Path, emit: Any, stop: threading.Event,
+                 pool: HostPool) -> None:
         self.ray = ray
         self.run_id = payload.run_id
         self.run_dir = run_dir
         self.emit = emit
         self.stop = stop
         self.payload_ref = ray.put(payload)
-        nodes = [(n["NodeID"], float(n.get("Resources", {}).get("CPU", 0))) for n in ray.nodes() if n.get("Alive")]
-        self.pool = HostPool(ray, host_plan(nodes, jobs, manifest.resources.num_cpus, manifest.resources.memory_mb))
+        self.pool = pool
         self._lock = threading.Lock()
         self._listings: dict[str, Any] = {}
 
