@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from analysis import scope
 from analysis.comparison import Comparison, ComparisonSet, ConfigRef
+from analysis.conditions import same_conditions
 from analysis.eligibility import assess, default_baseline, eligibility_from_kinds
 from analysis.errors import AnalysisError
 from analysis.filters import Filters, check_by
@@ -102,6 +103,7 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     roles = eligibility_from_kinds({r["config_id"]: r.get("agent_kind") for r in cfg_rows})
     base, cands, excluded = sides(table, roles, baseline, candidates,
                                    None if baseline else default_baseline(cfg_rows, roles))
+    cands, mixed = same_conditions(con, base, cands, bool(candidates), filters.pool_conditions)
     by_cols = check_by(by)
     ids = [base.config_id, *[c.config_id for c in cands]]
     sql, params = trials_sql(filters, columns=[*_COLS, *by_cols], with_rep=True,
@@ -121,7 +123,7 @@ def compare(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     said = [f"INELIGIBLE {cid[:12]}: {'; '.join(why)}" for cid, why in sorted(gated.items())]
     return ComparisonSet(base, cands, comps, "requested" if baseline else "default", excluded,
                          by_cols, simulated, universe,
-                         [*changed, *said, *notes, *left_out, *scope.coverage_notes(con, filters),
+                         [*changed, *mixed, *said, *notes, *left_out, *scope.coverage_notes(con, filters),
                           *gone.notes(), *regrades_in(con, filters).notes()], gated)
 
 

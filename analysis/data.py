@@ -8,7 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from analysis.errors import AnalysisError
-from analysis.filters import CASE_COLUMNS, UNIVERSE_SQL, Filters, case_label, no_match
+from analysis.filters import (
+    CASE_COLUMNS,
+    CONDITION_PREFIX,
+    UNIVERSE_SQL,
+    Filters,
+    case_label,
+    condition_sql,
+    no_match,
+)
 from warehouse.rules import trial_status
 
 if TYPE_CHECKING:
@@ -50,6 +58,7 @@ COLUMN_SQL = {
     "cost_usd": "t.cost_usd",
     "simulated": "t.simulated",
     "holdout": "coalesce(c.holdout, FALSE)",
+    "canary": "coalesce(c.canary, FALSE)",
     "run_started_at": "r.started_at",
     # Task universe: tasks are common within one benchmark (analysis.tasks).
     "universe": UNIVERSE_SQL,
@@ -57,9 +66,16 @@ COLUMN_SQL = {
 }
 """Each trial column a question may select, as its SQL over aliases t (trials), c (cases),
 cf (configs) and r (runs): the fixed map every query formats column names from."""
+
+
+def slice_sql(col: str) -> str:
+    """A slice column's SQL (``COLUMN_SQL``, or a ``condition.<key>`` over the configs alias cf)."""
+    return condition_sql(col) if col.startswith(CONDITION_PREFIX) else COLUMN_SQL[col]
+
+
 _NEEDS = {"cf": ("variant", "model", "harness", "harness_version", "variant_order"),
           "r": ("run_started_at", "universe"),
-          "c": ("holdout", "universe", "case_fingerprint", *CASE_COLUMNS)}
+          "c": ("holdout", "canary", "universe", "case_fingerprint", *CASE_COLUMNS)}
 
 
 def load_trials(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,

@@ -10,6 +10,7 @@ configurations share, is ``analysis.tasks``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import Literal
@@ -24,6 +25,20 @@ CASE_COLUMNS = ("repository", "familiarity", "task_class", "difficulty", "langua
                 "subsystem", "benchmark")
 SLICE_COLUMNS = ("task_class", "repository", "difficulty", "language", "familiarity",
                  "subsystem")
+CONDITION_PREFIX = "condition."
+CONDITION_KEY = re.compile(r"[a-z][a-z0-9_]{0,31}")
+"""A named condition's key, as the manifest allows it (docs/rollout.md, "Named conditions"):
+``--by condition.<key>`` slices by its value, read from ``configs.conditions_json``."""
+
+
+def condition_sql(col: str, alias: str = "cf") -> str:
+    """``condition.<key>`` as SQL over the configs alias: the key is checked against
+    ``CONDITION_KEY`` (a fixed alphabet, so the JSON path is never user text)."""
+    key = col.removeprefix(CONDITION_PREFIX)
+    if not col.startswith(CONDITION_PREFIX) or not CONDITION_KEY.fullmatch(key):
+        raise AnalysisError(f"--by {col!r}: a condition slice is condition.<key> with a key of "
+                            "lower-case letters, digits and _ (e.g. condition.cache)")
+    return f"json_extract_string({alias}.conditions_json, '$.{key}')"
 
 
 def case_label(col: str, alias: str = "c") -> str:
@@ -127,13 +142,17 @@ class Filters:
     regrades_present: bool | None = None
     """Set by ``scope.resolve``: whether the warehouse holds a regrade run (when none, the
     superseded clause is left out of the SQL)."""
+    pool_conditions: bool = False
+    """Let a paired comparison pair a baseline and a candidate that ran under different named
+    conditions (``cache: cold`` against ``cache: warm``); otherwise such a candidate is left
+    out, or refused when named (``analysis.conditions``)."""
 
     @classmethod
     def parse(cls, runs=None, since=None, until=None, labels=None,
               holdout: str = "include", configs=None, models=None, harnesses=None,
               sources=None, benchmarks=None, universes=None,
               cost_coverage: str = "all", include_unvalidated: bool = False,
-              allow_evaluator_change: bool = False) -> Filters:
+              allow_evaluator_change: bool = False, pool_conditions: bool = False) -> Filters:
         """Build from CLI strings; bad input is an AnalysisError naming the option."""
         pairs = []
         for item in labels or []:
@@ -153,7 +172,8 @@ class Filters:
                    benchmarks=_strings(benchmarks), universes=_strings(universes),
                    cost_coverage=cost_coverage,  # type: ignore[arg-type]
                    include_unvalidated=bool(include_unvalidated),
-                   allow_evaluator_change=bool(allow_evaluator_change))
+                   allow_evaluator_change=bool(allow_evaluator_change),
+                   pool_conditions=bool(pool_conditions))
 
     @property
     def names_configs(self) -> bool:
@@ -262,17 +282,29 @@ class Filters:
             out["include_unvalidated"] = True
         if self.allow_evaluator_change:
             out["allow_evaluator_change"] = True
+        if self.pool_conditions:
+            out["pool_conditions"] = True
         return out
 
 
-def check_by(by: list[str] | tuple[str, ...] | str | None) -> list[str]:
+def check_by(by: list[str] | tuple[str, ...] | str | None, conditions: bool = False) -> list[str]:
+    """The slice columns of ``--by``; ``conditions``: ``condition.<key>`` is one too (the
+    questions whose rows are per configuration: a condition is part of one)."""
     if by is None:
         return []
     cols = [by] if isinstance(by, str) else list(by)
     for col in cols:
-        if col not in SLICE_COLUMNS:
-            raise AnalysisError(f"--by {col!r}: slice by one of {', '.join(SLICE_COLUMNS)}")
+        if conditions and col.startswith(CONDITION_PREFIX):
+            condition_sql(col)  # refuses a malformed key
+        elif col not in SLICE_COLUMNS:
+            more = ", condition.<key>" if conditions else ""
+            raise AnalysisError(f"--by {col!r}: slice by one of {', '.join(SLICE_COLUMNS)}{more}")
     return cols
+
+
+def slice_names(by_cols: list[str]) -> str:
+    """``, "col"`` for each slice column: quoted, since ``condition.cache`` has a dot."""
+    return "".join(f', "{b}"' for b in by_cols)
 
 
 def no_match(filters: Filters, what: str = "trials") -> AnalysisError:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis import formatting as fmt
 from analysis import stats
+from analysis.canary import Canaries
 from analysis.comparison import Comparison, ConfigRef
 from analysis.eligibility import Eligibility
 from analysis.errors import AnalysisError
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
 
 SIGNIFICANT = 0.05
 _COLS = ["config_id", "case_id", "case_fingerprint", "outcome", "complete", "valid", "solved", "holdout",
-         "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps"]
+         "duration_s", "cost_usd", "input_tokens", "output_tokens", "steps", "canary"]
+_TASKS_SQL = """
+SELECT DISTINCT case_id, config_id LIKE '%@current' AS now FROM {rel} WHERE NOT canary
+"""  # noqa: S608 -- internal relation name
 
 
 def previous_window(since: datetime, until: datetime) -> tuple[datetime, datetime]:
@@ -79,12 +83,29 @@ class Period:
     window: dict[str, str | None]
     rows: list[PeriodRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. an allowed evaluator change
+    canaries: Canaries | None = None  # canary drift (analysis.canary); blocks the verdicts
+    tasks: dict[str, Any] = field(default_factory=dict)  # the two task sets and their overlap
+
+    @property
+    def blocked(self) -> bool:
+        return self.canaries is not None and self.canaries.blocked
+
+    def overlap_sentence(self) -> str | None:
+        """What retired and what was added, when the two task sets differ."""
+        t = self.tasks
+        if not (t.get("retired") or t.get("added")):
+            return None
+        return (f"Tasks changed between the periods: {len(t['retired'])} retired "
+                f"({', '.join(t['retired'][:5]) or 'none'}), {len(t['added'])} added "
+                f"({', '.join(t['added'][:5]) or 'none'}); the comparison uses the overlap, the "
+                f"{t['common']} task(s) both periods ran (canaries apart).")
 
     def as_dict(self) -> dict[str, Any]:
         from analysis.jsonout import clean
 
         return clean({"window": self.window, "rows": [r.as_dict() for r in self.rows],
-                      "notes": self.notes})
+                      "notes": self.notes, "blocked": self.blocked, "tasks": self.tasks,
+                      "canaries": self.canaries.as_dict() if self.canaries else None})
 
 
 _STAGE = """
@@ -113,6 +134,7 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
                    simulated: frozenset[str] = frozenset()) -> Period:
     """Per configuration present in either window: accepted/valid in each and, where both
     ran, the paired comparison current vs previous (see the module docstring)."""
+    from analysis.canary import canary_drift
     from analysis.data import config_list, config_rows, trials_sql
     from analysis.paired import compare_relation
     from analysis.scope import resolve
@@ -126,6 +148,7 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
     rel = f"period_trials_{uuid.uuid4().hex}"  # internal name, no user input
     con.execute(_STAGE.format(rel=rel, prev=prev_sql, cur=cur_sql), [*prev_p, *cur_p])
     try:
+        tasks = _overlap(con, rel)
         changed = evaluator_changes(con, rel, current.allow_evaluator_change)
         counts = {cid: (v, s) for cid, v, s in con.execute(
             f"SELECT config_id, count(*) FILTER (WHERE valid), count(*) FILTER (WHERE solved) "  # noqa: S608
@@ -148,8 +171,30 @@ def period_changes(con: duckdb.DuckDBPyConnection, current: Filters, previous: F
     judged = [(r, r.comparison) for r in rows if r.comparison is not None and not r.baseline]
     for (_, c), p in zip(judged, stats.holm([c.sign_test.p for _, c in judged]), strict=True):
         c.sign_test.p_holm = p
+    canaries = canary_drift(con, current, previous, simulated)
     for r in rows:
         cid = r.config.config_id
         r.verdict = _verdict(r.comparison, f"{cid}@previous" in present,
                              f"{cid}@current" in present)
-    return Period(window, rows, changed)
+        if canaries.blocked and r.comparison is not None:
+            r.verdict = f"withheld: canary drift ({r.verdict})"
+    return Period(window, rows, changed, canaries, tasks)
+
+
+def _overlap(con: duckdb.DuckDBPyConnection, rel: str) -> dict[str, Any]:
+    """The two windows' task sets (canaries apart); when they differ (tasks retired or
+    added), every trial outside their overlap leaves ``rel``, and canaries always do (they
+    are read apart, as drift: ``analysis.canary``)."""
+    seen: dict[str, set[bool]] = {}
+    for case, now in con.execute(_TASKS_SQL.format(rel=rel)).fetchall():
+        seen.setdefault(case, set()).add(now)
+    common = sorted(c for c, s in seen.items() if len(s) == 2)
+    out = {"previous": sum(False in s for s in seen.values()),
+           "current": sum(True in s for s in seen.values()), "common": len(common),
+           "retired": sorted(c for c, s in seen.items() if s == {False}),
+           "added": sorted(c for c, s in seen.items() if s == {True})}
+    keep = common if (out["retired"] or out["added"]) else None
+    con.execute(f"DELETE FROM {rel} WHERE canary"  # noqa: S608 -- internal name
+                + (" OR case_id NOT IN (SELECT unnest(?::VARCHAR[]))" if keep is not None else ""),
+                [keep] if keep is not None else [])
+    return out

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from analysis import scope, stats, tasks
 from analysis.checks import staged_counts
 from analysis.containment import containment_notes
-from analysis.data import COLUMN_SQL, CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names
+from analysis.data import CONFIG_KEYS, NAME_KEYS, PAIRS_SQL, TRIALS, config_names, slice_sql
 from analysis.errors import AnalysisError
-from analysis.filters import UNIVERSE_SQL, Filters, check_by, no_match
+from analysis.filters import UNIVERSE_SQL, Filters, check_by, no_match, slice_names
 from analysis.flags import flag_counts
 from analysis.formatting import label
 from analysis.pre_existing import pre_existing
@@ -170,7 +170,7 @@ def _holistic_sql(by: list[str], where: str, joins: str, exclude: bool,
                   universe: bool) -> str:
     """The one pass over trial rows: medians and quantiles need the values themselves.
     ``universe`` groups by task universe too (needed when a configuration spans several)."""
-    by_sel = "".join(f",\n    {COLUMN_SQL[b]} AS {b}" for b in by)  # fixed column map
+    by_sel = "".join(f',\n    {slice_sql(b)} AS "{b}"' for b in by)  # fixed column map
     outside = """
   AND NOT EXISTS (SELECT 1 FROM task_outside o
                   WHERE o.run_id = t.run_id AND o.raw_case_id = t.case_id)""" if exclude else ""
@@ -327,9 +327,9 @@ def summarize(con: duckdb.DuckDBPyConnection, filters: Filters | None = None,
     sanity checks (``analysis.sanity``); callers that only need the numbers skip them.
     """
     filters = scope.resolve(con, filters)
-    by_cols = check_by(by)
+    by_cols = check_by(by, conditions=True)
     with tasks.staged(con, filters, by_cols, from_trials) as st:
-        recs = _per_config(con, st, "".join(f", {b}" for b in by_cols))
+        recs = _per_config(con, st, slice_names(by_cols))
         pairs = sorted((run, cid) for cid, runs in st.config_runs.items() for run in runs)
         names = config_names(con, PAIRS_SQL, [[r for r, _ in pairs], [c for _, c in pairs]])
         changed = tasks.versions(con)

@@ -30,8 +30,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analysis.data import COLUMN_SQL, TRIALS
-from analysis.filters import Filters, case_label
+from analysis.data import TRIALS, slice_sql
+from analysis.filters import CONDITION_PREFIX, Filters, case_label
 
 if TYPE_CHECKING:
     import duckdb
@@ -197,6 +197,8 @@ def _joins(filters: Filters, by_cols: list[str], universe: bool = False) -> str:
     joins = ""
     if by_cols or filters.needs_cases or universe:
         joins += "\n  LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id"
+    if any(b.startswith(CONDITION_PREFIX) for b in by_cols):
+        joins += "\n  LEFT JOIN configs cf ON cf.run_id = t.run_id AND cf.config_id = t.config_id"
     if filters.needs_runs or universe:
         joins += "\n  LEFT JOIN runs r ON r.run_id = t.run_id"
     return joins
@@ -242,7 +244,7 @@ def stage(con: duckdb.DuckDBPyConnection, filters: Filters, by_cols: list[str],
     """Write ``task_cells`` (and ``task_outside``) for the selection; see the module doc.
     ``filters`` must be resolved (``scope.resolve``)."""
     where, params = filters.where()
-    by_sel = "".join(f",\n    {COLUMN_SQL[b]} AS {b}" for b in by_cols)  # fixed column map
+    by_sel = "".join(f',\n    {slice_sql(b)} AS "{b}"' for b in by_cols)  # fixed column map
     counts = (COUNTS_FROM_TRIALS if filters.needs_trials or from_trials else COUNTS_FROM_ROLLUP)
     column, in_json = con.execute(
         "SELECT count(benchmark), count(json_extract_string(labels_json, '$.benchmark')) "

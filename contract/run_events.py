@@ -41,6 +41,9 @@ class VariantInfo(BaseModel):
     sweep_budget: Literal["timeout_seconds", "max_cost_usd"] | None = None
     sweep_value: float | None = None
     """This point's value of ``sweep_budget``."""
+    conditions: dict[str, str] = Field(default_factory=dict)
+    """Named conditions the variant ran under (the run's, overridden by the variant's; e.g.
+    ``cache: cold``); part of ``config_id`` when any is declared (docs/rollout.md)."""
 
 
 class CriterionInfo(BaseModel):
@@ -123,6 +126,8 @@ class CaseInfo(BaseModel):
 
     case_id: Id
     holdout: bool = False
+    canary: bool = False
+    """Runs in every periodic run; its outcome is watched for evaluator or environment drift."""
     labels: dict[str, str] = Field(default_factory=dict)
     """difficulty, task_class, subsystem, language, repository, familiarity (known/unknown)."""
     initial_commit: str

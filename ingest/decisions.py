@@ -1,5 +1,6 @@
-"""Write a stop rule's resume decision into the warehouse (``rule_decisions``), each decision
-its own partition, so a decision is never rewritten (docs/rollout.md, "Stop rules").
+"""Write a stop rule's resume decision (``rule_decisions``) or a canary drift acknowledgement
+(``drift_decisions``) into the warehouse, each decision its own partition, so a decision is
+never rewritten (docs/rollout.md, "Stop rules", "Canary cases").
 
 The row is built and checked by ``analysis.rules_check.resume_decision`` (the rule exists, the
 person is one of its owners, the rule fired on this evidence); here it is only written.
@@ -28,5 +29,21 @@ def record_rule_decision(warehouse: Path, decision: dict[str, Any], rules_file: 
         db.prepare(warehouse)
         write_batch(warehouse, partition, batch, "rules-resume", file_meta([Path(rules_file)]),
                     {"rule_decisions": [dict(decision)]}, [], None, [])
+        db.refresh(warehouse)
+    return partition
+
+
+def record_drift_decision(warehouse: Path, decision: dict[str, Any]) -> str:
+    """Append a canary drift acknowledgement (``analysis.canary.drift_decision``) as partition
+    ``drift-<batch id>`` of ``drift_decisions``; returns the partition id."""
+    warehouse = Path(warehouse)
+    if not warehouse.is_file():
+        raise IngestInputError(f"{warehouse}: no warehouse here; ingest the runs first")
+    batch = new_batch_id()
+    partition = f"drift-{batch}"
+    with db.write_lock(warehouse):
+        db.prepare(warehouse)
+        write_batch(warehouse, partition, batch, "accept-drift", [],
+                    {"drift_decisions": [dict(decision)]}, [], None, [])
         db.refresh(warehouse)
     return partition

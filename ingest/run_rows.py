@@ -102,6 +102,7 @@ def config_rows(variants: list[VariantInfo]) -> list[dict[str, Any]]:
             "agent_kind": v.agent_kind, "simulated": v.simulated, "source_format": "trialhouse",
             "variant_order": i, "timeout_seconds": v.timeout_seconds, "max_cost_usd": v.max_cost_usd,
             "sweep": v.sweep, "sweep_budget": v.sweep_budget, "sweep_value": v.sweep_value,
+            "conditions_json": compact_json(v.conditions) if v.conditions else None,
         }
         for i, v in enumerate(variants)
     ]
@@ -114,7 +115,7 @@ def case_rows(rs: RunStarted | None, validated: dict[str, CaseValidated]) -> lis
         lab = c.labels
         val = validated.get(c.case_id)
         cases.append({
-            "case_id": c.case_id, "holdout": c.holdout, "repository": lab.get("repository"),
+            "case_id": c.case_id, "holdout": c.holdout, "canary": c.canary, "repository": lab.get("repository"),
             "familiarity": lab.get("familiarity"), "task_class": lab.get("task_class"),
             "difficulty": lab.get("difficulty"), "language": lab.get("language"),
             "subsystem": lab.get("subsystem"), "benchmark": lab.get("benchmark"),

@@ -314,7 +314,7 @@ def _variant_infos(s: RunSetup, settings: dict[str, dict[str, Any]]) -> list[Var
             harness_version=v.harness_version or (s.harnesses[v.id].version if v.id in s.harnesses else None),
             reasoning_effort=v.reasoning_effort,
             service_tier=v.service_tier, settings=settings[v.id], agent_kind=v.agent.kind,
-            simulated=v.agent.kind == "simulated",
+            simulated=v.agent.kind == "simulated", conditions=dict(v.conditions),
             stage_instruction_hashes={p: s.snapshot.hashes[p] for p in s.texts[v.id]},
             **budget_fields(s.manifest.variants, v),
         )
@@ -333,7 +333,7 @@ def _severity(criterion: Criterion) -> Literal["blocker", "major", "minor"]:
 def _case_infos(s: RunSetup) -> list[CaseInfo]:
     return [
         CaseInfo(
-            case_id=c.id, holdout=c.holdout,
+            case_id=c.id, holdout=c.holdout, canary=c.canary,
             labels={k: str(v) for k, v in c.labels.model_dump(exclude_none=True).items()},
             initial_commit=case_source(s.manifest, s.manifest_dir, c)[1],
             criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,

@@ -204,8 +204,8 @@ class _Trial:
     def prepare_command(self, argv: list[str]) -> Stop | None:
         logs, ws, home = self.files.dir / "logs", self.files.ws, self.files.home
         logs.mkdir(exist_ok=True)
-        req = sandbox.Request(argv=argv, cwd=ws, env=ordinary_env({"HOME": str(home)}),
-                              read_only=[*self.box.read_only, *argv_paths(argv)],
+        env = ordinary_env({"HOME": str(home), **self.manifest.condition_env(self.spec.variant)})
+        req = sandbox.Request(argv=argv, cwd=ws, env=env, read_only=[*self.box.read_only, *argv_paths(argv)],
                               read_write=[ws, home], tmp=self.files.tmp, network=self.box.network)
         res = sandbox.run(self.box.backend, req, timeout=self.budget.for_command(),
                           stdout_path=logs / "prepare.stdout", stderr_path=logs / "prepare.stderr")

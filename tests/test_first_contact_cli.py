@@ -43,7 +43,7 @@ def world(tmp_path_factory) -> dict[str, str]:
     th("example", corpus)
     manifest = json.loads((corpus / "manifest.json").read_text())
     manifest["cases"] = [c for c in manifest["cases"] if c["id"] in CASES]
-    manifest["repetitions"] = 2
+    manifest.update(repetitions=2, control_repeats=1)  # flaky-control detection is tested elsewhere
     small = corpus / "small.json"
     small.write_text(json.dumps(manifest))
     run = base / "run"

@@ -38,7 +38,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     known = {c["id"] for c in manifest["cases"]}
     chosen = [c for c in CASES if c in known] or [c["id"] for c in manifest["cases"][:3]]
     manifest["cases"] = [c for c in manifest["cases"] if c["id"] in chosen]
-    manifest["repetitions"] = 1
+    manifest.update(repetitions=1, control_repeats=1)  # flaky-control detection is tested elsewhere
     small = corpus / "small.json"
     small.write_text(json.dumps(manifest, indent=1))
     run_dir = base / "run"

@@ -63,6 +63,9 @@ def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: b
 @option("--allow-evaluator-change", is_flag=True,
         help="Pair a case across evaluator fingerprints (refused by default: a grader change "
              "is not an agent change); the output says so.")
+@option("--pool-conditions", is_flag=True,
+        help="Pair a candidate that ran under other named conditions than the baseline "
+             "(cache=warm against cache=cold; left out by default, refused when named); labelled.")
 @filter_options(cost=True)
 @json_option()
 @csv_option

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -41,11 +42,18 @@ from trialhouse.app import app, echo_json, json_option, listed, option, warehous
              "relative to the report.")
 @option("--rules", "rules", type=click.Path(path_type=Path),
         help="Stop-rules file: fired rules open the report with their owners (trialhouse rules check).")
+@option("--pool-conditions", is_flag=True,
+        help="Pair configurations that ran under different named conditions (labelled; left "
+             "out of the comparison by default).")
+@option("--accept-drift", metavar="REASON",
+        help="Acknowledge canary drift in the period comparison (recorded in the warehouse with "
+             "the reason); without it a drift withholds the period's verdicts and the exit is 1.")
 @json_option()
 def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | None, until: str | None,
            baseline: str | None, candidate: tuple[str, ...], previous_period: bool,
            title: str | None, include_unvalidated: bool, allow_evaluator_change: bool,
-           viewer_url: str | None, bundle: Path | None, rules: Path | None, json_out: bool,
+           viewer_url: str | None, bundle: Path | None, rules: Path | None,
+           pool_conditions: bool, accept_drift: str | None, json_out: bool,
            **selectors: tuple[str, ...]) -> None:
     """Write an offline HTML report (plus Markdown, JSON and chart PNG/SVG) for runs or a time window.
 
@@ -55,6 +63,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
     """
     import viewer
     from analysis.report import write_report
+    from ingest.decisions import record_drift_decision
     from trialhouse.paths import creatable
 
     if viewer_url and bundle:
@@ -83,7 +92,15 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         allow_evaluator_change=allow_evaluator_change,
         trial_pages=pages,
         rules=rules,
+        pool_conditions=pool_conditions,
+        accept_drift=accept_drift,
+        record_drift=lambda row: record_drift_decision(warehouse, row),
     )
+    _said(paths, json_out, accept_drift)
+
+
+def _said(paths: Any, json_out: bool, accept_drift: str | None) -> None:
+    """What was written; exit 1 when canary drift withholds the period's verdicts."""
     if json_out:
         echo_json(
             {
@@ -91,6 +108,7 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
                 "markdown": str(paths.markdown),
                 "json": str(paths.json),
                 "charts": {n: {k: str(v) for k, v in p.items()} for n, p in paths.charts.items()},
+                "blocked": paths.blocked,
             }
         )
     else:
@@ -98,3 +116,8 @@ def report(output: Path, warehouse: Path, run: tuple[str, ...], since: str | Non
         click.echo(f"markdown: {paths.markdown}")
         click.echo(f"json: {paths.json}")
         click.echo(f"charts: {len(paths.charts)} (PNG and SVG in {paths.directory / 'charts'})")
+    if accept_drift is not None and not json_out:
+        click.echo(f"drift acknowledged (recorded in drift_decisions): {accept_drift}")
+    if paths.blocked:
+        click.echo(f"blocked: {paths.blocked}", err=True)
+        raise click.exceptions.Exit(1)

@@ -26,7 +26,7 @@ def csv_option(command):
 
 _FILTER_KEYS = ("run", "since", "until", "label", "holdout", "config", "model", "harness",
                 "source", "benchmark", "universe", "cost_coverage", "include_unvalidated",
-                "allow_evaluator_change")
+                "allow_evaluator_change", "pool_conditions")
 
 
 def filter_options(by: bool = True, cost: bool = False):
@@ -61,7 +61,8 @@ def filter_options(by: bool = True, cost: bool = False):
                            help="complete: only trials with a known cost (says how many remain)."))
     if by:
         opts.append(option("--by", multiple=True, help="Slice by task_class | repository | "
-                                                       "difficulty | language | familiarity."))
+                                                       "difficulty | language | familiarity "
+                                                       "(summarize: also condition.<key>)."))
 
     def decorate(f):
         for o in reversed(opts):
@@ -82,7 +83,8 @@ def filters(sel: dict[str, Any]) -> Any:
                          sources=v["source"], benchmarks=v["benchmark"],
                          universes=v["universe"], cost_coverage=v["cost_coverage"] or "all",
                          include_unvalidated=bool(v["include_unvalidated"]),
-                         allow_evaluator_change=bool(v["allow_evaluator_change"]))
+                         allow_evaluator_change=bool(v["allow_evaluator_change"]),
+                         pool_conditions=bool(v["pool_conditions"]))
 
 
 @contextmanager

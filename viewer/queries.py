@@ -29,7 +29,8 @@ SCOPED = {
     "attempts": "run_id = $run", "stages": "run_id = $run", "criteria": "run_id = $run",
     "gradings": "run_id = $run", "steps": "run_id = $run", "model_calls": "run_id = $run",
     "flags": "run_id = $run", "judgments": "run_id = $run OR run_id LIKE 'annotations-%'",
-    "reviews": "trial_run_id = $run", "trials": "run_id = $run",
+    "reviews": "trial_run_id = $run", "trials": "run_id = $run", "configs": "run_id = $run",
+    "cases": "run_id = $run", "runs": "run_id = $run",
 }
 """The per-trial tables a trial page reads (``{name}`` in its SQL), and which of their rows
 belong to one run: a bundle copies them into temp tables once per run (``RunScope``)."""

@@ -1,5 +1,5 @@
 """What a rollout records beside the benchmark: ``rule_decisions`` (a stop rule resumed by its
-owner) and ``cohort_tickets`` (observational cohorts: agent work on real tickets), assembled
+owner), ``drift_decisions`` (canary drift acknowledged) and ``cohort_tickets`` (observational cohorts: agent work on real tickets), assembled
 in ``warehouse.schema``; docs/tables.md, docs/rollout.md.
 
 Cohort rows are never trials: no view or question that reads ``trials`` sees them, so a
@@ -23,6 +23,18 @@ SPECS = {
         Column("value", "float64"),  # the metric when it fired
         Column("trials", "int64"),  # trials counted then
         Column("window_json", "string"),  # the window evaluated: runs or since/until
+        Column("decided_at", "timestamp", False),
+    ),
+    "drift_decisions": table_spec(
+        "Canary drift acknowledged (`trialhouse report --previous-period --accept-drift REASON`): "
+        "why, and the canary trials that drifted. The same evidence no longer blocks the period's "
+        "verdicts; a new drift does.",
+        Column("decision", "string", False),  # accept_drift
+        Column("reason", "string", False),
+        Column("evidence_key", "string", False),  # sha256 of the drifted canaries' (configuration, case, trials)
+        Column("drifted", "int64", False),  # drifted canary results acknowledged
+        Column("cells_json", "string"),  # the drifted canary results: configuration, case, outcomes, fingerprints
+        Column("window_json", "string"),  # the period windows compared
         Column("decided_at", "timestamp", False),
     ),
     "cohort_tickets": table_spec(

@@ -64,11 +64,13 @@ SPECS = {
         Column("sweep", "string"),  # the budget sweep this configuration is a point of (null: none)
         Column("sweep_budget", "string"),  # timeout_seconds | max_cost_usd: what the sweep varies
         Column("sweep_value", "float64"),  # this point's value of sweep_budget
+        Column("conditions_json", "string"),  # named conditions it ran under ({"cache":"cold"}); null: none declared
     ),
     "cases": table_spec(
         "One row per task (case) in a run, with its labels.",
         Column("case_id", "string", False),
         Column("holdout", "bool", False),
+        Column("canary", "bool"),  # runs in every periodic run; its outcome watched for drift (null: unknown)
         Column("repository", "string"),
         Column("familiarity", "string"),  # known | unknown | null
         Column("task_class", "string"),

@@ -10,11 +10,13 @@ comparison are the ``compare`` command's, numbers equal by construction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from analysis.canary import Canaries
 from analysis.errors import AnalysisError
 from analysis.report.output import ReportPaths, TrialPages
 
@@ -58,7 +60,9 @@ def write_report(warehouse: Path | str, output: Path | str, *,
                  selectors: dict[str, Any] | None = None, include_unvalidated: bool = False,
                  allow_evaluator_change: bool = False,
                  trial_pages: TrialPages | None = None,
-                 rules: Path | str | None = None) -> ReportPaths:
+                 rules: Path | str | None = None, pool_conditions: bool = False,
+                 accept_drift: str | None = None,
+                 record_drift: Callable[[dict[str, Any]], Any] | None = None) -> ReportPaths:
     """Write report.html, report.md, report.json and charts/*.png|svg into ``output``.
 
     ``baseline``/``candidates`` resolve exactly as ``compare``'s (default baseline: the
@@ -70,19 +74,21 @@ def write_report(warehouse: Path | str, output: Path | str, *,
     ``trial_pages`` links each trial id to its page in a trial viewer (``(run id, trial
     id) → href``, see ``viewer.site.trial_href``); without it a trial links to its evidence.
     ``rules``: a stop-rules file, evaluated at the window's end (else now); fired rules open
-    the report with their owners (docs/rollout.md).
+    the report with their owners (docs/rollout.md). ``pool_conditions`` pairs configurations
+    under different named conditions. ``accept_drift``: the reason canary drift in the period
+    comparison is acknowledged, handed to ``record_drift`` as a ``drift_decisions`` row
+    (``analysis.canary.drift_decision``) before the report is gathered again; without it a
+    drift blocks the period's verdicts and ``ReportPaths.blocked`` says why.
     """
     from analysis.filters import Filters
     from analysis.report import output as out
-    from analysis.report.gather import gather
-    from warehouse import db as wdb
 
     warehouse, directory = Path(warehouse), Path(output)
     since_t, until_t, prev = _window(since, until, previous_period)
     sel: dict[str, Any] = {f"{k}s" if k != "harness" else "harnesses": tuple(v)
                            for k, v in (selectors or {}).items()}
     sel.update(include_unvalidated=include_unvalidated,
-               allow_evaluator_change=allow_evaluator_change)
+               allow_evaluator_change=allow_evaluator_change, pool_conditions=pool_conditions)
     filters = Filters(runs=tuple(runs or ()), since=since_t, until=until_t, **sel)
     window = {"since": since_t.isoformat() if since_t else None,
               "until": until_t.isoformat() if until_t else None,
@@ -95,11 +101,40 @@ def write_report(warehouse: Path | str, output: Path | str, *,
         from analysis.stop_rules import load_rules
 
         declared = load_rules(rules)
-    with closing(wdb.open(warehouse, read_only=True)) as con:
-        data = gather(con, filters, window=window, baseline=baseline, candidates=candidates,
-                      previous=previous, rules=declared, rules_at=until_t)
-    return _write(data, directory, title or "trialhouse comparison report", str(warehouse),
-                  trial_pages)
+    if accept_drift is not None and (previous is None or record_drift is None):
+        raise AnalysisError("--accept-drift acknowledges canary drift between two periods: give "
+                            "--since (and --until) with --previous-period")
+
+    data = _gathered(warehouse, accept_drift, record_drift, filters=filters, window=window,
+                     baseline=baseline, candidates=candidates, previous=previous,
+                     rules=declared, rules_at=until_t)
+    paths = _write(data, directory, title or "trialhouse comparison report", str(warehouse),
+                   trial_pages)
+    if data.period is not None and data.period.blocked and data.period.canaries is not None:
+        paths.blocked = data.period.canaries.headline()
+    return paths
+
+
+def _gathered(warehouse: Path, accept_drift: str | None,
+              record_drift: Callable[[dict[str, Any]], Any] | None, filters: Any,
+              **question: Any) -> Any:
+    """``gather`` on a read-only connection; with ``accept_drift``, the acknowledgement is
+    recorded (``record_drift``) and the report gathered again, without the block."""
+    from analysis.report.gather import gather
+    from warehouse import db as wdb
+
+    def ask() -> Any:
+        with closing(wdb.open(warehouse, read_only=True)) as con:
+            return gather(con, filters, **question)
+
+    data = ask()
+    if accept_drift is not None and record_drift is not None:
+        from analysis.canary import drift_decision
+
+        record_drift(drift_decision(data.period.canaries or Canaries(), accept_drift,
+                                    question["window"]))
+        data = ask()  # the verdicts, the blockers and the headline without the block
+    return data
 
 
 def _write(data: Any, directory: Path, title: str, warehouse: str,

@@ -121,7 +121,7 @@ _CONFIGS_SQL = """
 SELECT config_id, any_value(variant) AS variant, any_value(model) AS model,
        any_value(harness) AS harness, any_value(harness_version) AS harness_version,
        any_value(reasoning_effort) AS reasoning_effort, bool_or(simulated) AS simulated,
-       min(agent_kind) AS agent_kind,
+       min(agent_kind) AS agent_kind, any_value(conditions_json) AS conditions_json,
        string_agg(DISTINCT source_format, ', ') AS source_format,
        min(variant_order) AS variant_order
 FROM configs
@@ -177,7 +177,7 @@ def _blockers(trials: pl.DataFrame, configs: list[dict], comparisons: Comparison
                               c.sign_test.improvements, c.sign_test.regressions,
                               c.sign_test.p_family)
               for c in (comparisons or [])]
-    for row in (period.rows if period else []):
+    for row in (period.rows if period and not period.blocked else []):  # withheld: drift
         if row.comparison is not None:
             st = row.comparison.sign_test
             checks.append(RegressionCheck(row.config.as_dict(), "previous_period",

@@ -22,6 +22,7 @@ class ReportPaths:
     markdown: Path
     json: Path
     charts: dict[str, dict[str, Path]] = field(default_factory=dict)  # name -> {"png", "svg"}
+    blocked: str | None = None  # why the period's verdicts are withheld (canary drift), if they are
 
 
 def check(output: Path) -> None:

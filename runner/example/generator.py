@@ -18,6 +18,7 @@ from typing import Any
 from runner.errors import RunnerError
 from runner.example.cases_other import CASES as OTHER_CASES
 from runner.example.cases_shop import CASES as SHOP_CASES
+from runner.example.conditions import build_conditions_manifest
 from runner.example.spec import CaseSpec, Edit, Repo
 from runner.example.sweep import build_sweep_manifest
 
@@ -267,4 +268,6 @@ def write_example(dest: Path) -> Path:
     manifest.write_text(json.dumps(main, indent=2) + "\n", encoding="utf-8")
     sweep = json.dumps(build_sweep_manifest(main), indent=2) + "\n"  # runner/example/sweep.py
     (dest / "sweep.json").write_text(sweep, encoding="utf-8")
+    pair = json.dumps(build_conditions_manifest(main), indent=2) + "\n"  # runner/example/conditions.py
+    (dest / "conditions.json").write_text(pair, encoding="utf-8")
     return manifest

@@ -102,6 +102,9 @@ class Case(Strict):
     prompt: NonEmptyStr
     reference_patch: PathStr
     holdout: bool = False
+    canary: bool = False
+    """Run in every periodic run; a change of its outcome for an unchanged configuration is
+    evaluator or environment drift, never an agent effect (docs/rollout.md, "Canary cases")."""
     labels: Labels = Field(default_factory=Labels)
     repository: PathStr | None = None
     initial_commit: str | None = None

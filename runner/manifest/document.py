@@ -14,7 +14,7 @@ from runner.manifest.sweeps import (
     expanded_document,
     sweep_problems,
 )
-from runner.manifest.values import Argv, Id, NonEmptyStr, PathStr, StageName, Strict
+from runner.manifest.values import Argv, Conditions, Id, NonEmptyStr, PathStr, StageName, Strict
 from runner.manifest.variants import HARNESS_KINDS, Variant
 
 MANIFEST_SCHEMA_VERSION = 1
@@ -155,6 +155,9 @@ class Manifest(Strict):
     """Per trial; at most a day (a bound the runner's clocks and waits can all hold)."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     prepare_commands: list[Argv] = Field(default_factory=list)
+    conditions: Conditions = Field(default_factory=dict)
+    """Named conditions of the whole run; each variant's own ``conditions`` override them key
+    by key (merged into every variant when the manifest is read)."""
     stages: list[StageName] = Field(default_factory=lambda: list(ALL_STAGES), min_length=1)
     """The stages of every attempt, in order. Unset: build → qa → review when a variant is
     an agent CLI (claude-code, codex, mini-swe-agent), else build only (``default_stages``)."""
@@ -212,8 +215,18 @@ class Manifest(Strict):
     @classmethod
     def _stages_for_the_agents(cls, data: Any) -> Any:
         if isinstance(data, dict) and "stages" not in data:
-            return {**data, "stages": default_stages(data.get("variants"))}
+            data = {**data, "stages": default_stages(data.get("variants"))}
+        run_wide, variants = (data.get("conditions"), data.get("variants")) if isinstance(data, dict) else (None, None)
+        if isinstance(run_wide, dict) and run_wide and isinstance(variants, list):
+            data = {**data, "variants": [{**v, "conditions": {**run_wide, **(v.get("conditions") or {})}}
+                                         if isinstance(v, dict) and isinstance(v.get("conditions") or {}, dict)
+                                         else v for v in variants]}
         return data
+
+    def condition_env(self, variant: Variant) -> dict[str, str]:
+        """``TRIALHOUSE_CONDITION_<KEY>`` for each of ``variant``'s conditions: what its
+        prepare commands read to fill or empty a cache (docs/rollout.md, "Named conditions")."""
+        return {f"TRIALHOUSE_CONDITION_{k.upper()}": v for k, v in sorted(variant.conditions.items())}
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Manifest:

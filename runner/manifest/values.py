@@ -33,6 +33,12 @@ NAME_MAX_BYTES = 255
 Id = Annotated[str, StringConstraints(min_length=1, max_length=ID_MAX, pattern=ID_PATTERN)]
 CaseVariantId = Annotated[str, StringConstraints(min_length=1, max_length=CASE_VARIANT_ID_MAX, pattern=ID_PATTERN)]
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+CONDITION_KEY_PATTERN = r"^[a-z][a-z0-9_]{0,31}$"
+ConditionKey = Annotated[str, StringConstraints(pattern=CONDITION_KEY_PATTERN)]
+ConditionValue = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]
+Conditions = dict[ConditionKey, ConditionValue]
+"""Named conditions a run or variant is measured under (``cache: cold``, ``tools: node-22``):
+a key is lower-case letters, digits and ``_``; a value an id (docs/rollout.md, "Named conditions")."""
 
 
 def path_problem(value: str) -> str | None:

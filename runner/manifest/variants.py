@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 
 from runner.manifest.values import (
     CaseVariantId,
+    Conditions,
     EnvName,
     Id,
     NonEmptyStr,
@@ -163,6 +164,9 @@ class Variant(Strict):
     reasoning_effort: str | None = None
     service_tier: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
+    conditions: Conditions = Field(default_factory=dict)
+    """Named conditions this variant runs under, over the manifest's: part of ``config_id``
+    when any is declared, so trials under different conditions are never pooled."""
     agent: Agent
     stage_instructions: dict[StageName, list[PathStr]] = Field(default_factory=dict)
     """Stage → markdown paths (relative to the manifest) snapshotted into the stage prompt."""
@@ -212,6 +216,8 @@ def config_id(variant: Variant, instruction_texts: dict[str, str], extra: dict[s
     for name in (*BUDGET_FIELDS, "sweep"):  # added later: unset, they change nothing
         if payload[name] is None:
             del payload[name]
+    if not payload["conditions"]:  # none declared: the id is what it always was
+        del payload["conditions"]
     agent = payload["agent"]
     for name in ("gateway", *HARNESS_FIELDS):  # fields added later: at their defaults they change nothing
         if agent.get(name) == Agent.model_fields[name].get_default(call_default_factory=True):

@@ -28,10 +28,10 @@ def _explain(f) -> str:
 
 @pytest.mark.slow
 def test_seeded_event_files(tmp_path):
-    """120 mutated files, 20 per ingest (a few through the CLI), judged line by line against the
-    oracle; ``make fuzz`` runs 520."""
-    found = fuzzlib.fuzz_events(120, seed=7, work=tmp_path / "events")
-    assert found.files == 120 and found.lines > 24_000
+    """60 mutated files, 20 per ingest (a few through the CLI), judged line by line against the
+    oracle; ``make fuzz`` runs 520 (kept small here for make test's time budget)."""
+    found = fuzzlib.fuzz_events(60, seed=7, work=tmp_path / "events")
+    assert found.files == 60 and found.lines > 12_000
     assert found.ok(), _explain(found)
 
 

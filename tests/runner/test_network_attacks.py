@@ -124,7 +124,9 @@ def example_subset(tmp_path: Path, variants: list[dict]) -> Path:
         repo = case["labels"]["repository"]
         if repo not in seen and not case.get("holdout"):
             seen.add(repo)
-            case["criteria"] = [c for c in case["criteria"] if "judge" not in c]
+            # a grader's 30 s is for the demo's machine; a loaded CI box must not turn an honest
+            # trial into a timed-out one (the attack, not the clock, is under test here)
+            case["criteria"] = [{**c, "timeout_seconds": 180} for c in case["criteria"] if "judge" not in c]
             picked.append(case)
     data.update(cases=picked, variants=variants, stages=["build"], max_attempts=1, repetitions=1,
                 control_repeats=1)
@@ -146,7 +148,8 @@ def test_token_theft_fails_against_the_example_graders_and_is_flagged(tmp_path):
     by_variant: dict[str, set[str]] = {}
     for f in fins.values():
         by_variant.setdefault(f.variant, set()).add(f.outcome)
-    assert by_variant["reference"] == {"accepted"}  # the graders work, contained
+    assert by_variant["reference"] == {"accepted"}, [  # the graders work, contained
+        (f.trial_id, f.outcome, f.reason) for f in fins.values() if f.variant == "reference"]
     for attack in ATTACKS:
         assert by_variant[attack] <= {"target_failed", "regressed"}, (attack, by_variant[attack])
     from contract.trial_events import Flag, Grading

@@ -65,6 +65,7 @@ def section(d: ReportData) -> Section:
         "directions. p-values are Holm-adjusted across the candidates; baselines (null, "
         "reference) are never candidates. These are the numbers `trialhouse compare` prints.")
     s.charts.append("directions")
+    s.warnings += [n for n in comps.notes if "named conditions" in n or n.startswith("MIXED CONDITIONS")]
     pairs, tests, costs = [], [], []
     for c in comps:
         lab = name(d, c.candidate.as_dict())

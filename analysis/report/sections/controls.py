@@ -162,6 +162,7 @@ def section(d: ReportData) -> Section:
           c.get("harness") or fmt.DASH, c.get("harness_version") or fmt.DASH,
           c.get("reasoning_effort") or fmt.DASH, c.get("source_format") or fmt.DASH,
           "SIMULATED" if c.get("simulated") else "no"] for c in d.configs]))
+    _conditions(d, s)
     sim_runs = [r["run_id"] for r in d.runs if r.get("simulated")]
     if d.simulated or sim_runs:
         names = fmt.listing([fmt.label(c) for c in d.configs if c["config_id"] in d.simulated],
@@ -173,3 +174,20 @@ def section(d: ReportData) -> Section:
     s.warnings[:0] = run_warnings(d)
     _left_out(d, s)
     return s
+
+
+def _conditions(d: ReportData, s: Section) -> None:
+    """The named conditions each configuration ran under, when any was declared."""
+    import json
+
+    declared = [(c, json.loads(c["conditions_json"])) for c in d.configs if c.get("conditions_json")]
+    if not declared:
+        return
+    keys = sorted({k for _, cond in declared for k in cond})
+    s.paragraphs.append(
+        "Named conditions (docs/rollout.md): part of a configuration, so trials under "
+        f"different values of {', '.join(keys)} are never pooled; a paired comparison leaves "
+        "out a candidate under other conditions than its baseline unless --pool-conditions.")
+    s.tables.append(Table(
+        "Conditions per configuration", columns(["configuration", *keys]),
+        [[name(d, c), *[cond.get(k, fmt.DASH) for k in keys]] for c, cond in declared]))

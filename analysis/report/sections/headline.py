@@ -12,6 +12,8 @@ def section(d: ReportData) -> Section:
 
     s = Section("headline", "Headline")
     s.warnings += run_warnings(d)
+    if d.period is not None and d.period.blocked and d.period.canaries is not None:
+        s.warnings.insert(0, d.period.canaries.headline())
     if d.headline is None:
         s.absent = f"No comparison: {d.compare_absent or 'nothing to compare'}."
         return s

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis import formatting as fmt
+from analysis.canary import Canaries
 from analysis.document import Table, columns
 from analysis.period import PeriodRow
 from analysis.report.document import Section
@@ -48,6 +49,9 @@ def section(d: ReportData) -> Section:
         f"{fmt.when(w['previous_since'])} to {fmt.when(w['previous_until'])}. Each configuration is "
         "compared with itself by the paired comparison of `compare` (one direction per task "
         "both periods ran, exact sign test, holdout tasks apart; Holm over the candidates).")
+    if (overlap := d.period.overlap_sentence()) is not None:
+        s.paragraphs.append(overlap)
+    _canaries(d.period.canaries, s)
     rows = sorted(d.period.rows, key=lambda r: r.label)
     s.paragraphs += [_sentence(r) for r in rows]
     s.charts.append("period")
@@ -57,3 +61,22 @@ def section(d: ReportData) -> Section:
                  "ties", "p", "p (Holm)", "verdict"], [False] + [True] * 8 + [False]),
         [_row(r) for r in rows]))
     return s
+
+
+def _canaries(c: Canaries | None, s: Section) -> None:
+    """Canary outcomes per unchanged configuration: drift is the evaluator's or the
+    environment's, never the agent's, and blocks the verdicts until acknowledged."""
+    if c is None or not c.cells:
+        return
+    (s.warnings if c.blocked else s.paragraphs).append(c.headline())
+    s.paragraphs += [f"Drift: {cell.sentence()}." for cell in c.drifted]
+
+    def outcomes(o: dict[str, int]) -> str:
+        return ", ".join(f"{k} {n}" for k, n in sorted(o.items())) or fmt.DASH
+
+    s.tables.append(Table(
+        "Canary cases of the configurations both periods ran (left out of the verdicts below)",
+        columns(["configuration", "canary", "previous", "current", "status"], [False] * 5),
+        [[cell.label, cell.case_id, outcomes(cell.previous), outcomes(cell.current),
+          "did not run" if cell.kind == "missing" else f"{cell.kind} drift" if cell.kind
+          else cell.status] for cell in c.cells]))
