@@ -1,27 +1,30 @@
-"""The Ray executor: one Ray task per trial, the driver still the single writer.
+"""The Ray executor: trials as calls on a few trial hosts per node, the driver still the
+single writer.
 
 ``RayExecutor.work(spec)`` replaces ``run_trial(spec, emit)`` in the driver's thread
-pool (``--jobs`` threads, so ``--jobs`` caps the outstanding Ray tasks). Each call
-submits one task with ``max_retries=0`` — Ray's default of 3 would silently re-run a
-trial whose worker died and record it twice — and the manifest's resource hints
-(``resources.num_cpus``, ``resources.memory_mb``). The task is a streaming generator:
-the worker runs the ordinary ``run_trial`` (``runner.executors.remote``) and yields its
-events in batches as they happen, then the trial's evidence as a tar stream in chunks
-(the repository's untouched files left out, ``archive.pack``); the driver thread emits each
-event through the run's ``EventLog``, unpacks the evidence into ``trials/<id>/`` as it
-arrives, writes the left-out files from its own run store, and only then emits the
-trial's ``trial_finished``. Paths the worker's events name (its own scratch copy of the run) are
+pool (``--jobs`` threads, so ``--jobs`` caps the trials in flight). Each call hands the
+trial to the least busy trial host (``runner.executors.host_pool``; the hosts are Ray
+actors, ``runner.executors.ray_host``, started when the run connects, never retrying a
+call: Ray re-running a trial whose host died would record it twice). The call is a
+streaming generator: the host runs the ordinary ``run_trial`` (``runner.executors.remote``)
+and yields its events in batches as they happen, then the trial's evidence as a tar
+stream in chunks (the repository's untouched files left out, ``archive.pack``); the
+driver thread emits each event through the run's ``EventLog``, unpacks the evidence into
+``trials/<id>/`` as it arrives, writes the left-out files from its own run store, moves
+any gateway recordings into the run's, and only then emits the trial's
+``trial_finished``. Paths the host's events name (the node's copy of the run) are
 rewritten to the driver's run directory, so ``events.jsonl`` and the trial directories
 have the shape of a local run.
 
-The run's payload (manifest, input bytes with hashes, git bundle of the pinned
-commits) is ``ray.put`` once per run and handed to tasks inside a list, so Ray does
-not resolve it per task: a worker process ``ray.get``s it only the first time it sees
-the run. Credentials never travel in it: workers read the variables a variant's
-``pass_env``/``secret_env`` names from their own environment (docs/scale.md).
+The run's payload (manifest, input bytes with hashes, resolved harnesses, git bundle of
+the pinned commits) is ``ray.put`` once per run and handed to calls inside a list, so Ray
+does not resolve it per call: a host ``ray.get``s it only when it first meets the run.
+Credentials never travel in it: hosts read the variables a variant's ``pass_env`` /
+``secret_env`` and the gateway's key variables name from their node's environment
+(docs/scale.md).
 
-A task that dies (worker process killed, node lost, out of memory) makes its trial
-``infra_error`` with the reason; ``--resume --rerun infra_error`` runs it again.
+A host that dies (process killed, node lost, out of memory) makes each trial it had in
+flight ``infra_error`` with the reason; ``--resume --rerun infra_error`` runs them again.
 """
 
 from __future__ import annotations
@@ -74,11 +77,8 @@ def local_options(jobs: int) -> dict[str, Any]:
 def connect(address: str | None, jobs: int = 1) -> Any:
     """Join the cluster at ``address`` (or start a local Ray instance when None).
 
-    A local instance keeps up to ``jobs`` idle worker processes between tasks (Ray's
-    default keeps as many as there are CPUs and kills the rest after a second idle): a
-    worker's start (Python, Ray, trialhouse: seconds of CPU) then happens once per
-    concurrent slot, not once per trial. On a cluster ``ray start`` sets this
-    (``RAY_num_workers_soft_limit``, docs/scale.md).
+    A local instance keeps up to ``jobs`` idle worker processes (``local_options``; from
+    when a worker ran each trial; trial hosts need a few per node, docs/scale.md).
     """
     ray = import_ray()
     if ray.is_initialized():

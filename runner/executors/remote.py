@@ -1,10 +1,12 @@
 """The worker side of a trial that runs away from the driver (no shared filesystem).
 
 What a worker needs arrives once per run in a ``RunPayload`` (the manifest, the input
-snapshot as bytes with their sha256, and a git bundle of the run store's pinned
-commits). A worker process builds its local copy of the run from it once — its own
-run store fetched from the bundle, its own input snapshot, the same isolation backend —
-and then runs any number of that run's trials with the ordinary ``run_trial``. Each
+snapshot as bytes with their sha256, the resolved harnesses and a git bundle of the run
+store's pinned commits). The node's first trial host to meet the run builds the node's
+copy of it (``build_copy``: a run store fetched from the bundle, the input snapshot;
+shared by the node's hosts, ``node_copy``); each host process adds its own containment,
+gateway and judges over that copy (``WorkerRun``) and runs any number of the run's trials
+with the ordinary ``run_trial``. Each
 trial's events go back to the driver through ``emit`` and its evidence directory as a
 tar stream in chunks (``runner.executors.archive``), so the driver's run directory ends
 up exactly as a local run leaves it. Workspace files still byte for byte what the pinned
