@@ -71,9 +71,18 @@ def agreement(con: duckdb.DuckDBPyConnection, period: str | None = None) -> pl.D
 
 def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Review minutes per accepted result, per configuration (median, p90 linear), next to known cost."""
-    df = reviews(con).sort("config_id", "trial_run_id", "trial_id", "reviewer")  # sums in one order
+    return minutes_per_accepted(reviews(con), ["config_id"])
+
+
+def minutes_per_accepted(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The one definition of review minutes per accepted result, per ``keys``: the minutes of
+    every latest review (``LATEST_REVIEWS`` rows; unknown minutes count as none) over the
+    reviews that accepted, null when none accepted; ``minutes_known`` of ``reviewed`` say how
+    many minutes were recorded. ``review_minutes`` and the dashboard (``analysis.dashboard``)
+    both read it."""
+    df = df.sort(*keys, "trial_run_id", "trial_id", "reviewer")  # sums in one order
     acc = pl.col("decision") == "accept"
-    return (df.group_by("config_id", maintain_order=True)
+    return (df.group_by(keys, maintain_order=True)
             .agg(pl.col("variant").first(), acc.sum().cast(pl.Int64).alias("accepted_by_review"),
                  pl.col("minutes").filter(acc).median().alias("minutes_median"),
                  pl.col("minutes").filter(acc).quantile(0.9, "linear").alias("minutes_p90"),
@@ -83,7 +92,7 @@ def review_minutes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                  pl.col("cost_usd").filter(acc).median().alias("cost_median_usd"))
             .with_columns(pl.when(pl.col("accepted_by_review") > 0).then(pl.col("minutes_per_accepted"))
                           .otherwise(None).alias("minutes_per_accepted"))
-            .sort("config_id"))
+            .sort(keys))
 
 
 _DECISIONS_SQL = """
@@ -176,7 +185,15 @@ med AS (SELECT case_id, median(duration_s) AS med FROM agents WHERE valid GROUP 
 every_fail AS (SELECT case_id FROM agents GROUP BY case_id
                HAVING count(*) FILTER (WHERE solved) = 0
                   AND count(*) FILTER (WHERE valid) > 0
-                  AND count(DISTINCT config_id) > 1)
+                  AND count(DISTINCT config_id) > 1),
+timeouts AS (SELECT t.run_id, t.config_id, t.case_id,
+                    coalesce(c.repository, json_extract_string(c.labels_json, '$.repository'),
+                             r.repository, '?') AS repository
+             FROM t LEFT JOIN cases c ON c.run_id = t.run_id AND c.case_id = t.case_id
+             LEFT JOIN runs r ON r.run_id = t.run_id
+             WHERE (t.outcome = 'budget_exhausted' AND t.reason ILIKE '%time budget%')
+                OR EXISTS (SELECT 1 FROM gradings g WHERE g.run_id = t.run_id
+                           AND g.trial_id = t.trial_id AND g.timed_out))
 SELECT 'infra_error' AS kind, run_id, trial_id, case_id, config_id, reason AS detail FROM t WHERE outcome = 'infra_error'
 UNION ALL
 SELECT 'fast_success', t.run_id, trial_id, t.case_id, config_id,
@@ -187,11 +204,22 @@ SELECT 'every_configuration_fails', min(run_id), NULL, case_id, NULL,
        'no configuration solved this case (baselines aside)'
 FROM agents WHERE case_id IN (SELECT case_id FROM every_fail) GROUP BY case_id
 UNION ALL
+SELECT 'repository_timeouts', min(run_id), NULL, min(case_id), NULL,
+       printf('repository %s: %d trial(s) timed out across %d configurations (cases: %s): '
+              || 'likely an evaluator problem (a slow or hanging check, prepare command or '
+              || 'environment), not the agents', repository, count(*), count(DISTINCT config_id),
+              string_agg(DISTINCT case_id, ', ' ORDER BY case_id))
+FROM timeouts GROUP BY repository HAVING count(DISTINCT config_id) >= $timeout_configs
+UNION ALL
 SELECT 'judge_abstained', j.run_id, j.trial_id, t.case_id, t.config_id, coalesce(j.error, 'inconclusive')
 FROM judgments j JOIN t ON t.run_id = j.run_id AND t.trial_id = j.trial_id
 WHERE j.kind = 'judge' AND j.verdict IN ('abstained', 'inconclusive')
 ORDER BY kind, trial_id, case_id, run_id, config_id, detail
 """
+TIMEOUT_CONFIGS = 2
+"""A repository whose trials timed out (the trial's time budget, or a grader's timeout) under
+at least this many configurations is listed as ``repository_timeouts``: when every agent runs
+out of time there, the evaluator is the likelier cause (docs/judges.md)."""
 QUEUE_SQL = _QUEUE_TEMPLATE.replace("{trials}", trial_status())
 """The queue over ``trials`` with the one valid-trial rule (``warehouse.rules.trial_status``)."""
 
@@ -206,7 +234,8 @@ def inspect_queue(con: duckdb.DuckDBPyConnection, run_id: str | None = None,
     against); their infra errors are still listed."""
     from analysis.eligibility import BASELINE_KINDS
 
-    q = con.sql(QUEUE_SQL, params={"run": run_id, "baselines": list(BASELINE_KINDS)}).pl()
+    q = con.sql(QUEUE_SQL, params={"run": run_id, "baselines": list(BASELINE_KINDS),
+                                   "timeout_configs": TIMEOUT_CONFIGS}).pl()
     try:
         rev = review_decisions(con).filter(pl.col("grader_verdict") != pl.col("decision"))
     except duckdb.Error:

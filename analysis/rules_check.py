@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from analysis.errors import AnalysisError
 from analysis.filters import Filters
 from analysis.jsonout import clean
+from analysis.layer_rates import regression_free
 from analysis.stop_rules import Rule, RulesFile
 
 if TYPE_CHECKING:
@@ -25,16 +26,6 @@ if TYPE_CHECKING:
 
 _COLUMNS = ["run_id", "trial_id", "config_id", "variant", "model", "harness", "harness_version",
             "run_started_at", "complete", "valid", "solved", "outcome", "cost_usd"]
-
-_BROKE_SQL = """
-SELECT run_id, trial_id, bool_or(verdict = 'failed') AS broke
-FROM gradings
-WHERE final AND layer IN ('regression', 'repository') AND baseline = 'passed'
-  AND run_id IN (SELECT unnest(?::VARCHAR[])) AND trial_id IN (SELECT unnest(?::VARCHAR[]))
-GROUP BY run_id, trial_id
-"""
-"""Per graded trial: whether it broke a regression or repository criterion that passed on the
-initial commit (``gradings.baseline``)."""
 
 _DECISIONS_SQL = """
 SELECT rule_id, rule_sha256, decided_by, reason, evidence_key, decided_at
@@ -145,9 +136,7 @@ def _metric(con: duckdb.DuckDBPyConnection, rule: Rule, trials: pl.DataFrame) ->
         return {"k": int((complete["outcome"] == "infra_error").sum()), "n": complete.height,
                 "counted": complete}
     if rule.metric == "regression_free_rate":
-        broke = con.sql(_BROKE_SQL, params=[valid["run_id"].unique().to_list(),
-                                            valid["trial_id"].unique().to_list()]).pl()
-        graded = valid.join(broke, on=["run_id", "trial_id"], how="inner")
+        graded = regression_free(con, valid)  # the one definition (analysis.layer_rates)
         return {"k": int((~graded["broke"]).sum()), "n": graded.height, "counted": graded}
     unknown = complete["cost_usd"].null_count()
     spend = float(complete["cost_usd"].sum() or 0.0)

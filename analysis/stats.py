@@ -349,3 +349,23 @@ def quantile(values: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(v) - 1)
     return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+
+def ratio_ci(totals: Sequence[tuple[float, float]]) -> dict:
+    """R = ΣM_g / ΣA_g over clusters g (e.g. review minutes over accepted results, per task),
+    with the CR1 linearised standard error √(G/(G−1)·Σ(M_g − R·A_g)²) / ΣA_g and a t(G−1)
+    interval, the low end cut at 0 (docs/rollout.md). ΣA = 0: no ratio; G < 2: no interval."""
+    g = len(totals)
+    m_sum = sum(m for m, _ in totals)
+    a_sum = sum(a for _, a in totals)
+    out: dict[str, Any] = {"value": None, "low": None, "high": None, "clusters": g}
+    if a_sum <= 0:
+        return out
+    r = m_sum / a_sum
+    out["value"] = r
+    if g < 2:
+        return out
+    se = math.sqrt(g / (g - 1) * sum((m - r * a) ** 2 for m, a in totals)) / a_sum
+    tc = t_crit(g - 1)
+    out.update(low=max(0.0, r - tc * se), high=r + tc * se)
+    return out

@@ -62,6 +62,15 @@ class CriterionInfo(BaseModel):
     in_process: bool = False
     """The manifest declares that its grader imports workspace code in its own process:
     labelled ``in-process`` in reports (docs/security.md, "The verdict channel")."""
+    tier: Literal["fast", "broad", "scheduled"] = "fast"
+    """When it runs: every attempt, before acceptance, or only on a schedule (docs/rollout.md)."""
+    subsystem: str | None = None
+    """Bank tags (``subsystem``, ``mechanism``, ``consequence``, ``incident``): what the check guards."""
+    mechanism: str | None = None
+    consequence: str | None = None
+    incident: str | None = None
+    banked: bool = False
+    """Drawn from the manifest's behaviour bank for this run (``RunStarted.bank``)."""
 
 
 class IsolationInfo(BaseModel):
@@ -143,6 +152,19 @@ class CaseInfo(BaseModel):
     """The case's own spend limit per trial (None: the run's)."""
 
 
+class BankInfo(BaseModel):
+    """What each case drew from the behaviour bank (``runner.bank``): reproducible from the
+    seed, the case ids and the bank's check ids."""
+
+    model_config = MODEL_CONFIG
+
+    seed: Int64
+    matched: dict[str, list[Id]] = Field(default_factory=dict)
+    """Case id → the bank checks its tags matched."""
+    sampled: dict[str, list[Id]] = Field(default_factory=dict)
+    """Case id → the checks drawn from the rest of the bank (the seeded sample)."""
+
+
 class RotationInfo(BaseModel):
     """How this run drew the cases' hidden pools (``runner.rotation``): reproducible from ``key``."""
 
@@ -205,6 +227,11 @@ class RunStarted(BaseEvent):
     """Set by ``trialhouse regrade``: the run whose trials' final states this run grades
     again with the manifest's current graders (its variants and budgets are that run's;
     no agent runs)."""
+    bank: BankInfo | None = None
+    """What each case drew from the behaviour bank; None when no case draws."""
+    tier: Literal["scheduled"] | None = None
+    """``trialhouse run --tier scheduled``: this regrade graded every tier, scheduled checks
+    included (docs/rollout.md)."""
 
 
 class ControlResult(BaseEvent):

@@ -131,6 +131,10 @@ class Grading(BaseEvent):
     token_ok: bool | None = None
     """Whether that token came back (None when not required)."""
     note: str = ""
+    output_key: str | None = None
+    """The grader's stdout and stderr normalised (timestamps, temporary paths, addresses:
+    ``contract.grader_output``) and hashed: equal keys, the same output. The raw output is
+    kept as written. None: no output kept, or a run before this field."""
 
 
 class Budget(BaseEvent):
@@ -158,10 +162,14 @@ class Flag(BaseEvent):
         "generated_file",
         "grader_introspection",
         "grader_helper",
+        "public_api_change",
+        "migration_added",
     ]
     """``grader_introspection``: code that reaches for frames, ``gc``, process memory or
     ``sys.modules``; ``grader_helper``: code naming a grader's own module or helpers (both
-    ways to read or rewrite an in-process grader; docs/security.md)."""
+    ways to read or rewrite an in-process grader; docs/security.md); ``public_api_change``:
+    a Python module's exported names removed or re-signatured; ``migration_added``: a new file
+    under a migration folder (docs/agents.md)."""
     path: str
     detail: str = ""
 

@@ -12,6 +12,8 @@ import json
 from operator import attrgetter
 from typing import Any
 
+import msgspec
+
 from contract.run_events import (
     CaseValidated,
     RunFinished,
@@ -51,8 +53,12 @@ def _details(started: list[RunStarted], fin: RunFinished | None) -> dict[str, An
             "resumed": any(s.resumed for s in started),
             "starts": len(started),
         }
-        if rs.rotation is not None:  # how the hidden pools were drawn (runner.rotation)
-            details["rotation"] = rs.rotation.model_dump(mode="json")
+        for key in ("rotation", "bank"):  # the hidden pools' and the behaviour bank's draws
+            if getattr(rs, key) is not None:  # a compiled struct or the model (ingest.fastdecode)
+                details[key] = msgspec.to_builtins(getattr(rs, key)) if not hasattr(
+                    getattr(rs, key), "model_dump") else getattr(rs, key).model_dump(mode="json")
+        if rs.tier is not None:  # run --tier scheduled
+            details["tier"] = rs.tier
         kinds = [s.executor.kind if s.executor else None for s in started]
         if len(set(kinds)) > 1:  # resumed under another executor: each session's, in order
             details["executors"] = kinds
@@ -138,7 +144,9 @@ def criterion_rows(rs: RunStarted | None) -> list[dict[str, Any]]:
     return [
         {"case_id": c.case_id, "criterion_id": k.criterion_id, "layer": k.layer, "kind": k.kind,
          "severity": k.severity, "description": k.description or None, "case_fingerprint": c.fingerprint,
-         "visible": k.visible, "pooled": k.pooled, "in_process": k.in_process}
+         "visible": k.visible, "pooled": k.pooled, "in_process": k.in_process, "tier": k.tier,
+         "subsystem": k.subsystem, "mechanism": k.mechanism, "consequence": k.consequence,
+         "incident": k.incident, "banked": k.banked}
         for c in (rs.cases if rs else []) for k in c.criteria
     ]
 
@@ -156,8 +164,9 @@ def control_gradings(controls: list[tuple], starts: list[RunStarted],
         if not kept:
             continue
         c = _get_control(e)
-        # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s)
-        out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8]))
+        # (attempt, final, criterion_id, layer, exit_code, signal, timed_out, verdict, baseline, duration_s,
+        #  output_key)
+        out.append((None, c[0], c[1], m, None, None, *c[2:8], None, c[8], None))
     return out
 
 

@@ -24,7 +24,7 @@ _STAGE_FIN = ("exit_code", "signal", "timed_out", "could_not_start", "duration_s
 _USAGE = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "steps",
           "time_to_first_edit_s", "source")
 _GRADING = ("attempt", "final", "criterion_id", "layer", "exit_code", "signal", "timed_out", "verdict",
-            "baseline", "duration_s")
+            "baseline", "duration_s", "output_key")
 _TRIAL_FIN = ("outcome", "attempts", "duration_s", "setup_s", "agent_s", "verification_s", "cost_budget_status",
               "case_fingerprint", "scored", "redactions", "secrets_leaked")
 

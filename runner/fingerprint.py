@@ -56,6 +56,9 @@ def case_fingerprint(manifest: Manifest, case: Case, hashes: dict[str, str], ini
             # visible: the agent could run it (a different task); absent, so the fingerprints
             # of hidden criteria are what they were before visibility existed
             **({"visible": True} if c.visible else {}),
+            # tier: when it runs decides what a retry and an acceptance see; absent when fast,
+            # so a manifest without tiers keeps its fingerprints
+            **({"tier": c.tier} if c.tier != "fast" else {}),
         })
     payload = {
         "grading_semantics": GRADING_SEMANTICS,

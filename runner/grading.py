@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract.grader_output import normalise, output_key
 from contract.redact import Redactor
 from contract.trial_events import Grading
 from runner import sandbox
 from runner.capture import TrialGit
-from runner.evidence import read_capped
+from runner.evidence import read_capped, write_atomic
 from runner.manifest import Case, Criterion
 from runner.paths import Snapshot, inputs_in_argv, sha256_file, verify_tree
 from runner.pristine import Pristine, remove_tree
@@ -57,6 +58,8 @@ class GradeResult:
     success_token: bool = False
     token_ok: bool | None = None
     note: str = ""
+    output_key: str | None = None
+    """``contract.grader_output.output_key`` of the kept output (None: no output kept)."""
 
 
 def verdict_of(result: ProcResult) -> str:
@@ -220,12 +223,29 @@ def _grade_one(ctx: GradingContext, crit: Criterion, ws: Path, inputs: Path, run
         for path in (out, err):
             if path is not None:
                 ctx.redactor.file(path, GRADER_OUTPUT_LIMIT)
+    key = _normalised(out, err, {"<workspace>": ws_s, "<inputs>": inp, "<home>": str(home),
+                                 "<scratch>": str(ctx.scratch)})
     return GradeResult(
         criterion_id=crit.id, layer=crit.layer, verdict=verdict, exit_code=res.exit_code,
         signal=res.signal, timed_out=res.timed_out, duration_s=round(res.duration_s, 3),
         output_path=str(out) if out else None, tree=tree, success_token=token is not None,
-        token_ok=token_ok, note=note,
+        token_ok=token_ok, note=note, output_key=key,
     )
+
+
+def _normalised(out: Path | None, err: Path | None, paths: dict[str, str]) -> str | None:
+    """The grader's output normalised for comparison (``contract.grader_output``), written
+    beside the raw output (``<criterion>.normalized``, the raw files untouched); its key."""
+    if out is None or err is None:
+        return None
+    texts = []
+    for path in (out, err):
+        data, _cut = read_capped(path, GRADER_OUTPUT_LIMIT)
+        texts.append((data or b"").decode("utf-8", "replace"))
+    write_atomic(out.with_suffix(".normalized"),
+                 ("--- stdout\n" + normalise(texts[0], paths) + "\n--- stderr\n"
+                  + normalise(texts[1], paths)).encode("utf-8", "replace"))
+    return output_key(texts[0], texts[1], paths)
 
 
 def retry_findings(stage_findings: list[str], results: list[GradeResult], criteria: list[Criterion],
@@ -255,4 +275,4 @@ def emit_gradings(emit: Callable[..., object], attempt: int, results: list[Grade
         emit(Grading, attempt=attempt, final=final, criterion_id=r.criterion_id,
              layer=r.layer, exit_code=r.exit_code, signal=r.signal, timed_out=r.timed_out,
              verdict=r.verdict, duration_s=r.duration_s, baseline=baseline.get(r.criterion_id), tree=r.tree,
-             success_token=r.success_token, token_ok=r.token_ok, note=r.note)
+             success_token=r.success_token, token_ok=r.token_ok, note=r.note, output_key=r.output_key)

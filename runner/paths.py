@@ -109,29 +109,33 @@ def input_refs(raw: dict[str, Any]) -> list[InputRef]:
         if isinstance(value, str):
             refs.append(InputRef(loc, value, kind, limit))
 
+    named: list[tuple[str, Any]] = []
     for ci, case in enumerate(_list(raw.get("cases"))):
         if not isinstance(case, dict):
             continue
         add(f"cases[{ci}].reference_patch", case.get("reference_patch"))
         pool = case.get("hidden_pool")
         pooled = _list(pool.get("criteria")) if isinstance(pool, dict) else []
-        named = [(f"cases[{ci}].criteria[{ki}]", c) for ki, c in enumerate(_list(case.get("criteria")))]
+        named += [(f"cases[{ci}].criteria[{ki}]", c) for ki, c in enumerate(_list(case.get("criteria")))]
         named += [(f"cases[{ci}].hidden_pool.criteria[{ki}]", c) for ki, c in enumerate(pooled)]
-        for loc, crit in named:
-            if not isinstance(crit, dict):
-                continue
-            for fi, f in enumerate(_list(crit.get("files"))):
-                add(f"{loc}.files[{fi}]", f)
-            cmd = crit.get("command")
-            if isinstance(cmd, list):
-                for ai, arg in enumerate(cmd):
-                    if isinstance(arg, str):
-                        for rel in inputs_in_argv([arg]):
-                            add(f"{loc}.command[{ai}]", rel)
-            judge = crit.get("judge")
-            if isinstance(judge, dict):
-                add(f"{loc}.judge.rubric", judge.get("rubric"))
-                add(f"{loc}.judge.calibration", judge.get("calibration"))
+    bank = raw.get("bank")  # the behaviour bank's checks (runner.bank): any case may draw one
+    named += [(f"bank.checks[{ki}]", c) for ki, c in enumerate(_list(bank.get("checks") if isinstance(bank, dict)
+                                                                     else None))]
+    for loc, crit in named:
+        if not isinstance(crit, dict):
+            continue
+        for fi, f in enumerate(_list(crit.get("files"))):
+            add(f"{loc}.files[{fi}]", f)
+        cmd = crit.get("command")
+        if isinstance(cmd, list):
+            for ai, arg in enumerate(cmd):
+                if isinstance(arg, str):
+                    for rel in inputs_in_argv([arg]):
+                        add(f"{loc}.command[{ai}]", rel)
+        judge = crit.get("judge")
+        if isinstance(judge, dict):
+            add(f"{loc}.judge.rubric", judge.get("rubric"))
+            add(f"{loc}.judge.calibration", judge.get("calibration"))
     for vi, var in enumerate(_list(raw.get("variants"))):
         if not isinstance(var, dict):
             continue

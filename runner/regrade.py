@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from runner.controls import establish_controls
 from runner.errors import RunnerError
@@ -72,9 +72,11 @@ def _plan(s: Any, picked: list[SourceTrial], problems: dict[str, str], unscored:
 
 def regrade_run(manifest_path: Path, source_dir: Path, output_dir: Path, *, configs: tuple[str, ...] = (),
                 cases: tuple[str, ...] = (), jobs: int = 1, progress: bool = True,
-                repeats: int | None = None, on_line: Callable[[str], None] | None = None) -> RegradeResult:
+                repeats: int | None = None, on_line: Callable[[str], None] | None = None,
+                tier: Literal["scheduled"] | None = None) -> RegradeResult:
     """Grade the final states of ``source_dir``'s trials (all, or those of ``configs`` and
-    ``cases``) with ``manifest_path``'s graders into the new run ``output_dir``."""
+    ``cases``) with ``manifest_path``'s graders into the new run ``output_dir``; ``tier``
+    ``scheduled``: with the scheduled checks too (``trialhouse run --tier scheduled``)."""
     start = time.monotonic()
     source = read_source(source_dir)
     picked = select(source, configs, cases)
@@ -89,7 +91,7 @@ def regrade_run(manifest_path: Path, source_dir: Path, output_dir: Path, *, conf
                           + "; ".join(problems.values()))
     s = open_run(manifest_path, output_dir, resume=False, validation_only=False, jobs=jobs,
                  control_repeats=repeats,
-                 regrade=RegradeOf(source.run_id, source.head, tuple(c for c in case_ids if c not in problems)))
+                 regrade=RegradeOf(source.run_id, source.head, tuple(c for c in case_ids if c not in problems), tier))
     stop = threading.Event()
     out: list[Regraded] = []
     status, unscored = "completed", {}
@@ -114,7 +116,8 @@ def regrade_run(manifest_path: Path, source_dir: Path, output_dir: Path, *, conf
         with bar:
             bar.update(task, completed=len(out))
             run_pool(todo, lambda t: regrade_trial(s, source, t, validated[t.finished.case_id],
-                                                   commits[t.finished.case_id] or "", stop), jobs, done, stop)
+                                                   commits[t.finished.case_id] or "", stop, tier), jobs, done,
+                     stop)
     except KeyboardInterrupt:
         status = "interrupted"
     outcomes = Counter(r.new for r in out if r.new is not None)

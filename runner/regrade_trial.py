@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from contract.envelope import BaseEvent
 from contract.run_events import CaseValidated
@@ -46,6 +46,7 @@ from runner.outcome import (
 from runner.pristine import remove_tree
 from runner.regrade_source import SourceRun, SourceTrial
 from runner.setup import RunSetup
+from runner.tiers import for_regrade
 from runner.trial import TrialInterrupted
 from runner.trial_files import TrialFiles, flag
 
@@ -107,8 +108,9 @@ def rebuild(s: RunSetup, case: Case, source: SourceRun, t: SourceTrial, files: T
 
 
 def regrade_trial(s: RunSetup, source: SourceRun, t: SourceTrial, validated: CaseValidated,
-                  commit: str, stop: threading.Event) -> Regraded:
-    """Grade ``t``'s final state again (or carry an ungraded outcome); emits the trial's events."""
+                  commit: str, stop: threading.Event, tier: Literal["scheduled"] | None = None) -> Regraded:
+    """Grade ``t``'s final state again (or carry an ungraded outcome); emits the trial's events.
+    ``tier``: ``scheduled`` grades the scheduled checks too (``runner.tiers.for_regrade``)."""
     start = time.monotonic()
     f = t.finished
     case = next(c for c in s.manifest.cases if c.id == f.case_id)
@@ -130,7 +132,7 @@ def regrade_trial(s: RunSetup, source: SourceRun, t: SourceTrial, validated: Cas
     if stop.is_set():
         raise TrialInterrupted(t.trial_id)
     _started(s, t, emit, files, tree, ignored, validated)
-    outcome, reason, layers = _grade(s, case, t, files, tgit, (tree, ignored), validated, emit, stop)
+    outcome, reason, layers = _grade(s, case, t, files, tgit, (tree, ignored), validated, emit, stop, tier)
     flags = _evidence(source, t, files, case, emit)
     s.containment.store.discard(files.ws)
     s.containment.store.discard(trial_dir / ".runner")
@@ -149,7 +151,7 @@ def _started(s: RunSetup, t: SourceTrial, emit: Callable[..., None], files: Tria
 
 def _grade(s: RunSetup, case: Case, t: SourceTrial, files: TrialFiles, tgit: TrialGit,
            trees: tuple[str, str | None], validated: CaseValidated, emit: Callable[..., None],
-           stop: threading.Event) -> tuple[str, str, dict[str, str]]:
+           stop: threading.Event, tier: Literal["scheduled"] | None = None) -> tuple[str, str, dict[str, str]]:
     """The final state graded as a trial's is, and the outcome decided again."""
     box, (tree, ignored) = s.containment, trees
     attempt = max(t.finished.attempts, 1)
@@ -157,7 +159,7 @@ def _grade(s: RunSetup, case: Case, t: SourceTrial, files: TrialFiles, tgit: Tri
     ctx = GradingContext(box.backend, case_inputs(s.snapshot, case), tgit, files.dir / ".runner" / "grade",
                          read_only=box.read_only, redactor=s.redactor)
     try:
-        run = grade_tree(ctx, list(case.criteria), tree, overlay=ignored,
+        run = grade_tree(ctx, for_regrade(case.criteria, tier), tree, overlay=ignored,
                          log_dir=files.dir / "grading" / f"a{attempt}")
     finally:
         ctx.close()

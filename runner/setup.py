@@ -20,8 +20,8 @@ from typing import Any, Literal
 from contract.files import engine_version
 from contract.redact import Redactor
 from contract.run_events import (
+    BankInfo,
     CaseInfo,
-    CriterionInfo,
     ExecutorInfo,
     IsolationInfo,
     RotationInfo,
@@ -30,18 +30,20 @@ from contract.run_events import (
     VariantInfo,
 )
 from runner import eventlog
+from runner.bank import draw
 from runner.containment import Containment, build_containment, run_secrets
 from runner.errors import RunnerError
 from runner.eventlog import EventLog, read_events, read_verified, repair_tail
 from runner.fingerprint import GRADING_SEMANTICS, case_fingerprint
 from runner.git import GitError, git_version
 from runner.ids import new_run_id, trial_id
-from runner.manifest import Case, Criterion, Manifest, Variant, budget_fields, config_id
+from runner.manifest import Case, Manifest, Variant, budget_fields, config_id
 from runner.paths import Snapshot, input_refs, sha256_file, snapshot_inputs
 from runner.pristine import remove_tree
 from runner.prompts import instruction_texts
 from runner.report import write_report
 from runner.rotation import rotate
+from runner.tiers import criterion_infos
 from runner.validate import load_valid_manifest, protected_paths, repo_path
 
 SETUP_MARKER = ".trialhouse-setup"
@@ -72,6 +74,7 @@ class RunSetup:
     harnesses: dict[str, Any] = field(default_factory=dict)
     """Variant id → ``ResolvedHarness`` for the harness kinds."""
     rotation: RotationInfo | None = None  # the hidden pools' draw (runner.rotation): manifest has it
+    bank: BankInfo | None = None  # the behaviour bank's draw (runner.bank): a case draws from it
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class RegradeOf:
     run_id: str
     head: RunStarted
     case_ids: tuple[str, ...]
+    tier: Literal["scheduled"] | None = None  # run --tier scheduled: every tier graded (runner.tiers)
 
 
 @dataclass
@@ -283,6 +287,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
         else _fresh(run_dir, manifest, base)
     snapshot = start.snapshot
     manifest, rotation = rotate(manifest, start.run_id, start.prior)
+    manifest, bank = draw(manifest)
     secrets = run_secrets(manifest)
     redactor = Redactor(secrets)
     harnesses = {} if regrade else resolve_harnesses(manifest, base, protected_paths(manifest, base, run_dir))
@@ -297,7 +302,7 @@ def open_run(manifest_path: Path, output_dir: Path, *, resume: bool, validation_
     log = EventLog(run_dir / "events.jsonl", start.run_id, start.next_seq, listener=listener,
                    last_line=start.last_line, lines=start.lines, redactor=redactor, key=eventlog.run_key())
     s = RunSetup(manifest, manifest_path, base, run_dir, start.run_id, log, snapshot, texts, config_ids,
-                 start.prior, containment, fingerprints, redactor, start.refused, harnesses, rotation)
+                 start.prior, containment, fingerprints, redactor, start.refused, harnesses, rotation, bank)
     _emit_run_started(s, {v: r[0] for v, r in records.items()}, manifest_sha,
                       validation_only=validation_only, jobs=jobs, resumed=resume,
                       control_repeats=control_repeats, controls_from=controls_from, executor=executor,
@@ -322,25 +327,14 @@ def _variant_infos(s: RunSetup, settings: dict[str, dict[str, Any]]) -> list[Var
     ]
 
 
-def _severity(criterion: Criterion) -> Literal["blocker", "major", "minor"]:
-    """``Criterion.resolved_severity`` (a plain ``str``) as the event's vocabulary."""
-    match criterion.resolved_severity:
-        case "blocker" | "major" | "minor" as severity:
-            return severity
-    raise RunnerError(f"criterion {criterion.id}: unknown severity {criterion.resolved_severity!r}")
-
-
 def _case_infos(s: RunSetup) -> list[CaseInfo]:
     return [
         CaseInfo(
             case_id=c.id, holdout=c.holdout, canary=c.canary,
             labels={k: str(v) for k, v in c.labels.model_dump(exclude_none=True).items()},
             initial_commit=case_source(s.manifest, s.manifest_dir, c)[1],
-            criteria=[CriterionInfo(criterion_id=k.id, layer=k.layer,
-                                    kind="command" if k.command else "judge",
-                                    description=k.description, in_process=k.in_process,
-                                    severity=_severity(k), visible=k.visible,
-                                    pooled=k.id in (s.rotation.chosen.get(c.id, ()) if s.rotation else ())) for k in c.criteria],
+            criteria=criterion_infos(c.criteria, s.rotation.chosen.get(c.id, ()) if s.rotation else (),
+                                     [*s.bank.matched.get(c.id, ()), *s.bank.sampled.get(c.id, ())] if s.bank else ()),
             fingerprint=s.fingerprints[c.id], timeout_seconds=c.timeout_seconds, max_cost_usd=c.max_cost_usd,
         )
         for c in s.manifest.cases
@@ -355,7 +349,7 @@ def _regrade_fields(regrade: RegradeOf | None) -> dict[str, Any]:
     h = regrade.head
     return {"variants": list(h.variants), "repetitions": h.repetitions, "max_attempts": h.max_attempts,
             "timeout_seconds": h.timeout_seconds, "max_cost_usd": h.max_cost_usd, "stages": list(h.stages),
-            "simulated": h.simulated, "regrade_of": regrade.run_id}
+            "simulated": h.simulated, "regrade_of": regrade.run_id, "tier": regrade.tier}
 
 
 def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest_sha: str, *,
@@ -384,7 +378,7 @@ def _emit_run_started(s: RunSetup, settings: dict[str, dict[str, Any]], manifest
                                 network_policy=manifest.network_policy,
                                 allow_hosts=list(manifest.isolation.allow_hosts)),
         control_repeats=control_repeats or manifest.control_repeats, controls_from=controls_from,
-        grading_semantics=GRADING_SEMANTICS, rotation=s.rotation,
+        grading_semantics=GRADING_SEMANTICS, rotation=s.rotation, bank=s.bank,
         gateway=box.gateway.info() if box.gateway is not None else None,
         executor=executor or ExecutorInfo(kind="local"),
         chain_key=s.log.key_id,

@@ -40,7 +40,6 @@ from runner.grading import (
     argv_paths,
     case_inputs,
     emit_gradings,
-    grade_tree,
     retry_findings,
 )
 from runner.manifest import Case, Manifest, Variant
@@ -58,6 +57,7 @@ from runner.paths import Snapshot
 from runner.pristine import remove_tree
 from runner.procs import ordinary_env
 from runner.stage import StageResult, StageSetup, run_stage
+from runner.tiers import grade_tiers
 from runner.trial_files import Kept, TrialFiles, create_workspace
 from runner.walk import tree_size
 
@@ -327,9 +327,9 @@ class _Trial:
             self.grading = GradingContext(self.box.backend, case_inputs(self.spec.snapshot, self.spec.case),
                                           self.git, self.files.dir / ".runner" / "grade",
                                           read_only=self.box.read_only, redactor=self.box.redactor)
-        run = grade_tree(self.grading, list(self.spec.case.criteria), self.current.tree,
-                         overlay=self.ignored_tree, log_dir=self.files.dir / "grading" / f"a{attempt}",
-                         deadline_s=self.budget.for_git())
+        run = grade_tiers(self.grading, self.spec.case.criteria, self.current.tree, baseline=self.spec.baseline,
+                          last=attempt >= self.manifest.max_attempts, overlay=self.ignored_tree,
+                          log_dir=self.files.dir / "grading" / f"a{attempt}", deadline_s=self.budget.for_git())
         self.verification_s += sum(r.duration_s for r in run.results)
         return run.results, run.violations
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from contract.redact import Redactor
 from contract.trial_events import Checkpoint, Flag, IntegrityCheck
+from runner.api_flags import tree_findings
 from runner.budget import TrialEmit
 from runner.capture import TrialGit
 from runner.evidence import read_capped, write_atomic
@@ -170,6 +171,7 @@ class TrialFiles:
             if patch is not None:
                 data, _cut = read_capped(self.dir / "changes.patch", 2 * patch.bytes + 4096)
                 flags = flag(data, allowed_paths, emit, grader_names(graders) if graders else None)
+                flags += review_flags(tgit, prepared, final_tree, emit, timeout())
         paths = None  # read before the runner's git directory goes
         if final_tree is not None and prepared is not None:
             try:
@@ -228,6 +230,17 @@ class TrialFiles:
         if not os.path.lexists(self.ws):
             write_atomic(self.dir / "workspace-removed.txt",
                          b"The trial did not finish normally: its workspace was removed unredacted.\n")
+
+
+def review_flags(tgit: TrialGit, old: str, new: str, emit: TrialEmit, timeout: float) -> int:
+    """Public-API changes and new migrations (``runner.api_flags``) as ``flag`` events."""
+    try:
+        findings = tree_findings(tgit, old, new, timeout)
+    except GitError:
+        return 0  # the trees could not be read: the patch's own flags stand
+    for f in findings:
+        emit(Flag, kind=f.kind, path=f.path, detail=f.detail)
+    return len(findings)
 
 
 def flag(patch: bytes | None, allowed_paths: list[str] | None, emit: TrialEmit,

@@ -27,10 +27,16 @@ PARETO_X = ("cost_per_accepted", "cost_per_trial", "median_steps")
 @filter_options(cost=True)
 @option("--format", "layout", type=Choice(("table", "seed")), default="table",
         help="table | seed (tab-separated columns of the per-run summary script).")
+@option("--rates", is_flag=True,
+        help="The dashboard rates instead: target-fix, regression-free and accepted rates and "
+             "review minutes per accepted result, side by side (docs/rollout.md).")
+@option("--checks", is_flag=True,
+        help="Check results instead, by --by tier (default) or a bank tag: tag.subsystem, "
+             "tag.mechanism, tag.consequence, tag.incident (docs/rollout.md).")
 @json_option()
 @csv_option
-def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: bool,
-              **sel: Any) -> None:
+def summarize(warehouse: Path, by: Many, layout: str, rates: bool, checks: bool, json_out: bool,
+              csv_out: bool, **sel: Any) -> None:
     """Per-configuration table on the common tasks of each task universe: pass rate with Wilson and task-clustered intervals, cost, latency, flags.
 
     Prints the task set of each universe (the same one consistency uses).
@@ -43,11 +49,31 @@ def summarize(warehouse: Path, by: Many, layout: str, json_out: bool, csv_out: b
 
     fmt = output_format(json_out, csv_out)
     filters = selection.filters(sel)
+    if rates or checks:
+        _rollout_summary(warehouse, filters, listed(by) or [], layout, rates, checks, fmt)
+        return
     result = selection.ask(warehouse, ask, filters, by=listed(by))
     if layout == "seed" and fmt == "table":
         click.echo("\n".join(seed_lines(result)))
         return
     selection.show(result, "summary", fmt, filters)
+
+
+def _rollout_summary(warehouse: Path, filters: Any, by: list[str], layout: str, rates: bool,
+                     checks: bool, fmt: str) -> None:
+    """``summarize --rates`` (the dashboard) or ``summarize --checks`` (by tier or bank tag)."""
+    if layout != "table" or (rates and (by or checks)) or len(by) > 1:
+        raise click.UsageError("--rates takes no --by; --checks takes one --by (tier or tag.NAME); "
+                               "neither takes --format seed")
+    if rates:
+        from analysis.dashboard import dashboard
+
+        selection.show(selection.ask(warehouse, dashboard, filters), "dashboard", fmt, filters)
+        return
+    from analysis.check_tiers import check_results
+
+    result = selection.ask(warehouse, check_results, filters, by[0] if by else "tier")
+    selection.show(result, "check_tiers", fmt, filters)
 
 
 @app.command()

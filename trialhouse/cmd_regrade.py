@@ -42,12 +42,19 @@ def regrade(manifest: Path, source: Path, output: Path, config: Many, case: Many
 
     Example: trialhouse regrade --manifest demo/corpus/manifest.json --from demo/runs/main --output demo/runs/regrade
     """
+    grade_again(manifest, source, output, config, case, jobs, repeats, no_progress, json_out)
+
+
+def grade_again(manifest: Path, source: Path, output: Path, config: Many, case: Many, jobs: int,
+                repeats: int | None, no_progress: bool, json_out: bool, tier: str | None = None) -> None:
+    """``regrade`` and ``run --tier scheduled`` (``tier``): the regrade run, then its result."""
     from analysis.regrade import change_sentence
     from runner.regrade import regrade_run
 
     progress = not no_progress and not json_out
     res = regrade_run(manifest, source, output, configs=config, cases=case, jobs=jobs, progress=progress,
-                      repeats=repeats, on_line=None if progress or json_out else click.echo)
+                      repeats=repeats, on_line=None if progress or json_out else click.echo,
+                      tier="scheduled" if tier == "scheduled" else None)
     graded = [t for t in res.trials if t.new is not None]
     sentence = change_sentence(res.transitions, len(graded))
     if json_out:

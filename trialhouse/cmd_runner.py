@@ -63,12 +63,17 @@ def validate(manifest: Path, json_out: bool) -> None:
         help="Ray cluster to join (host:6379 of 'ray start --head'); default: a local instance.")
 @option("--rerun", multiple=True, type=Choice(["infra_error", "invalid", "budget_exhausted"]),
         help="With --resume: also re-run finished trials whose outcome was this (repeatable).")
+@option("--tier", type=Choice(["scheduled"]), default=None,
+        help="scheduled: grade the kept final states of the run --from names with every check tier, "
+             "the scheduled checks included (a regrade: no agent runs; docs/rollout.md).")
+@option("--from", "source", type=click.Path(path_type=Path), default=None,
+        help="With --tier scheduled: the run directory whose final states are graded.")
 @option("--no-progress", is_flag=True, help="No progress bar.")
 @json_option()
 def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: bool,
         repeats: int | None, controls_dir: Path | None, score_unvalidated: bool, executor: str,
-        ray_address: str | None, rerun: tuple[str, ...], no_progress: bool,
-        json_out: bool) -> None:
+        ray_address: str | None, rerun: tuple[str, ...], tier: str | None, source: Path | None,
+        no_progress: bool, json_out: bool) -> None:
     """Run controls (--validation-only) or all trials: cases × variants × repetitions.
 
     Every case's controls (negative + positive, repeated) come first; a case that fails
@@ -78,6 +83,8 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
 
     Example: trialhouse run --manifest demo/corpus/manifest.json --output demo/runs/r1 --jobs 4
     """
+    if tier is not None or source is not None:
+        return _scheduled(manifest, output, source, tier, jobs, repeats, no_progress, json_out)
     _check_run_options(validation_only, resume, bool(controls_dir or score_unvalidated), rerun,
                        executor, ray_address)
     from runner.controls import run_controls
@@ -113,6 +120,19 @@ def run(manifest: Path, output: Path, validation_only: bool, jobs: int, resume: 
             raise click.exceptions.Exit(1)
         return
     _print_run(result, progress)
+
+
+def _scheduled(manifest: Path, output: Path, source: Path | None, tier: str | None, jobs: int,
+               repeats: int | None, no_progress: bool, json_out: bool) -> None:
+    """``run --tier scheduled --from RUN``: the regrade that runs the scheduled checks."""
+    from trialhouse.cmd_regrade import grade_again
+    from trialhouse.paths import creatable
+
+    if tier is None or source is None:
+        raise click.UsageError("--tier scheduled and --from RUN go together: the scheduled checks "
+                               "grade the kept final states of an earlier run")
+    creatable(output, "--output", "dir")
+    grade_again(manifest, source, output, (), (), jobs, repeats, no_progress, json_out, tier)
 
 
 def _check_run_options(validation_only: bool, resume: bool, scoring_options: bool,

@@ -87,3 +87,23 @@ def plan(p: Any) -> View:
                                ["tasks", *[f"{reps_label(r)} reps" for r in REPS]],
                                rows, [True] * (1 + len(REPS)))],
                 after=list(p.verdict), notes=list(p.warnings))
+
+
+def dashboard(res: Any) -> View:
+    """``summarize --rates``: the four dashboard figures side by side (docs/rollout.md)."""
+    from analysis.dashboard import dashboard_table
+
+    return View(tables=[dashboard_table(res)],
+                after=["Rates per trial over the valid trials (Wilson 95%); review minutes per "
+                       "accepted result with a 95% interval over tasks (docs/rollout.md)."],
+                notes=list(res.warnings))
+
+
+def check_tiers(res: Any) -> View:
+    """``summarize --checks``: check results by tier or bank tag (docs/rollout.md)."""
+    from analysis.check_tiers import checks_table
+
+    return View(tables=[checks_table(res)],
+                after=["Final check gradings of the valid trials (Wilson 95% per grading and per trial); "
+                       "'graded in' keeps a trial's own grading apart from a scheduled regrade's."],
+                notes=list(res.warnings))

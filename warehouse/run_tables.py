@@ -108,6 +108,12 @@ SPECS = {
         Column("visible", "bool"),  # the agent could run it ($TRIALHOUSE_CHECKS); false: hidden (null: older runs)
         Column("pooled", "bool"),  # drawn from the case's hidden pool for this run (runs.details_json rotation)
         Column("in_process", "bool"),  # declared: its grader imports workspace code in its own process
+        Column("tier", "string"),  # fast | broad | scheduled: when it runs (null: runs before tiers, all fast)
+        Column("subsystem", "string"),  # bank tags: what the check guards
+        Column("mechanism", "string"),
+        Column("consequence", "string"),
+        Column("incident", "string"),
+        Column("banked", "bool"),  # drawn from the behaviour bank for this run (runs.details_json bank)
     ),
     "skipped_trials": table_spec(
         "One row per trial not run because its case was not scored (failed or flaky controls), "

@@ -100,5 +100,6 @@ SPECS = {
         Column("baseline", "string"),
         Column("duration_s", "float64"),
         Column("ts", "timestamp"),
+        Column("output_key", "string"),  # the grader's output normalised and hashed (contract.grader_output)
     ),
 }

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analysis.budget_curve import BudgetCurve
+    from analysis.check_tiers import CheckResults
     from analysis.cohorts import Cohorts
     from analysis.comparison import ComparisonSet
     from analysis.consistency import Consistency
+    from analysis.dashboard import Dashboard
     from analysis.eligibility import Blockers, Eligibility, Gates
     from analysis.failures import Failures
     from analysis.familiarity import Familiarity
@@ -92,6 +94,8 @@ class ReportData:
     budget_curve: BudgetCurve | None = None  # None: no sweep, or why not (budget_curve_absent)
     budget_curve_absent: str | None = None
     visibility: Visibility | None = None  # None: no visible check in the selection
+    dashboard: Dashboard | None = None  # target-fix, regression-free, accepted, review minutes
+    checks: dict[str, CheckResults] | None = None  # by tier and bank tag; None: no tier or tag declared
 
 
 _RUNS_SQL = """
@@ -194,6 +198,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
     the stop rules, evaluated at ``rules_at`` (the window's end, else now)."""
     from analysis import consistency, failures, familiarity, flags, latency, matrix
     from analysis.cohorts import cohorts, has_cohorts
+    from analysis.dashboard import dashboard
     from analysis.data import load_trials, require_trials
     from analysis.eligibility import assess
     from analysis.headline import headline
@@ -241,6 +246,7 @@ def gather(con: duckdb.DuckDBPyConnection, filters: Filters, *, window: dict[str
         trajectory=_trajectory(con, filters, run_ids), review=judged_and_reviewed(con, run_ids),
         stop_rules=check_rules(con, rules, rules_at) if rules is not None else None,
         cohorts=cohorts(con, filters) if has_cohorts(con) else None,
+        dashboard=dashboard(con, filters), checks=_tiers(con, filters, run_ids),
         **_budgets_and_checks(con, filters))
 
 
@@ -254,6 +260,17 @@ def _budgets_and_checks(con: duckdb.DuckDBPyConnection, filters: Filters) -> dic
     vis, _absent = _optional(visibility, con, filters)
     return {"budget_curve": curve, "budget_curve_absent": None if why is None or why.startswith(NO_SWEEP) else why,
             "visibility": vis}
+
+
+def _tiers(con: duckdb.DuckDBPyConnection, filters: Filters, run_ids: list[str]) -> dict[str, CheckResults] | None:
+    """Check results by tier and by each bank tag some check carries, when the selected runs
+    declare a tier or a tag (docs/rollout.md); else None (no section)."""
+    from analysis.check_tiers import SLICES, check_results, has_tiers_or_tags
+
+    if not has_tiers_or_tags(con, run_ids):
+        return None
+    found = {by: check_results(con, filters, by) for by in SLICES}
+    return {by: r for by, r in found.items() if by == "tier" or any(x["value"] is not None for x in r.rows)}
 
 
 def _regrades(con: duckdb.DuckDBPyConnection, filters: Filters) -> Regrades:

@@ -193,5 +193,7 @@ def document(d: Any, *, title: str, version: str, warehouse: str, generated_at: 
         "judgments_and_review": {k: v.to_dicts() for k, v in d.review.items()},
         "stop_rules": d.stop_rules.as_dict() if d.stop_rules is not None else None,
         "cohorts": d.cohorts.as_dict() if d.cohorts is not None else None,
+        "dashboard": d.dashboard.as_dict() if d.dashboard is not None else None,
+        "checks": {by: r.as_dict() for by, r in d.checks.items()} if d.checks is not None else None,
         "charts": charts, "charts_skipped": skipped,
     })

@@ -14,7 +14,18 @@ and their criteria), ``variants`` (variants, their agents and judges, ``config_i
 the names below from here.
 """
 
-from runner.manifest.cases import DEFAULT_SEVERITY, Case, Criterion, HiddenPool, Judge, Labels
+from runner.manifest.cases import (
+    DEFAULT_SEVERITY,
+    TAG_KEYS,
+    TIERS,
+    Bank,
+    BankDraw,
+    Case,
+    Criterion,
+    HiddenPool,
+    Judge,
+    Labels,
+)
 from runner.manifest.document import (
     MANIFEST_SCHEMA_VERSION,
     GatewaySettings,
@@ -56,6 +67,7 @@ from runner.manifest.variants import (
 )
 
 __all__ = [
+    "TAG_KEYS", "TIERS", "Bank", "BankDraw",
     "BUDGET_FIELDS", "CASE_VARIANT_ID_MAX", "DEFAULT_SEVERITY", "HARNESS_FIELDS", "HARNESS_KINDS", "MANIFEST_SCHEMA_VERSION",
     "MAX_TEXT", "NAME_MAX_BYTES", "PATH_MAX_BYTES", "Agent", "Argv", "Case", "CaseVariantId", "Criterion",
     "EnvName", "Evaluations", "GatewaySettings", "HiddenPool", "Id", "Isolation", "Judge", "JudgeSettings", "Labels",

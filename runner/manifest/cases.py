@@ -24,6 +24,23 @@ DEFAULT_SEVERITY = {"target": "major", "regression": "major", "repository": "min
 """Severity of a criterion that declares none: nothing is a blocker unless declared."""
 
 
+TIERS = ("fast", "broad", "scheduled")
+"""Check tiers (docs/rollout.md, "Check tiers and the behaviour bank"): ``fast`` runs on every
+attempt (the default: a manifest without tiers grades as before), ``broad`` before a trial is
+accepted, ``scheduled`` only with ``trialhouse run --tier scheduled`` on kept final states."""
+TAG_KEYS = ("subsystem", "mechanism", "consequence", "incident")
+
+
+class BankTags(Strict):
+    """What a check guards, for drawing it from the bank and slicing results: the subsystem,
+    the failure mechanism, the consequence of the failure, the incident it came from."""
+
+    subsystem: NonEmptyStr | None = None
+    mechanism: NonEmptyStr | None = None
+    consequence: NonEmptyStr | None = None
+    incident: NonEmptyStr | None = None
+
+
 class Criterion(Strict):
     id: Id
     description: str = ""
@@ -52,6 +69,10 @@ class Criterion(Strict):
     """The agent may run this check: its files are copied read-only into every stage's
     ``$TRIALHOUSE_CHECKS`` and the prompt says how to run it. Hidden (the default): out of
     the agent's reach. Grading is the same either way."""
+    tier: Literal["fast", "broad", "scheduled"] = "fast"
+    """When it runs (``TIERS``): ``fast`` on every attempt, ``broad`` once the fast tier passes
+    or on the last attempt (acceptance needs it), ``scheduled`` never in a trial."""
+    tags: BankTags = Field(default_factory=BankTags)
 
     @property
     def resolved_severity(self) -> str:
@@ -63,6 +84,8 @@ class Criterion(Strict):
             raise ValueError("needs exactly one of command (argv array) or judge")
         if self.visible and self.command is None:
             raise ValueError("visible: only a command criterion can be run by the agent")
+        if self.tier != "fast" and self.command is None:
+            raise ValueError("tier: a judge criterion is judged once, on the final state; leave it fast")
         return self
 
     @property
@@ -97,6 +120,35 @@ class HiddenPool(Strict):
         return self
 
 
+class BankDraw(Strict):
+    """The checks a case draws from the manifest's ``bank`` (``runner.bank``): every check whose
+    tags match ``tags`` (each key one of the listed values), plus ``sample`` more drawn from the
+    rest of the bank, seeded by the bank's seed and the case id (recorded in ``run_started``)."""
+
+    tags: dict[Literal["subsystem", "mechanism", "consequence", "incident"], list[NonEmptyStr]] = Field(
+        default_factory=dict)
+    sample: int = Field(default=0, ge=0, le=100)
+
+
+class Bank(Strict):
+    """A behaviour bank: checks derived from past incidents, tagged, shared by the manifest's
+    cases; a case draws its subset with ``bank:`` (docs/rollout.md)."""
+
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    checks: list[Criterion] = Field(min_length=1, max_length=500)
+
+    @model_validator(mode="after")
+    def _checks_ok(self) -> Bank:
+        ids = [c.id for c in self.checks]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate check ids: {', '.join(dupes)}")
+        for c in self.checks:
+            if c.command is None:
+                raise ValueError(f"checks {c.id}: a bank holds command checks only")
+        return self
+
+
 class Case(Strict):
     id: CaseVariantId
     prompt: NonEmptyStr
@@ -116,6 +168,8 @@ class Case(Strict):
     """This case's time budget per trial; None → the manifest's."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """This case's spend limit per trial; None → the manifest's."""
+    bank: BankDraw | None = None
+    """The checks this case draws from the manifest's ``bank`` (``runner.bank``)."""
 
     @model_validator(mode="after")
     def _criteria_ok(self) -> Case:

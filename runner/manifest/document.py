@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from runner.manifest.cases import Case
+from runner.manifest.cases import Bank, Case
 from runner.manifest.sweeps import (
     MAX_CONFIGURATIONS,
     expanded_document,
@@ -180,6 +180,8 @@ class Manifest(Strict):
     """The model gateway the runner starts for the run (docs/gateway.md)."""
     rotation: Rotation = Field(default_factory=Rotation)
     """How runs draw the cases' hidden pools (only read when a case has one)."""
+    bank: Bank | None = None
+    """The behaviour bank the cases draw checks from (``Case.bank``; docs/rollout.md)."""
 
     def budget(self, case: Case, variant: Variant) -> tuple[float, float | None]:
         """(time budget, spend limit) of one trial: the variant's when it sets one (a sweep's
@@ -251,7 +253,22 @@ class Manifest(Strict):
                 if unknown:
                     raise ValueError(f"gateway.{what}: unknown variant(s) {', '.join(unknown)}")
         self._network_fits()
+        self._bank_fits()
         return self
+
+    def _bank_fits(self) -> None:
+        """A case that draws from the bank needs one, and a drawn check's id must not be
+        one of the case's own criteria."""
+        bank = {c.id for c in self.bank.checks} if self.bank else set()
+        for case in self.cases:
+            if case.bank is None:
+                continue
+            if self.bank is None:
+                raise ValueError(f"case {case.id}: bank: the manifest has no bank to draw from")
+            own = {c.id for c in (*case.criteria, *(case.hidden_pool.criteria if case.hidden_pool else []))}
+            clash = sorted(own & bank)
+            if clash:
+                raise ValueError(f"case {case.id}: criteria {', '.join(clash)} share an id with a bank check")
 
     def _network_fits(self) -> None:
         """Refuse network settings that cannot work, naming the field."""

@@ -20,9 +20,9 @@ TOP_KEYS = ["schema", "title", "generated_at", "trialhouse_version", "warehouse"
             "comparison", "comparisons", "comparison_absent", "consistency", "pareto", "matrix",
             "matrix_absent", "failures", "flags", "familiarity", "latency", "trajectory", "budget_curve",
             "budget_curve_absent", "visibility", "previous_period",
-            "judgments_and_review", "stop_rules", "cohorts", "charts",
+            "judgments_and_review", "stop_rules", "cohorts", "dashboard", "checks", "charts",
             "charts_skipped"]
-SECTIONS = ["headline", "controls", "eligibility", "summary", "comparison", "consistency", "pareto", "matrix",
+SECTIONS = ["headline", "controls", "eligibility", "summary", "dashboard", "comparison", "consistency", "pareto", "matrix",
             "failures", "flags", "judgments", "familiarity", "distributions", "period", "glossary"]
 
 

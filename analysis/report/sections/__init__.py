@@ -11,10 +11,12 @@ from analysis.report.document import Section
 from analysis.report.gather import ReportData
 from analysis.report.sections import (
     budget,
+    check_tiers,
     cohorts,
     comparison,
     consistency,
     controls,
+    dashboard,
     distributions,
     eligibility,
     failures,
@@ -32,8 +34,8 @@ from analysis.report.sections import (
     visibility,
 )
 
-ORDER = (stop_rules, headline, controls, eligibility, summary, cohorts, comparison, consistency, pareto, budget,
-         matrix, failures, flags, visibility, judgments, familiarity, trajectory, distributions, period, glossary)
+ORDER = (stop_rules, headline, controls, eligibility, summary, dashboard, cohorts, comparison, consistency, pareto, budget,
+         matrix, failures, flags, visibility, check_tiers, judgments, familiarity, trajectory, distributions, period, glossary)
 
 
 def build(data: ReportData) -> list[Section]:
