@@ -62,13 +62,14 @@ def sandbox_limits(manifest: Manifest) -> sandbox.Limits:
 
 
 def build_containment(manifest: Manifest, run_dir: Path, redactor: Redactor,
-                      gateway: Any = None) -> Containment:
-    """The manifest's isolation settings over the run store in ``run_dir``."""
+                      gateway: Any = None, *, shared_store: bool = False) -> Containment:
+    """The manifest's isolation settings over the run store in ``run_dir`` (``shared_store``:
+    one several processes use at once, a Ray node's, ``RunStore(shared=True)``)."""
     backend = sandbox.backend(manifest.isolation.backend).configured(
         sandbox_limits(manifest), (manifest.isolation.sandbox_ids.first, manifest.isolation.sandbox_ids.count))
     excludes = tuple(manifest.checkpoint_exclude) if manifest.checkpoint_exclude is not None else DEFAULT_EXCLUDES
     return Containment(
-        backend=backend, store=RunStore(run_dir / ".runner" / "store.git"),
+        backend=backend, store=RunStore(run_dir / ".runner" / "store.git", shared=shared_store),
         network=manifest.network_policy == "open", network_policy=manifest.network_policy,
         read_only=tuple(Path(p) for p in manifest.isolation.read_only_paths),
         excludes=excludes, max_workspace_bytes=int(manifest.max_workspace_mb * 2**20),

@@ -47,31 +47,33 @@ class RunResult:
 
 
 def _connect(executor: str, manifest_path: Path, ray_address: str | None,
-             jobs: int) -> tuple[Any, ExecutorInfo | None]:
-    """(Ray, what ``run_started`` records of it) for ``executor="ray"``, else (None, None).
-    Called before any output exists: a missing extra or a bad address is bad input."""
+             jobs: int) -> tuple[Any, ExecutorInfo | None, Any]:
+    """(Ray, what ``run_started`` records of it, the run's trial hosts) for
+    ``executor="ray"``, else (None, None, None). Called before any output exists: a missing
+    extra or a bad address is bad input. The hosts start here, so their processes come up
+    while the driver opens the run and establishes its controls."""
     if executor != "ray":
-        return None, None
-    from runner.executors.on_ray import connect, describe, refuse_unsupported
+        return None, None, None
+    from runner.executors.on_ray import connect, describe, start_hosts
 
-    refuse_unsupported(load_valid_manifest(manifest_path, agents_here=False))
+    manifest = load_valid_manifest(manifest_path, agents_here=False)
     ray = connect(ray_address, jobs)
-    return ray, describe(ray, ray_address)
+    return ray, describe(ray, ray_address), start_hosts(ray, manifest, jobs)
 
 
-def _executor(s: RunSetup, specs: list[TrialSpec], ray: Any,
-              stop: threading.Event) -> tuple[Callable[[TrialSpec], Any], Callable[[], None] | None]:
-    """(work, on_stop): how one trial runs — here, or as a Ray task — and how Ctrl-C
-    cancels what runs elsewhere."""
-    if ray is None:
-        return (lambda spec: run_trial(spec, s.log.emit)), None
+def _executor(s: RunSetup, specs: list[TrialSpec], ray: Any, hosts: Any,
+              stop: threading.Event) -> tuple[Callable[[TrialSpec], Any], Callable[[], None] | None, Callable[[], None]]:
+    """(work, on_stop, done): how one trial runs — here, or on a Ray trial host —, how
+    Ctrl-C cancels what runs elsewhere, and what ends it when the trials are done."""
+    if hosts is None or not specs:
+        return (lambda spec: run_trial(spec, s.log.emit)), None, (hosts.kill if hosts else lambda: None)
     from runner.executors.on_ray import RayExecutor
     from runner.executors.remote import make_payload
 
     remote = RayExecutor(ray, make_payload(s.run_id, s.manifest, s.snapshot, s.containment.store,
-                                           [sp.initial_commit for sp in specs]),
-                         s.manifest, s.run_dir, s.log.emit, stop)
-    return remote.work, remote.cancel
+                                           [sp.initial_commit for sp in specs], s.harnesses),
+                         s.run_dir, s.log.emit, stop, hosts)
+    return remote.work, remote.cancel, remote.close
 
 
 def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: bool = False,
@@ -84,17 +86,22 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
     scored: its trials are recorded as ``trial_skipped`` (or, with
     ``score_unvalidated``, run with ``scored: false``). Resume skips finished trials,
     except those whose last outcome is in ``rerun`` (e.g. ``infra_error``).
-    ``executor="ray"`` runs each trial as a Ray task (``runner.executors.on_ray``);
+    ``executor="ray"`` runs each trial on a Ray trial host (``runner.executors.on_ray``);
     controls always run on the driver.
     """
     start = time.monotonic()
     if rerun and not resume:
         raise RunnerError("--rerun applies to --resume (it re-runs finished trials of an earlier run)")
-    ray, where = _connect(executor, manifest_path, ray_address, jobs)
-    reused = load_controls(Path(controls_dir), Path(manifest_path)) if controls_dir is not None else None
-    s = open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs,
-                 control_repeats=repeats, controls_from=reused.run_id if reused else None,
-                 executor=where)
+    ray, where, hosts = _connect(executor, manifest_path, ray_address, jobs)
+    try:
+        reused = load_controls(Path(controls_dir), Path(manifest_path)) if controls_dir is not None else None
+        s = open_run(manifest_path, output_dir, resume=resume, validation_only=False, jobs=jobs,
+                     control_repeats=repeats, controls_from=reused.run_id if reused else None,
+                     executor=where)
+    except BaseException:
+        if hosts is not None:
+            hosts.kill()
+        raise
     before = earlier(s.prior, rerun)
     total = len(trial_order(s.manifest))
     tally = before.tally()
@@ -105,11 +112,17 @@ def run_trials(manifest_path: Path, output_dir: Path, *, jobs: int = 1, resume: 
         unscored = unscored_cases(validated)
         specs = plan_trials(s, before, validated, unscored, score_unvalidated=score_unvalidated,
                             stop=stop, tally=tally)
-        work, on_stop = _executor(s, specs, ray, stop)
-        run_trial_pool(specs, work, total=total, jobs=jobs, stop=stop, tally=tally, emit=s.log.emit,
-                       containment=s.containment, progress=progress, on_stop=on_stop)
+        work, on_stop, done = _executor(s, specs, ray, hosts, stop)
+        try:
+            run_trial_pool(specs, work, total=total, jobs=jobs, stop=stop, tally=tally, emit=s.log.emit,
+                           containment=s.containment, progress=progress, on_stop=on_stop)
+        finally:
+            done()
     except KeyboardInterrupt:
         status = "interrupted"
+    finally:
+        if hosts is not None:
+            hosts.kill()  # whatever happened before they were used (closing twice is harmless)
     finished = sum(tally.outcomes.values())
     report = close_run(s, status, start, trials_total=total, trials_finished=finished,
                        outcomes=dict(tally.outcomes), trials_skipped=tally.skipped,

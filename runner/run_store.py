@@ -31,10 +31,13 @@ class RunStore:
     trial of a run would otherwise redo is made here once per run (per process) and only
     ever copied: a workspace's starting ``.git`` per pinned commit, the empty private git
     directory, an index of each base tree (for listing untracked files). They live in
-    ``<store>.cache/<pid>-<token>/`` and ``close()`` removes them.
+    ``<store>.cache/<pid>-<token>/`` and ``close()`` removes them. A ``shared`` store is
+    one copy used by several processes at once (the trial hosts of a Ray node,
+    docs/scale.md): they share one cache (``<store>.cache/node/``, each piece built once on
+    the node, by whichever process asks first) and never remove each other's.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, shared: bool = False) -> None:
         self.path = path
         self.listings: dict[str, tuple[tuple[str, str, str], ...]] = {}
         """Tree sha → its ``ls-tree -r`` rows, shared by the run's trials. A tree is named
@@ -46,10 +49,12 @@ class RunStore:
         self._lock = threading.Lock()
         self._built: dict[str, Path] = {}
         cache_root = path.parent / f"{path.name}.cache"
-        self.cache = cache_root / f"{os.getpid()}-{secrets.token_hex(4)}"
-        self.trash = Trash(self.cache / "trash")
+        self.shared = shared
+        mine = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.cache = cache_root / ("node" if shared else mine)
+        self.trash = Trash(self.cache / (f"trash-{mine}" if shared else "trash"))
         """Where trials put what they are done with (removed in the background)."""
-        if cache_root.is_dir():  # left by an earlier process (a resumed run): never trusted
+        if cache_root.is_dir() and not shared:  # left by an earlier process (a resumed run): never trusted
             for old in cache_root.iterdir():
                 if not old.name.startswith(f"{os.getpid()}-"):
                     remove_tree(old)
@@ -91,7 +96,7 @@ class RunStore:
         self.trash.close()
         with self._lock:
             self._built.clear()
-        shutil.rmtree(self.cache, ignore_errors=True)
+        shutil.rmtree(self.trash.root if self.shared else self.cache, ignore_errors=True)
 
     def _once(self, name: str, build: Callable[[Path], object]) -> Path:
         """``cache/name``, made by ``build(tmp)`` the first time it is asked for."""
@@ -101,6 +106,8 @@ class RunStore:
                 return done
             self.cache.mkdir(parents=True, exist_ok=True)
             dest = self.cache / name
+            if self.shared:
+                return self._shared_once(name, dest, build)
             tmp = self.cache / f".{name}.tmp"
             remove_tree(tmp)
             remove_tree(dest)
@@ -108,6 +115,20 @@ class RunStore:
             os.replace(tmp, dest)
             self._built[name] = dest
             return dest
+
+    def _shared_once(self, name: str, dest: Path, build: Callable[[Path], object]) -> Path:
+        """``_once`` for a store other processes use too: built under a name of this
+        process's own and renamed into place; one built first by another process is used
+        as it is (a rename onto a directory that exists fails, and ours is dropped)."""
+        if not dest.exists():
+            tmp = self.cache / f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+            build(tmp)
+            try:
+                os.rename(tmp, dest)
+            except OSError:
+                remove_tree(tmp)
+        self._built[name] = dest
+        return dest
 
     def seed(self, commit: str) -> Path:
         """The ``.git`` a new workspace of ``commit`` starts from: what ``git init`` makes,

@@ -1,81 +1,55 @@
-"""The Ray executor: one Ray task per trial, the driver still the single writer.
+"""The Ray executor: trials as calls on a few trial hosts per node, the driver still the
+single writer.
 
 ``RayExecutor.work(spec)`` replaces ``run_trial(spec, emit)`` in the driver's thread
-pool (``--jobs`` threads, so ``--jobs`` caps the outstanding Ray tasks). Each call
-submits one task with ``max_retries=0`` — Ray's default of 3 would silently re-run a
-trial whose worker died and record it twice — and the manifest's resource hints
-(``resources.num_cpus``, ``resources.memory_mb``). The task is a streaming generator:
-the worker runs the ordinary ``run_trial`` (``runner.executors.remote``) and yields its
-events in batches as they happen, then the trial's evidence as a tar stream in chunks
-(the repository's untouched files left out, ``archive.pack``); the driver thread emits each
-event through the run's ``EventLog``, unpacks the evidence into ``trials/<id>/`` as it
-arrives, writes the left-out files from its own run store, and only then emits the
-trial's ``trial_finished``. Paths the worker's events name (its own scratch copy of the run) are
+pool (``--jobs`` threads, so ``--jobs`` caps the trials in flight). Each call hands the
+trial to the least busy trial host (``runner.executors.host_pool``; the hosts are Ray
+actors, ``runner.executors.ray_host``, started when the run connects, never retrying a
+call: Ray re-running a trial whose host died would record it twice). The call is a
+streaming generator: the host runs the ordinary ``run_trial`` (``runner.executors.remote``)
+and yields its events in batches as they happen, then the trial's evidence as a tar
+stream in chunks (the repository's untouched files left out, ``archive.pack``); the
+driver thread emits each event through the run's ``EventLog``, unpacks the evidence into
+``trials/<id>/`` as it arrives, writes the left-out files from its own run store, moves
+any gateway recordings into the run's, and only then emits the trial's
+``trial_finished``. Paths the host's events name (the node's copy of the run) are
 rewritten to the driver's run directory, so ``events.jsonl`` and the trial directories
 have the shape of a local run.
 
-The run's payload (manifest, input bytes with hashes, git bundle of the pinned
-commits) is ``ray.put`` once per run and handed to tasks inside a list, so Ray does
-not resolve it per task: a worker process ``ray.get``s it only the first time it sees
-the run. Credentials never travel in it: workers read the variables a variant's
-``pass_env``/``secret_env`` names from their own environment (docs/scale.md).
+The run's payload (manifest, input bytes with hashes, resolved harnesses, git bundle of
+the pinned commits) is ``ray.put`` once per run and handed to calls inside a list, so Ray
+does not resolve it per call: a host ``ray.get``s it only when it first meets the run.
+Credentials never travel in it: hosts read the variables a variant's ``pass_env`` /
+``secret_env`` and the gateway's key variables name from their node's environment
+(docs/scale.md).
 
-A task that dies (worker process killed, node lost, out of memory) makes its trial
-``infra_error`` with the reason; ``--resume --rerun infra_error`` runs it again.
+A host that dies (process killed, node lost, out of memory) makes each trial it had in
+flight ``infra_error`` with the reason; ``--resume --rerun infra_error`` runs them again.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from contract.envelope import BaseEvent
 from contract.events import EVENT_CLASSES
 from contract.run_events import ExecutorInfo
 from contract.trial_events import TrialStarted
 from runner.errors import RunnerError
 from runner.executors.archive import listing, restore, unpack
-from runner.executors.remote import RunPayload, TrialSlice, slice_of, worker_run
+from runner.executors.host_pool import HostPool, host_plan
+from runner.executors.node_services import place_recordings
+from runner.executors.remote import RunPayload, slice_of
 from runner.manifest import Manifest
 from runner.pristine import remove_tree
 from runner.trial import TrialInterrupted, TrialOutcome, TrialSpec
 
 INSTALL_HINT = "pip install 'trialhouse[ray]'"
 PROBE_TIMEOUT_S = 5.0
-BATCH_WAIT_S = 0.05
-"""How long the worker gathers events before yielding a batch (fewer, larger objects)."""
-EVIDENCE_IN_FLIGHT = 2
-"""Evidence chunks (``archive.CHUNK`` bytes each) a worker holds before the stream takes them.
-The stream itself has no backpressure (``_generator_backpressure_num_objects``): measured,
-it cost the workers CPU at 32 tasks in flight on 2 cores, and what it would bound — a
-trial's unread chunks in the object store — is at most that trial's evidence, which
-leaves the repository's untouched files behind (``archive.pack``) and spills to disk."""
-
-
-def refuse_unsupported(manifest: Manifest) -> None:
-    """What the Ray executor does not run yet, refused before anything is written.
-
-    The run's model gateway and its judges listen on the driver's loopback, out of a
-    worker's reach: a variant answered through the gateway (the harness kinds, or a command
-    agent with ``model_base_url``) or a judge criterion would run differently on a worker
-    than locally, so such a run must use ``--executor local`` (docs/scale.md).
-    """
-    from runner.judges.config import judge_criteria
-
-    through = [v.id for v in manifest.variants if manifest.uses_gateway(v)]
-    if through or judge_criteria(manifest):
-        what = (f"variant(s) {', '.join(through)} answered through the model gateway" if through
-                else "judge criteria (judges run through the model gateway)")
-        raise RunnerError(f"--executor ray: this manifest has {what}, which the Ray executor does not "
-                          "run yet (the gateway listens on the driver only); use --executor local "
-                          "(docs/scale.md)")
-
-
 class TrialLost(RunnerError):
     """The Ray task running a trial ended without a result (worker or node died)."""
 
@@ -103,11 +77,8 @@ def local_options(jobs: int) -> dict[str, Any]:
 def connect(address: str | None, jobs: int = 1) -> Any:
     """Join the cluster at ``address`` (or start a local Ray instance when None).
 
-    A local instance keeps up to ``jobs`` idle worker processes between tasks (Ray's
-    default keeps as many as there are CPUs and kills the rest after a second idle): a
-    worker's start (Python, Ray, trialhouse: seconds of CPU) then happens once per
-    concurrent slot, not once per trial. On a cluster ``ray start`` sets this
-    (``RAY_num_workers_soft_limit``, docs/scale.md).
+    A local instance keeps up to ``jobs`` idle worker processes (``local_options``; from
+    when a worker ran each trial; trial hosts need a few per node, docs/scale.md).
     """
     ray = import_ray()
     if ray.is_initialized():
@@ -154,67 +125,6 @@ def _probe(address: str) -> None:
             "prints, or drop --ray-address to start a local instance") from exc
 
 
-def _trial_task(t: TrialSlice, box: list[Any]) -> Iterator[tuple[str, str, Any]]:
-    """Ray task body (a streaming generator): ('events', [...]) batches, the evidence as
-    ('evidence', chunk)s, then ('result', (outcome, names left out of the evidence))."""
-    import ray
-
-    try:
-        run = worker_run(t.run_id, lambda: ray.get(box[0]))
-    except Exception as exc:  # noqa: BLE001 - no bwrap, a damaged payload…: the trial's reason
-        yield ("error", "", f"{type(exc).__name__}: {exc}")
-        return
-    q: queue.Queue[tuple[str, Any]] = queue.Queue()
-    gate = threading.Semaphore(EVIDENCE_IN_FLIGHT)
-    gone = threading.Event()
-
-    def emit(cls: type[BaseEvent], **fields: Any) -> None:
-        q.put(("event", (cls.__name__, fields)))
-
-    def send(chunk: bytes) -> None:  # at most EVIDENCE_IN_FLIGHT chunks held here at once
-        while not gate.acquire(timeout=1.0):
-            if gone.is_set():
-                raise TrialInterrupted(t.trial_id)
-        q.put(("evidence", chunk))
-
-    def body() -> None:
-        try:
-            q.put(("done", run.run(t, emit, send)))
-        except BaseException as exc:  # noqa: BLE001 - reported to the driver as the reason
-            q.put(("error", f"{type(exc).__name__}: {exc}"))
-
-    threading.Thread(target=body, name=f"trial-{t.trial_id}", daemon=True).start()
-    try:
-        yield from _relay_queue(q, gate, str(run.root))
-    finally:
-        gone.set()
-
-
-def _relay_queue(q: queue.Queue[tuple[str, Any]], gate: threading.Semaphore,
-                 root: str) -> Iterator[tuple[str, str, Any]]:
-    """The worker side of the stream: events gathered into batches, evidence chunks one by one."""
-    while True:
-        kind, item = q.get()
-        batch = []
-        while kind == "event":
-            batch.append(item)
-            try:
-                kind, item = q.get(timeout=BATCH_WAIT_S if len(batch) < 64 else 0)
-            except queue.Empty:
-                kind, item = "flush", None
-        if batch:
-            yield ("events", root, batch)
-        if kind == "evidence":
-            yield ("evidence", root, item)
-            gate.release()
-        elif kind == "done":
-            yield ("result", root, item)
-            return
-        elif kind == "error":
-            yield ("error", root, item)
-            return
-
-
 def _evidence(first: bytes, items: Any, after: list[Any]) -> Iterator[bytes]:
     """The evidence chunks of a task's stream from ``first`` on; the first item that is
     not one goes to ``after``."""
@@ -239,46 +149,49 @@ def _rewrite(value: Any, old: str, new: str) -> Any:
     return value
 
 
-class RayExecutor:
-    """Submits each trial of one run as a Ray task and relays it to the driver's log."""
+def start_hosts(ray: Any, manifest: Manifest, jobs: int) -> HostPool:
+    """The run's trial hosts on the cluster's alive nodes (``host_pool.host_plan``)."""
+    nodes = [(n["NodeID"], float(n.get("Resources", {}).get("CPU", 0))) for n in ray.nodes() if n.get("Alive")]
+    shapes = host_plan(nodes, jobs, manifest.resources.num_cpus, manifest.resources.memory_mb)
+    if not shapes:
+        raise RunnerError("--executor ray: the Ray cluster has no alive node with a CPU to run trials on")
+    return HostPool(ray, shapes)
 
-    def __init__(self, ray: Any, payload: RunPayload, manifest: Manifest, run_dir: Path,
-                 emit: Any, stop: threading.Event) -> None:
+
+class RayExecutor:
+    """Hands each trial of one run to a trial host and relays it to the driver's log."""
+
+    def __init__(self, ray: Any, payload: RunPayload, run_dir: Path, emit: Any, stop: threading.Event,
+                 pool: HostPool) -> None:
         self.ray = ray
+        self.run_id = payload.run_id
         self.run_dir = run_dir
         self.emit = emit
         self.stop = stop
         self.payload_ref = ray.put(payload)
-        hints: dict[str, Any] = {"num_cpus": manifest.resources.num_cpus}
-        if manifest.resources.memory_mb is not None:
-            hints["memory"] = int(manifest.resources.memory_mb * 2**20)
-        self.remote = ray.remote(max_retries=0, num_returns="streaming", **hints)(_trial_task)
-        self._live: dict[str, Any] = {}
+        self.pool = pool
         self._lock = threading.Lock()
         self._listings: dict[str, Any] = {}
 
     def cancel(self) -> None:
-        """Ctrl-C: cancel every outstanding task (running ones are killed)."""
-        with self._lock:
-            live = list(self._live.values())
-        for gen in live:
-            try:
-                self.ray.cancel(gen, force=True)
-            except Exception:  # noqa: BLE001, S110 - already finished or gone
-                pass
+        """Ctrl-C: the hosts go (running agents die with them: bubblewrap's ``--die-with-parent``)."""
+        self.pool.kill()
+
+    def close(self) -> None:
+        """The run is over: every host stops its services and leaves its node's copy."""
+        self.pool.close(self.run_id)
 
     def work(self, spec: TrialSpec) -> TrialOutcome:
         if self.stop.is_set():
             raise TrialInterrupted(spec.trial_id)
         remove_tree(spec.trial_dir)
-        gen = self.remote.remote(slice_of(spec), [self.payload_ref])
-        with self._lock:
-            self._live[spec.trial_id] = gen
+        i = self.pool.take()
         try:
+            gen = self.pool.hosts[i].run.options(num_returns="streaming").remote(
+                slice_of(spec), [self.payload_ref])
             return self.relay(spec, (self.ray.get(ref) for ref in gen))
         finally:
-            with self._lock:
-                self._live.pop(spec.trial_id, None)
+            self.pool.give(i)
 
     def relay(self, spec: TrialSpec, items: Any) -> TrialOutcome:
         """Emit a task's event batches in order, unpack its evidence and write back the
@@ -329,6 +242,7 @@ class RayExecutor:
                     spec.trial_dir.mkdir(parents=True)
                 restore(spec.containment.store.path, spec.initial_commit, omitted,
                         spec.trial_dir / "workspace", self._listing(spec))
+                place_recordings(spec.trial_dir, self.run_dir)
                 if finish is not None:
                     self.emit(EVENT_CLASSES[finish[0]], **finish[1])
                 return outcome

@@ -1,10 +1,12 @@
 """The worker side of a trial that runs away from the driver (no shared filesystem).
 
 What a worker needs arrives once per run in a ``RunPayload`` (the manifest, the input
-snapshot as bytes with their sha256, and a git bundle of the run store's pinned
-commits). A worker process builds its local copy of the run from it once — its own
-run store fetched from the bundle, its own input snapshot, the same isolation backend —
-and then runs any number of that run's trials with the ordinary ``run_trial``. Each
+snapshot as bytes with their sha256, the resolved harnesses and a git bundle of the run
+store's pinned commits). The node's first trial host to meet the run builds the node's
+copy of it (``build_copy``: a run store fetched from the bundle, the input snapshot;
+shared by the node's hosts, ``node_copy``); each host process adds its own containment,
+gateway and judges over that copy (``WorkerRun``) and runs any number of the run's trials
+with the ordinary ``run_trial``. Each
 trial's events go back to the driver through ``emit`` and its evidence directory as a
 tar stream in chunks (``runner.executors.archive``), so the driver's run directory ends
 up exactly as a local run leaves it. Workspace files still byte for byte what the pinned
@@ -20,6 +22,7 @@ plain Python, tested without a cluster.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import re
 import tempfile
@@ -33,9 +36,11 @@ from typing import Any
 import numpy
 
 from contract.redact import Redactor
+from runner import sandbox
 from runner.containment import Containment, build_containment, run_secrets
 from runner.errors import RunnerError
 from runner.eventlog import Emit
+from runner.executors import node_copy, node_services
 from runner.executors.archive import listing, pack
 from runner.git import git
 from runner.manifest import Manifest
@@ -63,6 +68,9 @@ class RunPayload:
     shallow: tuple[str, ...] = ()
     """The run store's shallow boundary (pinned commits whose parents it lacks): the worker's
     store must know them, or fetching the bundle fails traversing to the missing parents."""
+    harnesses: dict[str, Any] = field(default_factory=dict)
+    """Variant id → its ``ResolvedHarness`` as the driver resolved it (the CLI at the same
+    absolute path on every node, docs/scale.md)."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,7 @@ def slice_of(spec: TrialSpec) -> TrialSlice:
 
 
 def make_payload(run_id: str, manifest: Manifest, snapshot: Snapshot, store: RunStore,
-                 commits: list[str]) -> RunPayload:
+                 commits: list[str], harnesses: Mapping[str, Any] | None = None) -> RunPayload:
     """Bundle the run store's pinned commits and pair them with the input snapshot."""
     with tempfile.TemporaryDirectory(prefix="trialhouse-bundle-") as tmp:
         path = Path(tmp) / "pins.bundle"
@@ -107,45 +115,79 @@ def make_payload(run_id: str, manifest: Manifest, snapshot: Snapshot, store: Run
     shallow = store.path / "shallow"
     boundary = tuple(shallow.read_text().split()) if shallow.exists() else ()
     return RunPayload(run_id, manifest.model_dump(mode="json", exclude_unset=True), dict(snapshot.hashes),
-                      dict(snapshot.contents), bundle, tuple(sorted(set(commits))), boundary)
+                      dict(snapshot.contents), bundle, tuple(sorted(set(commits))), boundary,
+                      dict(harnesses or {}))
+
+
+def build_copy(payload: RunPayload, root: Path) -> None:
+    """Write the run's copy into ``root``: the run store fetched from the bundle (every
+    pinned commit checked present) and the input snapshot, each input checked against its
+    hash first (a damaged payload is refused). Once per node (``node_copy.join``)."""
+    bad = sorted(rel for rel, data in payload.input_contents.items()
+                 if payload.input_hashes.get(rel) != sha256_bytes(data))
+    if bad or set(payload.input_contents) != set(payload.input_hashes):
+        raise RunnerError(f"the run's input snapshot arrived damaged on this worker ({', '.join(bad[:3])})")
+    store = RunStore(root / ".runner" / "store.git", shared=True)
+    bundle = root / ".runner" / "pins.bundle"
+    bundle.write_bytes(payload.bundle)
+    if payload.shallow:
+        (store.path / "shallow").write_text("".join(c + "\n" for c in payload.shallow))
+    git(store.path, "fetch", "-q", "--no-tags", str(bundle), "refs/pins/*:refs/pins/*")
+    bundle.unlink()
+    for commit in payload.commits:
+        store.tree_of(commit)  # raises when the bundle lacked it
+    Snapshot(root / "inputs", dict(payload.input_hashes), dict(payload.input_contents)).materialise(root / "inputs")
 
 
 class WorkerRun:
-    """One run's inputs materialised on one worker process, built once per process."""
+    """One run on one worker process: the node's copy of it (``build_copy``; built here
+    unless ``built``), and this process's containment, gateway and judges over it."""
 
-    def __init__(self, payload: RunPayload, root: Path) -> None:
+    def __init__(self, payload: RunPayload, root: Path, *, built: bool = False,
+                 private: Path | None = None) -> None:
+        if not built:
+            root.mkdir(parents=True, exist_ok=True)
+            build_copy(payload, root)
         self.root = root
+        self.private = private or root / ".runner" / f"host-{os.getpid()}"
+        self.private.mkdir(parents=True, exist_ok=True)
         self.manifest = Manifest.model_validate(payload.manifest)
-        bad = sorted(rel for rel, data in payload.input_contents.items()
-                     if payload.input_hashes.get(rel) != sha256_bytes(data))
-        if bad or set(payload.input_contents) != set(payload.input_hashes):
-            raise RunnerError(f"the run's input snapshot arrived damaged on this worker ({', '.join(bad[:3])})")
-        self.redactor = Redactor(run_secrets(self.manifest))
-        self.containment: Containment = build_containment(self.manifest, root, self.redactor)
-        bundle = root / ".runner" / "pins.bundle"
-        bundle.write_bytes(payload.bundle)
-        if payload.shallow:
-            (self.containment.store.path / "shallow").write_text("".join(c + "\n" for c in payload.shallow))
-        git(self.containment.store.path, "fetch", "-q", "--no-tags", str(bundle), "refs/pins/*:refs/pins/*")
-        bundle.unlink()
-        for commit in payload.commits:
-            self.containment.store.tree_of(commit)  # raises when the bundle lacked it
+        secrets = run_secrets(self.manifest)
+        self.redactor = Redactor(secrets)
+        box = build_containment(self.manifest, root, self.redactor, shared_store=True)
         self.snapshot = Snapshot(root / "inputs", dict(payload.input_hashes), dict(payload.input_contents))
-        self.snapshot.materialise(self.snapshot.root)
+        self.gateway = self.judges = None
+        try:
+            self.gateway = node_services.start_gateway(self.manifest, self.snapshot, self.private, secrets)
+            box = dataclasses.replace(box, gateway=self.gateway)
+            self.judges = node_services.start_judges(self.manifest, self.snapshot, box, secrets)
+        except BaseException:
+            self.close()
+            raise
+        self.containment: Containment = dataclasses.replace(box, judges=self.judges)
+        self.harnesses = dict(payload.harnesses)
         self.cases = {c.id: c for c in self.manifest.cases}
         self.variants = {v.id: v for v in self.manifest.variants}
         self._listings: dict[str, dict[str, tuple[str, str, int]]] = {}
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        """Stop this process's gateway and judges."""
+        node_services.stop(self.judges)
+        node_services.stop(self.gateway)
+        self.gateway = self.judges = None
+
     def spec(self, t: TrialSlice) -> TrialSpec:
+        variant = self.variants[t.variant_id]
         return TrialSpec(
             run_id=t.run_id, trial_id=t.trial_id, order=t.order, manifest=self.manifest,
-            manifest_dir=self.root, case=self.cases[t.case_id], variant=self.variants[t.variant_id],
+            manifest_dir=self.root, case=self.cases[t.case_id], variant=variant,
             config_id=t.config_id, repetition=t.repetition, seed=t.seed,
             initial_commit=t.initial_commit, snapshot=self.snapshot,
             trial_dir=self.root / "trials" / t.trial_id, containment=self.containment,
             instruction_texts=t.instruction_texts, baseline=t.baseline,
-            case_fingerprint=t.case_fingerprint, scored=t.scored)
+            case_fingerprint=t.case_fingerprint, scored=t.scored,
+            harness=self.harnesses.get(t.variant_id), uses_gateway=self.manifest.uses_gateway(variant))
 
     def run(self, t: TrialSlice, emit: Emit, send: Callable[[bytes], None]) -> tuple[TrialOutcome, list[str]]:
         """Run one trial here; its evidence directory goes to ``send`` as tar chunks (and is
@@ -154,6 +196,7 @@ class WorkerRun:
         spec = self.spec(t)
         try:
             outcome = run_trial(spec, emit)
+            node_services.take_recordings(self.gateway, t.trial_id, spec.trial_dir)
             return outcome, pack(spec.trial_dir, send, self.pristine(t.initial_commit))
         finally:
             remove_tree(spec.trial_dir)
@@ -167,30 +210,51 @@ class WorkerRun:
             return rows
 
 
-_runs: dict[str, WorkerRun] = {}
-_runs_lock = threading.Lock()
+_runs: dict[str, tuple[WorkerRun, node_copy.NodeCopy]] = {}
+_runs_lock = threading.RLock()
 
 
 def worker_run(run_id: str, load: Any) -> WorkerRun:
-    """This process's copy of run ``run_id``; ``load()`` fetches the payload the first time.
+    """This process's run ``run_id`` over the node's shared copy of it; ``load()`` fetches
+    the payload the first time (the node's first host to meet the run builds the copy).
 
-    A worker process keeps one run (a new run replaces the previous one's copy).
-    """
+    A process keeps one run (a new run's arrival releases the previous one's copy)."""
     with _runs_lock:
         have = _runs.get(run_id)
         if have is not None:
-            return have
-        for old in list(_runs.values()):
-            remove_tree(old.root)
-        _runs.clear()
-        sweep_stale(Path(tempfile.gettempdir()))
-        root = Path(tempfile.mkdtemp(prefix=f"trialhouse-{run_id}-pid{os.getpid()}-"))
+            return have[0]
+        release_all()
+        tmp = Path(tempfile.gettempdir())
+        sweep_stale(tmp)
+        node_copy.sweep(tmp, keep=run_id)
+        payload = load()
+        # A node that cannot contain agents says so before it copies a repository.
+        sandbox.backend(Manifest.model_validate(payload.manifest).isolation.backend)
+        held = node_copy.join(tmp, run_id, lambda root: build_copy(payload, root))
         try:
-            _runs[run_id] = WorkerRun(load(), root)
+            _runs[run_id] = (WorkerRun(payload, held.root, built=True), held)
         except BaseException:
-            remove_tree(root)
+            node_copy.leave(held)
             raise
-        return _runs[run_id]
+        return _runs[run_id][0]
+
+
+def release(run_id: str) -> None:
+    """This process is done with run ``run_id``: its services stop, the node's copy is left
+    (and removed by its last user)."""
+    with _runs_lock:
+        have = _runs.pop(run_id, None)
+    if have is not None:
+        run, held = have
+        run.close()
+        run.containment.store.close()
+        remove_tree(run.private)
+        node_copy.leave(held)
+
+
+def release_all() -> None:
+    for run_id in list(_runs):
+        release(run_id)
 
 
 _OWNER = re.compile(r"-pid(\d+)-[^-]+$")
@@ -223,7 +287,4 @@ def sweep_stale(tmp: Path) -> None:
             continue
 
 
-@atexit.register
-def _cleanup() -> None:
-    for run in _runs.values():
-        remove_tree(run.root)
+atexit.register(release_all)

@@ -347,3 +347,99 @@ def test_workers_sweeping_at_once_never_fail_and_leave_nothing(tmp_path):
     errors = [p.communicate()[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, errors
     assert sorted(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- a node's shared copy, host plan
+
+_JOIN = """
+import os, sys, time
+from pathlib import Path
+from runner.executors import node_copy
+
+tmp, run_id, hold = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+
+def build(root):
+    with open(tmp / "builds.log", "a") as fh:
+        fh.write(f"{os.getpid()}\\n")
+    time.sleep(0.3)  # the others arrive while it builds
+    (root / "store").write_text("the run's store")
+
+copy = node_copy.join(tmp, run_id, build)
+assert (copy.root / "store").read_text() == "the run's store"
+print("joined", flush=True)
+time.sleep(hold)
+print("removed" if node_copy.leave(copy) else "left", flush=True)
+"""
+
+
+def test_a_nodes_copy_is_built_once_shared_and_removed_by_its_last_user(tmp_path):
+    """Four host processes join one run at once: one builds, all use that copy, the last
+    to leave removes it; a copy whose users were all killed is swept, a used one never."""
+    import subprocess
+
+    from runner.executors import node_copy
+
+    procs = [subprocess.Popen([sys.executable, "-c", _JOIN, str(tmp_path), "run-a", str(0.2 * i)],
+                              stdout=subprocess.PIPE, text=True) for i in range(4)]
+    said = [p.communicate(timeout=60)[0].split() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4
+    assert len((tmp_path / "builds.log").read_text().split()) == 1  # built once
+    assert sorted(s[-1] for s in said) == ["left", "left", "left", "removed"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["builds.log"]
+
+    killed = subprocess.Popen([sys.executable, "-c", _JOIN, str(tmp_path), "run-b", "60"],
+                              stdout=subprocess.PIPE, text=True)
+    assert killed.stdout.readline().strip() == "joined"
+    mine = node_copy.join(tmp_path, "run-c", lambda root: None)
+    assert node_copy.sweep(tmp_path) == []  # run-b's and run-c's users are alive
+    killed.kill()
+    killed.wait()
+    gone = node_copy.sweep(tmp_path, keep="run-c")
+    assert [p.name for p in gone] == [f"trialhouse-node-run-b-u{os.getuid()}"] and mine.root.is_dir()
+    assert node_copy.leave(mine) and not mine.root.exists()
+
+
+def test_host_plan_spreads_jobs_over_nodes_by_their_room():
+    from runner.executors.host_pool import ACTORS_PER_NODE, host_plan
+
+    one = host_plan([("n1", 2.0)], 32, 1 / 16)
+    assert [(h.threads, h.num_cpus) for h in one] == [(16, 1.0), (16, 1.0)] and ACTORS_PER_NODE == 2
+    assert [h.threads for h in host_plan([("n1", 2.0)], 1, 0.25)] == [1]
+    # the hint caps a node: 2 CPUs at 1 CPU a trial take 2 trials, whatever --jobs says
+    assert [(h.threads, h.num_cpus) for h in host_plan([("n1", 2.0)], 32, 1.0)] == [(1, 1.0), (1, 1.0)]
+    two = host_plan([("a", 2.0), ("b", 6.0)], 8, 0.5, memory_mb=100)
+    assert {n: sum(h.threads for h in two if h.node_id == n) for n in "ab"} == {"a": 2, "b": 6}
+    assert all(h.memory == h.threads * 100 * 2**20 for h in two)
+    assert host_plan([("dead", 0.0)], 4, 1.0) == []
+
+
+def test_a_trials_recordings_travel_in_its_evidence_to_the_runs_recordings(tmp_path):
+    """A record-mode host moves a trial's recordings into its evidence; the driver moves them
+    on into ``gateway/recordings`` (plain files only) and leaves nothing in the trial."""
+    import threading
+    from types import SimpleNamespace
+
+    from runner.executors import node_services
+    from runner.gateway.recording import recording_path, route_key
+
+    rec = tmp_path / "host" / "recordings"
+    rec.mkdir(parents=True)
+    keys = [route_key("t1", "build", 1), route_key("t1", "review", 1)]
+    other = recording_path(rec, route_key("t10", "build", 1))
+    for key in keys:
+        recording_path(rec, key).write_text('{"v": 1}\n')
+    other.write_text("another trial's\n")
+    gw = SimpleNamespace(routes={"t1": keys}, routes_lock=threading.Lock(), recording_dir=rec,
+                         settings=SimpleNamespace(mode="record"))
+    trial = tmp_path / "worker-trial"
+    trial.mkdir()
+    node_services.take_recordings(gw, "t1", trial)
+    assert sorted(p.name for p in (trial / node_services.RECORDINGS).iterdir()) == \
+           sorted(recording_path(rec, k).name for k in keys)
+    assert [p.name for p in rec.iterdir()] == [other.name]
+    (trial / node_services.RECORDINGS / "evil.jsonl").symlink_to("/etc/passwd")
+    run = tmp_path / "run"
+    node_services.place_recordings(trial, run)
+    assert sorted(p.name for p in (run / "gateway" / "recordings").iterdir()) == \
+           sorted(recording_path(rec, k).name for k in keys)
+    assert not (trial / node_services.RECORDINGS).exists()

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from contract.call_events import ModelCall
 from contract.run_events import ExecutorInfo, RunStarted
-from contract.stage_events import StageFinished
+from contract.stage_events import Judgment, StageFinished
 from contract.trial_events import TrialFinished, TrialStarted
 from runner.controls import run_controls
 from runner.eventlog import read_verified
@@ -71,22 +72,26 @@ def ray_instance():
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
-    """Two cases of the example corpus (two repositories) × every variant, controls run once."""
+    """Two cases of the example corpus (two repositories, one with a judge criterion) × four
+    variants, controls run once. The judges run through each trial host's own gateway
+    (scripted judges) or as a command (the rule judge)."""
     from runner.example import write_example
+    from runner.example.generator import JUDGED_CASES
 
     root = tmp_path_factory.mktemp("example")
     manifest = write_example(root / "corpus")
     data = json.loads(manifest.read_text())
     cases, repos = [], set()
-    for case in data["cases"]:
+    for case in sorted(data["cases"], key=lambda c: c["id"] not in JUDGED_CASES):
         repo = case.get("repository") or data["repository"]
         if repo not in repos and "thread" not in case["id"]:
             repos.add(repo)
             cases.append(case)
-    for case in cases:  # judges run through the driver's gateway: not on Ray yet (refused, tested)
-        case["criteria"] = [c for c in case["criteria"] if "judge" not in c]
-    data.update(cases=cases[:2], repetitions=1, control_repeats=1,
-                resources={"num_cpus": 0.25})
+    assert any("judge" in c for c in cases[0]["criteria"])
+    # Four variants: the baselines, a rule judge (sim-alpha-planner), a scripted one that rambles.
+    keep = ("null", "reference", "sim-alpha-planner", "sim-beta-minimal")
+    data.update(cases=cases[:2], repetitions=1, control_repeats=1, resources={"num_cpus": 0.25},
+                variants=[v for v in data["variants"] if v["id"] in keep])
     small = manifest.parent / "small.json"
     small.write_text(json.dumps(data))
     ctl = run_controls(small, root / "controls", jobs=2, progress=False)
@@ -114,7 +119,7 @@ def test_ray_gives_the_local_outcomes_trial_for_trial(ray_instance, example, tmp
     remote = run_trials(manifest, tmp_path / "ray", jobs=4, progress=False, controls_dir=controls,
                         executor="ray")
     a, b = _finished(local.events_path), _finished(remote.events_path)
-    assert len(a) == 12 and set(a) == set(b)
+    assert len(a) == 8 and set(a) == set(b)
     for tid in a:
         assert (b[tid].outcome, b[tid].layers, b[tid].final_tree, b[tid].flags) == \
                (a[tid].outcome, a[tid].layers, a[tid].final_tree, a[tid].flags), tid
@@ -124,7 +129,12 @@ def test_ray_gives_the_local_outcomes_trial_for_trial(ray_instance, example, tmp
     assert _files(local.run_dir / "trials") == _files(remote.run_dir / "trials")
     # Paths in the events name the driver's run directory, never a worker's scratch copy.
     text = remote.events_path.read_text()
-    assert f"trialhouse-{remote.run_id}-" not in text
+    assert "trialhouse-node-" not in text
+    # The judges judged on the trial hosts as they do locally (verdicts and their calls).
+    judged = [sorted((e.trial_id, e.criterion_id, e.verdict) for e in read_verified(r.events_path).events
+                     if isinstance(e, Judgment)) for r in (local, remote)]
+    assert judged[0] and judged[0] == judged[1]
+    assert {v for _t, _c, v in judged[0]} >= {"passed", "failed"}
     for e in read_verified(remote.events_path).events:
         if isinstance(e, TrialStarted):
             assert e.workspace == str(remote.run_dir / "trials" / e.trial_id / "workspace")
@@ -147,8 +157,8 @@ def test_ray_gives_the_local_outcomes_trial_for_trial(ray_instance, example, tmp
     assert got == {local.run_id: ("local", None, None), remote.run_id: ("ray", None, ray.__version__)}
 
 
-def _task_pids() -> list[int]:
-    """Ray worker processes currently running a trial task (their title names the task)."""
+def _host_pids() -> list[int]:
+    """Ray trial host processes (their title names the actor class)."""
     pids = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -157,52 +167,85 @@ def _task_pids() -> list[int]:
             cmd = (d / "cmdline").read_bytes()
         except OSError:
             continue
-        if cmd.startswith(b"ray::_trial_task"):
+        if cmd.startswith(b"ray::TrialHost"):
             pids.append(int(d.name))
     return pids
 
 
-def test_a_killed_worker_is_infra_error_and_reruns(ray_instance, kit, corpus_root, tmp_path):
+def _descends(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        try:
+            pid = int((Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1]).split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+        if pid == ancestor:
+            return True
+    return False
+
+
+def _agents(marker: bytes) -> list[int]:
+    """The waiting agents' Python processes (not the bubblewrap processes that start them)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0") if d.name.isdigit() else []
+        except OSError:
+            continue
+        if marker in args and args[0].rsplit(b"/", 1)[-1].startswith(b"python"):
+            out.append(int(d.name))
+    return out
+
+
+def test_a_killed_host_fails_only_its_trials_and_they_rerun(ray_instance, kit, corpus_root, tmp_path):
+    """Four trials at once on two trial hosts (two threads each): one host is killed while
+    every trial waits; the trials it hosted are infra_error, the other host's finish, and
+    ``--resume --rerun infra_error`` runs the lost ones again."""
     gate = tmp_path / "gate"
     gate.mkdir()
     flag = gate / "hold"
     flag.write_text("the agent waits while this file exists\n")
+    marker = "waiting-agent-" + secrets.token_hex(4)
     wait_agent = {"kind": "command", "argv": [
         sys.executable, "-c",
-        f"import os, time\nwhile os.path.exists({str(flag)!r}): time.sleep(0.05)\n"]}
+        f"import os, time\nwhile os.path.exists({str(flag)!r}): time.sleep(0.05)\n", marker]}
     manifest = kit.make_corpus(corpus_root, variants=[{"id": "waiter", "agent": wait_agent}],
-                               isolation={"read_only_paths": [str(gate)]},
-                               resources={"num_cpus": 0.5})
+                               isolation={"read_only_paths": [str(gate)]}, repetitions=4,
+                               resources={"num_cpus": 0.25})
     out = tmp_path / "run"
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(
-        res=run_trials(manifest, out, progress=False, executor="ray")))
+        res=run_trials(manifest, out, jobs=4, progress=False, executor="ray")))
     runner.start()
-    deadline = time.monotonic() + 60
-    while not _task_pids() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    # The trial is under way once its start has reached the driver's log.
-    while b'"trial_started"' not in (out / "events.jsonl").read_bytes() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    pids = _task_pids()
-    assert pids, "no Ray worker ran the trial"
-    for pid in pids:
-        os.kill(pid, signal.SIGKILL)
-    runner.join(60)
-    fin = _finished(out / "events.jsonl")["mul__waiter__r1"]
-    assert fin.outcome == "infra_error" and "Ray worker lost" in fin.reason, fin.reason
-    assert (out / "trials" / "mul__waiter__r1" / "lost.txt").exists()
-    assert _nonzero(json.loads(result["res"].report_path.read_text())["outcomes"]) == {"infra_error": 1}
+    deadline = time.monotonic() + 90
+    while len(_agents(marker.encode())) < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    hosts = _host_pids()
+    assert len(hosts) == 2, hosts
+    waiting = _agents(marker.encode())
+    victim = max(hosts, key=lambda h: sum(_descends(a, h) for a in waiting))
+    lost = sum(_descends(a, victim) for a in waiting)
+    assert len(waiting) == 4 and 1 <= lost < 4, (waiting, lost)
+    os.kill(victim, signal.SIGKILL)
+    time.sleep(1.0)
+    flag.unlink()  # now the other host's agents return
+    runner.join(120)
+    fins = _finished(out / "events.jsonl")
+    outcomes = Counter(f.outcome for f in fins.values())
+    assert outcomes == {"infra_error": lost, "target_failed": 4 - lost}, outcomes
+    for f in fins.values():
+        if f.outcome == "infra_error":
+            assert "Ray worker lost" in f.reason, f.reason
+            assert (out / "trials" / f.trial_id / "lost.txt").exists()
+    assert _nonzero(json.loads(result["res"].report_path.read_text())["outcomes"]) == dict(outcomes)
+    # The run's end released the node's copy of the run: nothing of it is left behind.
+    assert not list(Path(tempfile.gettempdir()).glob(f"trialhouse-node-{result['res'].run_id}*"))
 
-    flag.unlink()  # now the agent returns at once
-    again = run_trials(manifest, out, progress=False, executor="ray", resume=True,
+    again = run_trials(manifest, out, jobs=4, progress=False, executor="ray", resume=True,
                        rerun=("infra_error",))
-    assert again.outcomes == {"target_failed": 1}
-    assert _nonzero(json.loads(again.report_path.read_text())["outcomes"]) == {"target_failed": 1}
+    assert again.outcomes == {"target_failed": 4}  # the run's tally: kept trials and re-run ones
     verified = read_verified(out / "events.jsonl")
     assert verified.intact
-    outcomes = [e.outcome for e in verified.events if isinstance(e, TrialFinished)]
-    assert outcomes == ["infra_error", "target_failed"]
+    assert Counter(_finished(out / "events.jsonl")[t].outcome for t in fins) == {"target_failed": 4}
 
 
 def test_a_missing_agent_cli_on_the_worker_is_infra_error(ray_instance, kit, corpus_root, tmp_path):
@@ -225,7 +268,7 @@ def test_a_worker_without_bubblewrap_is_infra_error_with_the_reason(ray_instance
                                                                     tmp_path, monkeypatch):
     """The task body a worker runs, here in-process with a PATH that has no bwrap."""
     from runner import sandbox
-    from runner.executors import on_ray, remote
+    from runner.executors import ray_host, remote
 
     manifest = kit.make_corpus(corpus_root)
     payload = remote.RunPayload("run-without-bwrap", json.loads(manifest.read_text()), {}, {}, b"", ())
@@ -233,29 +276,69 @@ def test_a_worker_without_bubblewrap_is_infra_error_with_the_reason(ray_instance
     monkeypatch.setattr(sandbox.discovery, "_probed", {})
     t = remote.TrialSlice("run-without-bwrap", "mul__noop__r1", 0, "mul", "noop", "cfg", 1, 7,
                           "0" * 40, {}, {}, None, True)
-    items = list(on_ray._trial_task(t, [ray.put(payload)]))
+    items = list(ray_host.trial_stream(t, [ray.put(payload)]))
     assert [k for k, _r, _i in items] == ["error"]
     assert "bwrap" in items[0][2] and "apt-get install bubblewrap" in items[0][2]
 
 
-def test_judges_and_gateway_agents_are_refused_before_anything_is_written(tmp_path):
-    """The gateway and judges listen on the driver only: a worker would run such a trial
-    differently, so the run is refused with what to do, and no output directory is made."""
-    from runner.errors import RunnerError
-    from runner.example import write_example
-    from runner.executors.on_ray import refuse_unsupported
-    from runner.validate import load_valid_manifest
+PROBE = str(Path(__file__).parent / "agents" / "ray_port_probe.py")
 
-    manifest = write_example(tmp_path / "corpus")
-    with pytest.raises(RunnerError, match="judge criteria.*--executor local"):
-        run_trials(manifest, tmp_path / "out", executor="ray", progress=False)
-    assert not (tmp_path / "out").exists()
-    data = json.loads(manifest.read_text())
-    for case in data["cases"]:
-        case["criteria"] = [c for c in case["criteria"] if "judge" not in c]
-    plain = manifest.parent / "plain.json"
-    plain.write_text(json.dumps(data))
-    refuse_unsupported(load_valid_manifest(plain))  # no judge, no gateway: accepted
+
+def _ray_ports() -> list[tuple[str, int]]:
+    """The head's ports (GCS, raylet, object manager, metrics) at its address and loopback."""
+    node = next(n for n in ray.nodes() if n.get("Alive"))
+    host, _, gcs = ray.get_runtime_context().gcs_address.rpartition(":")
+    ports = {int(gcs), node["NodeManagerPort"], node["ObjectManagerPort"]}
+    if int(node.get("MetricsExportPort") or 0) > 0:
+        ports.add(int(node["MetricsExportPort"]))
+    return [(h, p) for h in sorted({host, node["NodeManagerAddress"], "127.0.0.1"}) for p in sorted(ports)]
+
+
+def test_a_gateway_backed_cli_trial_runs_on_ray_as_locally_and_reaches_no_ray_port(ray_instance, tmp_path):
+    """Claude Code on the scripted model through the trial host's own gateway: the outcome,
+    the harness's and the gateway's tokens and the model calls equal the local run's. In
+    the same run an agent in the gateway network mode tries every port of the Ray head,
+    directly and through its route's proxy, and reaches none (the test first reaches the
+    GCS port itself: the attack is real)."""
+    from runner.agents.rehearse import scenario_script
+    from tests.runner.agents.conftest import harness_corpus, harness_variant
+
+    targets = _ray_ports()
+    assert any(_reachable(h, p) for h, p in targets)
+    variants = [harness_variant("claude", "claude-code", allowed_tools=["Bash"]),
+                {"id": "probe", "agent": {"kind": "command", "gateway": True,  # its route's proxy too
+                                          "argv": [sys.executable, PROBE, json.dumps(targets)]}}]
+    manifest = harness_corpus(tmp_path / "corpus", variants, {"mode": "scripted", "script": "scripts/s.json"},
+                              {"s": scenario_script("claude-code", "success")}, resources={"num_cpus": 0.5})
+    ctl = run_controls(manifest, tmp_path / "ctl", progress=False)
+    assert ctl.ok, ctl.cases
+    runs = [run_trials(manifest, tmp_path / name, jobs=2, progress=False, controls_dir=tmp_path / "ctl",
+                       **kw) for name, kw in (("local", {}), ("ray", {"executor": "ray"}))]
+    a, b = (_finished(r.events_path) for r in runs)
+    ta, tb = a["fix-add__claude__r1"], b["fix-add__claude__r1"]
+    assert ta.outcome == tb.outcome == "accepted", (ta.reason, tb.reason)
+    timing = {"model_s"}  # measured, never equal twice
+    assert (tb.usage.input_tokens, tb.usage.output_tokens, tb.gateway_usage.model_dump(exclude=timing)) == \
+           (ta.usage.input_tokens, ta.usage.output_tokens, ta.gateway_usage.model_dump(exclude=timing))
+    assert tb.usage.input_tokens == 1600
+    calls = [[(c.call_index, c.input_tokens, c.output_tokens, c.tool_calls, c.gateway_error)
+              for c in read_verified(r.events_path).events if isinstance(c, ModelCall)] for r in runs]
+    assert calls[0] and calls[0] == calls[1]
+    (stage,) = [e for e in read_verified(runs[1].events_path).events
+                if isinstance(e, StageFinished) and e.trial_id == "fix-add__probe__r1"]
+    said = (runs[1].run_dir / "trials" / stage.trial_id / stage.stdout_path).read_text()
+    assert said.count("refused ") == 2 * len(targets) and "REACHED" not in said, said
+    assert "403" in said  # the route's proxy refused the head (not on isolation.allow_hosts)
+
+
+def _reachable(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- credentials (attack)
@@ -366,6 +449,7 @@ def _bundle_once_memory_bounded(ray_instance, kit, root: Path, out: Path, mib: i
 
     driver: dict[str, int] = {}
     workers: dict[int, dict[str, int]] = {}
+    copies: set[frozenset[str]] = set()
     stop = threading.Event()
     me = os.getpid()
     before = _mem_kib(me)
@@ -375,6 +459,8 @@ def _bundle_once_memory_bounded(ray_instance, kit, root: Path, out: Path, mib: i
             now = _mem_kib(me)
             for key in ("VmRSS", "RssAnon", "RssShmem"):
                 driver[key] = max(driver.get(key, 0), now.get(key, 0) - before.get(key, 0))
+            copies.add(frozenset(p.name for p in Path(tempfile.gettempdir()).glob("trialhouse-node-*")
+                                 if p.is_dir()))
             for pid in _ray_workers():
                 peak = workers.setdefault(pid, {})
                 for key, value in _mem_kib(pid).items():
@@ -394,9 +480,11 @@ def _bundle_once_memory_bounded(ray_instance, kit, root: Path, out: Path, mib: i
     assert res.outcomes == {"target_failed": trials}, res.outcomes
     # Shipped once per run: one object holds the bundle, the tasks carry a reference to it.
     assert len(puts) == 1 and puts[0] >= mib << 20, puts
-    # Each worker process fetched it once (its scratch copy of the run), not once per trial.
-    copies = list(Path(tempfile.gettempdir()).glob(f"trialhouse-{res.run_id}-*"))
-    assert 1 <= len(copies) < trials, copies
+    # The node held one copy of the run (its hosts share it), never one per trial or host,
+    # and the run's end removed it.
+    ours = {name for seen in copies for name in seen if res.run_id in name}
+    assert len(ours) == 1 and max(len(seen) for seen in copies) >= 1, copies
+    assert not [p for p in Path(tempfile.gettempdir()).glob(f"trialhouse-node-{res.run_id}*")]
     big = mib << 10  # KiB
     worker = {key: max((w.get(key, 0) for w in workers.values()), default=0)
               for key in ("VmHWM", "RssAnon", "RssShmem")}
