@@ -22,6 +22,8 @@ import pytest
 from click.testing import CliRunner
 from rich.cells import cell_len
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 ROOT = Path(__file__).resolve().parents[1]
 FOREIGN = ROOT / "examples" / "foreign"
 CASES = ["order-quantity-validation", "order-empty-items", "format-cents-negative"]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Your first manifest"
 HOME = "/home/you/work"

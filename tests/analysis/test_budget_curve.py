@@ -19,6 +19,8 @@ from contract.run_events import RunStarted
 from contract.trial_events import Grading
 from runner.eventlog import read_events
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 ROOT = Path(__file__).resolve().parents[2]
 BUDGETS = [0.1, 0.2, 0.4]
 POINTS = [f"sim-alpha-budget-usd{b:g}" for b in BUDGETS]

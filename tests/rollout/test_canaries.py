@@ -25,6 +25,8 @@ import pytest
 
 from warehouse import db
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 PY = sys.executable
 CHECKS = {"smoke": "calc.mul(0, 5) == 0", "edge": "calc.mul(1, 1) == 1", "gone": "calc.mul(1, 2) == 2",
           "a": "calc.mul(2, 3) == 6", "b": "calc.mul(3, 3) == 9", "c": "calc.mul(4, 5) == 20"}

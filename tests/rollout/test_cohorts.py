@@ -17,6 +17,8 @@ from statsmodels.stats.proportion import confint_proportions_2indep
 
 from warehouse import db
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 
 def th(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "trialhouse", *args], capture_output=True, text=True, timeout=300)

@@ -18,6 +18,8 @@ from contract.run_events import RunStarted
 from runner.eventlog import read_events
 from warehouse import db
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 
 def th(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "trialhouse", *args], capture_output=True, text=True,

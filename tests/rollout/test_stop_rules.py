@@ -17,6 +17,8 @@ from analysis.rules_check import check_rules
 from analysis.stop_rules import load_rules
 from warehouse import db
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 RULES = """
 rules:
   - id: planner-regression-free

@@ -28,6 +28,8 @@ import pytest
 from scipy.stats import t as student_t
 from statsmodels.stats.proportion import proportion_confint
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 
 def th(*args: str) -> Any:
     proc = subprocess.run([sys.executable, "-m", "trialhouse", *args], capture_output=True, text=True,

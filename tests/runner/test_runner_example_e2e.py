@@ -12,6 +12,8 @@ from runner.eventlog import read_events
 from runner.run import run_trials
 from runner.validate import validate_manifest
 
+pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
+
 
 @pytest.fixture(scope="module")
 def small_example(tmp_path_factory):
