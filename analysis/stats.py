@@ -186,10 +186,10 @@ def task_mean_ci(rates: Sequence[float]) -> dict:
     g = len(rates)
     if g == 0:
         return {"mean": None, "se": None, "ci_low": None, "ci_high": None, "df": None}
-    mean = sum(rates) / g
+    mean = math.fsum(rates) / g  # exactly rounded: the same answer in any order
     if g < 2:
         return {"mean": mean, "se": None, "ci_low": None, "ci_high": None, "df": None}
-    var = sum((r - mean) ** 2 for r in rates) / (g - 1)
+    var = math.fsum((r - mean) ** 2 for r in rates) / (g - 1)
     se = math.sqrt(var / g)
     tc = t_crit(g - 1)
     return {"mean": mean, "se": se, "ci_low": mean - tc * se, "ci_high": mean + tc * se,

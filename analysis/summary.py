@@ -117,7 +117,7 @@ class Summary:
 
 
 _PER_CONFIG = """
-       count(p) AS tasks, avg(p) AS task_mean, stddev_samp(p) AS task_sd,
+       count(p) AS tasks, list(p ORDER BY p) FILTER (WHERE p IS NOT NULL) AS task_rates,
        sum(n_incomplete) AS incomplete,
        sum(n_complete) FILTER (WHERE common) AS trials,
        sum(n_valid) FILTER (WHERE common) AS valid,
@@ -209,14 +209,17 @@ def _row(rec: dict) -> dict:
         per_accepted = None
     else:
         per_accepted = cost / solved if solved else float("inf")
-    tasks, tmean, tsd = rec["tasks"], rec["task_mean"], rec["task_sd"]
-    tlo = thi = None
-    if tasks >= 2 and tsd is not None:
+    tasks = rec["tasks"]
+    # The task rates come back as a list and are summed exactly (math.fsum): a parallel
+    # avg() in the database differs in the last bit from run to run, and one question
+    # must give one number (the report's summary equals summarize's).
+    ci = stats.task_mean_ci(rec["task_rates"] or [])
+    tmean, tlo, thi = ci["mean"], ci["ci_low"], ci["ci_high"]
+    if tlo is not None and thi is not None:
         # A mean of task rates lies in [0, 1]: the t interval is cut at the bounds here, once,
         # so the terminal, the report, --json and the notebooks give one interval
         # (docs/design.md, "Intervals are shown within the possible range").
-        half = stats.t_crit(tasks - 1) * tsd / tasks**0.5
-        tlo, thi = max(0.0, tmean - half), min(1.0, tmean + half)
+        tlo, thi = max(0.0, tlo), min(1.0, thi)
     cq = rec.get("cost_q") if known else None
     lq = rec.get("lat_q")
     return {

@@ -22,6 +22,7 @@ from ingest.csv_records import Record, TooManyRecords, csv_records
 from ingest.rows import row_problem
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
+from warehouse.schema import TableRows
 
 CATEGORIES: tuple[str, ...] = FailureCategory.__args__  # type: ignore[attr-defined]
 """First decisive wrong choice (docs/judges.md)."""
@@ -68,15 +69,16 @@ def _header(csv_path: Path, names: list[str], column: str) -> str:
 
 
 def _rows(records: Iterator[Record], value_col: str, kind: str, annotator: str | None,
-          known: dict[str, list[str]], src: str) -> tuple[list[dict], list[QuarantineRow]]:
-    """The ``judgments`` rows of the CSV's records, and the records quarantined with their line
-    and the reason (a record that cannot be read too: ``ingest.csv_records``)."""
+          known: dict[str, list[str]], src: str) -> tuple[TableRows, TableRows, set[str]]:
+    """The ``judgments`` rows of the CSV's records, the records quarantined with their line
+    and the reason (a record that cannot be read too: ``ingest.csv_records``), and the runs
+    of the trials annotated."""
     column, allowed = KINDS[kind]
     now = datetime.now(UTC)
-    rows, quarantine = [], []
+    rows, quarantine, trial_runs = TableRows("judgments"), TableRows("quarantine"), set()
     for r in records:
         if r.fields is None:
-            quarantine.append(QuarantineRow(src, r.line, r.problem or "not readable", r.raw))
+            quarantine.append(QuarantineRow(src, r.line, r.problem or "not readable", r.raw).as_row())
             continue
         rec = r.fields
         trial_id, value = rec.get("trial_id", ""), rec.get(value_col, "").lower()
@@ -101,10 +103,11 @@ def _rows(records: Iterator[Record], value_col: str, kind: str, annotator: str |
         }
         reason = reason or row_problem("judgments", row)
         if reason:
-            quarantine.append(QuarantineRow(src, r.line, reason, r.raw))
+            quarantine.append(QuarantineRow(src, r.line, reason, r.raw).as_row())
             continue
         rows.append(row)
-    return rows, quarantine
+        trial_runs.add(runs[0])
+    return rows, quarantine, trial_runs
 
 
 def import_annotations(
@@ -134,10 +137,11 @@ def import_annotations(
         else:
             known = _known_trials(warehouse) if warehouse.exists() else {}
             try:
-                rows, quarantine = _rows(records, value_col, kind, annotator, known, str(csv_path))
+                rows, quarantine, trial_runs = _rows(records, value_col, kind, annotator, known,
+                                                     str(csv_path))
             except TooManyRecords as e:
                 raise IngestInputError(f"{csv_path}: {e}") from None
-            notes = [f"annotations for trials in run(s): {', '.join(sorted({known[str(r['trial_id'])][0] for r in rows}))}"] if rows else []
+            notes = [f"annotations for trials in run(s): {', '.join(sorted(trial_runs))}"] if trial_runs else []
             result.batches.append(write_batch(
                 warehouse, run_id, new_batch_id(), f"annotations:{kind}", files,
                 {"judgments": rows}, quarantine, None, notes,

@@ -20,6 +20,11 @@ class QuarantineRow:
     reason: str
     raw_text: str | None = None
 
+    def as_row(self) -> dict[str, Any]:
+        """The ``quarantine`` table's row (the run and batch ids are stamped when written)."""
+        return {"source_file": self.source_file, "line": self.line, "reason": self.reason,
+                "raw_text": self.raw_text}
+
 
 @dataclass
 class SourceBatch:

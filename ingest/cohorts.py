@@ -28,6 +28,7 @@ from ingest.csv_records import TooManyRecords
 from ingest.judges import read_rows
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
+from warehouse.schema import TableRows
 
 COHORTS = ("production", "shadow")
 ARMS = ("treatment", "control")
@@ -155,17 +156,20 @@ def import_cohort(path: Path, warehouse: Path, cohort: str, *, allow_quarantine:
             result.batches.append(same)
         else:
             known = _known(warehouse)
-            rows, quarantine, seen = [], [], set[str]()
+            rows, quarantine, seen = TableRows("cohort_tickets"), TableRows("quarantine"), set[str]()
+            unmatched = 0
             with path.open("rb") as f:
                 try:
                     for line, rec, raw in read_rows(path.with_suffix(path.suffix.lower()), f):
                         try:
-                            rows.append(cohort_row(rec, cohort, known, seen, str(path), line))
+                            row = cohort_row(rec, cohort, known, seen, str(path), line)
                         except ValueError as exc:
-                            quarantine.append(QuarantineRow(str(path), line, str(exc), raw[:4096]))
+                            quarantine.append(QuarantineRow(str(path), line, str(exc), raw[:4096]).as_row())
+                            continue
+                        rows.append(row)
+                        unmatched += row["config_id"] is None and row["arm"] != "control"
                 except TooManyRecords as e:
                     raise IngestInputError(f"{path}: {e}") from None
-            unmatched = sum(1 for r in rows if r["config_id"] is None and r["arm"] != "control")
             notes = [f"{unmatched} ticket(s) name a configuration the warehouse does not know; "
                      "they are shown without benchmark figures"] if unmatched else []
             result.batches.append(write_batch(warehouse, partition, new_batch_id(), f"cohort-{cohort}", files,

@@ -29,8 +29,10 @@ TEXT_MAX = 64 * MiB
 """Bytes of records one file may have (over-long records skipped unread do not count).
 
 Every record becomes a row or a quarantined row held until the file is written, so these two
-bounds are the import's memory bound: 404 MB peak at the worst measured (50,000 quarantined
-records of 1.2 KB; tests/ingest/test_ingest_review_csv.py), under the 500 MB every hostile file keeps to.
+bounds are the import's memory bound. The rows are held as Arrow chunks
+(``warehouse.schema.TableRows``): 306 MB peak at the worst measured (50,000 reviews with
+1.2 KB notes; 299 MB for 500 with 130 KB notes; tests/ingest/test_ingest_review_csv.py), under
+the 500 MB every hostile file keeps to. Held as dicts it was 466 MB here and 503 MB on CI.
 A file past either is refused before anything is written: split it."""
 
 

@@ -29,6 +29,7 @@ from ingest.batch import QuarantineRow
 from ingest.csv_records import TooManyRecords, csv_records, jsonl_records
 from ingest.write import file_meta, new_batch_id, unchanged, write_batch
 from warehouse import db
+from warehouse.schema import TableRows
 
 
 def store_calibration(warehouse: Path, summary: dict[str, Any], items: list[dict[str, Any]],
@@ -103,13 +104,13 @@ def import_reviews(path: Path, warehouse: Path, *, rubric: Path | None = None,
                     known.setdefault(tid, []).append((rid, outcome))
             finally:
                 con.close()
-            rows, quarantine, now = [], [], datetime.now(UTC)
+            rows, quarantine, now = TableRows("reviews"), TableRows("quarantine"), datetime.now(UTC)
             with path.open("rb") as f:
                 try:
                     for line, rec, raw in read_rows(path, f):
                         reason, row = _review_row(rec, known, grid, codes, grid_id, now, line)
                         if reason:
-                            quarantine.append(QuarantineRow(str(path), line, reason, raw))
+                            quarantine.append(QuarantineRow(str(path), line, reason, raw).as_row())
                         else:
                             rows.append(row)
                 except TooManyRecords as e:

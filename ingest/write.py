@@ -20,7 +20,7 @@ import pyarrow as pa
 from contract.files import engine_version, file_sha256
 from ingest.batch import BatchSummary, QuarantineRow
 from warehouse import db
-from warehouse.schema import TABLES, table_from_rows
+from warehouse.schema import TABLES, TableRows, table_from_rows
 
 
 def new_batch_id() -> str:
@@ -71,22 +71,19 @@ def write_batch(
     batch_id: str,
     source_format: str,
     files: list[dict],
-    rows: dict[str, list[dict]],
-    quarantine: list[QuarantineRow],
+    rows: Mapping[str, list[dict] | TableRows],
+    quarantine: list[QuarantineRow] | TableRows,
     schema_version: int | None,
     notes: list[str],
     staged: Mapping[str, tuple[Path, int] | tuple[list[Path], int]] | None = None,
 ) -> BatchSummary:
     """Stamp, write every table partition of ``run_id`` and append its batch row (caller holds
     the write lock). ``staged`` tables come as staged Parquet files (``ingest.stage``), the
-    others as row dicts."""
+    others as row dicts or ``TableRows`` (a large import: its rows already Arrow chunks)."""
     staged = staged or {}
     tables: dict = {}
     counts: dict[str, int] = {}
-    qrows = [
-        {"source_file": q.source_file, "line": q.line, "reason": q.reason, "raw_text": q.raw_text}
-        for q in quarantine
-    ]
+    qrows = quarantine if isinstance(quarantine, TableRows) else [q.as_row() for q in quarantine]
     for name in TABLES:
         if name in ("ingest_batches", "run_status"):  # the batch row is appended; the status is the operator's
             continue
@@ -94,10 +91,13 @@ def write_batch(
             tables[name], counts[name] = staged[name]
             continue
         table_rows = qrows if name == "quarantine" else rows.get(name, [])
-        for r in table_rows:
-            r["run_id"] = run_id
-            r["ingest_batch_id"] = batch_id
-        tables[name] = table_from_rows(name, table_rows)
+        if isinstance(table_rows, TableRows):
+            tables[name] = table_rows.table(run_id=run_id, ingest_batch_id=batch_id)
+        else:
+            for r in table_rows:
+                r["run_id"] = run_id
+                r["ingest_batch_id"] = batch_id
+            tables[name] = table_from_rows(name, table_rows)
         counts[name] = len(table_rows)
     new = table_from_rows("ingest_batches", [{
         "run_id": run_id,

@@ -146,6 +146,21 @@ def test_task_mean_ci_equals_weighted_cluster_with_unequal_n():
     assert mine["se"] == pytest.approx(res.bse[0], rel=1e-9)
 
 
+def test_task_mean_ci_is_the_same_in_any_order():
+    """A plain float sum of these rates differs in the last bit with the order (the report's
+    summary once differed from summarize's that way); the mean is exactly rounded instead."""
+    import itertools
+    import math
+
+    rates = [1 / 3, 2 / 3, 1 / 7, 0.1, 0.9, 5 / 6, 1 / 9]
+    naive = {sum(p) / len(p) for p in itertools.permutations(rates)}
+    assert len(naive) > 1  # the attack: order changes a naive mean
+    got = {(c["mean"], c["ci_low"], c["ci_high"])
+           for c in map(stats.task_mean_ci, itertools.permutations(rates))}
+    assert len(got) == 1
+    assert got.pop()[0] == math.fsum(rates) / len(rates)
+
+
 def test_task_mean_ci_one_task_has_no_interval():
     assert stats.task_mean_ci([0.5])["ci_low"] is None
 

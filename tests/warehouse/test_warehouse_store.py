@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -165,3 +166,25 @@ def test_sql_and_tables_commands(tmp_path):
     assert counts["trials"] == 4 and counts["runs"] == 0 and counts["trial_facts"] == 4
     absent = subprocess.run(run + ["tables", "-w", str(tmp_path / "none.duckdb")], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert absent.returncode == 2 and "no warehouse here" in absent.stderr
+
+
+def test_rows_gathered_in_chunks_make_the_table_the_rows_make_at_once(monkeypatch):
+    """``TableRows`` converts a chunk at a time (by rows, or by text for long notes) and stamps
+    the constant columns: the table is the one ``table_from_rows`` builds from all the dicts."""
+    from warehouse.schema import TableRows
+
+    monkeypatch.setattr(TableRows, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(TableRows, "CHUNK_TEXT", 50)
+    rows = [{"trial_id": f"t{i}", "kind": "k", "detail": "n" * (40 if i % 4 == 0 else 1)}
+            for i in range(11)]
+    gathered = TableRows("flags")
+    for r in rows:
+        gathered.append(dict(r))
+    assert len(gathered) == 11
+    got = gathered.table(run_id="r1", ingest_batch_id="b1")
+    assert got.column("trial_id").num_chunks > 3  # it did convert in parts
+    whole = table_from_rows("flags", [{**r, "run_id": "r1", "ingest_batch_id": "b1"} for r in rows])
+    assert got.equals(whole.cast(got.schema)) and got.schema == TABLES["flags"]
+    assert TableRows("flags").table(run_id="r1").num_rows == 0
+    with pytest.raises(KeyError, match=r"flags row 0: unknown columns \['nope'\]"):
+        TableRows("flags").append({"trial_id": "t", "nope": 1})
