@@ -25,53 +25,12 @@ from pathlib import Path
 import pytest
 
 from contract.run_events import RunStarted
-from contract.trial_events import Budget, Flag, TrialFinished
+from contract.trial_events import Budget, Flag
 from runner.eventlog import read_events
-from runner.run import run_trials
+from tests.runner.attack_support import alive_with, attacker, kill_all_with, trial
 
 PY = sys.executable
-ATTACKER = str(Path(__file__).parent / "agents" / "attacker.py")
 ROOT = os.geteuid() == 0
-
-
-def attacker(mode: str, *args: str) -> dict:
-    return {"kind": "command", "argv": [PY, ATTACKER, mode, *args]}
-
-
-def trial(kit, root: Path, out: Path, agent: dict, **overrides):
-    """One trial; returns (trial_finished, events, trial dir, the agent's stdout)."""
-    m = kit.make_corpus(root, variants=[{"id": "v", "agent": agent}], **overrides)
-    res = run_trials(m, out, progress=False)
-    events = read_events(res.events_path)
-    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
-    tdir = out / "trials" / fin.trial_id
-    logs = sorted((tdir / "logs").glob("*.stdout"))
-    return fin, events, tdir, "".join(p.read_text() for p in logs)
-
-
-def alive_with(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes()
-            state = (proc / "status").read_text()
-        except OSError:
-            continue
-        if marker.encode() in cmd and "State:\tZ" not in state:
-            pids.append(int(proc.name))
-    return pids
-
-
-def kill_all_with(marker: str) -> list[int]:
-    found = alive_with(marker)
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return found
 
 
 def largest_file(root: Path) -> int:

@@ -13,7 +13,6 @@ import json
 import os
 import random
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -27,49 +26,9 @@ from contract.trial_events import Grading, TrialFinished
 from runner.eventlog import read_events, read_verified
 from runner.paths import verify_tree
 from runner.run import run_trials
+from tests.runner.attack_support import attacker, kill_all_with, trial
 
 PY = sys.executable
-ATTACKER = str(Path(__file__).parent / "agents" / "attacker.py")
-
-
-def attacker(mode: str, *args: str, **extra) -> dict:
-    return {"kind": "command", "argv": [PY, ATTACKER, mode, *args], **extra}
-
-
-def trial(kit, root: Path, out: Path, agent: dict, **overrides):
-    """One trial; returns (trial_finished, events, trial dir, the agent's stdout)."""
-    m = kit.make_corpus(root, variants=[{"id": "v", "agent": agent}], **overrides)
-    res = run_trials(m, out, progress=False)
-    events = read_events(res.events_path)
-    (fin,) = [e for e in events if isinstance(e, TrialFinished)]
-    tdir = out / "trials" / fin.trial_id
-    logs = sorted((tdir / "logs").glob("*.stdout"))
-    return fin, events, tdir, "".join(p.read_text() for p in logs)
-
-
-def alive_with(marker: str) -> list[int]:
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes()
-            state = (proc / "status").read_text()
-        except OSError:
-            continue
-        if marker.encode() in cmd and "State:\tZ" not in state:
-            pids.append(int(proc.name))
-    return pids
-
-
-def kill_all_with(marker: str) -> list[int]:
-    found = alive_with(marker)
-    for pid in found:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return found
 
 
 def cli(*args: str, **kw) -> subprocess.CompletedProcess[str]:
