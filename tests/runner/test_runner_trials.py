@@ -27,6 +27,7 @@ from contract.trial_events import (
 from runner.eventlog import read_events
 from runner.ids import trial_order
 from runner.run import run_trials
+from tests.runner.attack_support import alive_with
 
 PY = sys.executable
 
@@ -130,22 +131,6 @@ def test_a_budget_spent_before_the_agent_starts_is_still_recorded(kit, corpus_ro
     assert fin.outcome == "budget_exhausted"
     (budget,) = [e for e in events if isinstance(e, Budget)]
     assert budget.type == "time" and budget.status == "exceeded" and budget.used >= budget.limit
-
-
-def alive_with(marker: str) -> list[int]:
-    """Host processes whose command line names ``marker`` (zombies excluded)."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmd = (proc / "cmdline").read_bytes()
-            state = (proc / "status").read_text()
-        except OSError:
-            continue
-        if marker.encode() in cmd and "State:\tZ" not in state:
-            pids.append(int(proc.name))
-    return pids
 
 
 @pytest.mark.parametrize("backend", ["bubblewrap", "none"])
