@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.runner.conftest import FAKE, GRADER, make_corpus
 from warehouse import db
 
 pytestmark = pytest.mark.e2e  # make test-e2e: kept out of make test's 15 minutes (docs/design.md, 'Test tiers')
@@ -42,44 +43,13 @@ def th(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     return done
 
 
-FAKE = str(Path(__file__).resolve().parents[1] / "runner" / "agents" / "fake_agent.py")
-GRADER = """import os, sys
-sys.path.insert(0, os.environ["TRIALHOUSE_WORKSPACE"])
-try:
-    import calc
-    ok = {check}
-except Exception:
-    ok = False
-sys.exit(0 if ok else 1)
-"""
-
-
-def git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout
-
-
 def corpus(root: Path) -> tuple[str, str]:
-    """A repository with calc.add, the patch that adds calc.mul, one grader per case:
-    (initial commit, patch text)."""
-    repo = root / "repo"
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "initial")
-    with (repo / "calc.py").open("a") as fh:
-        fh.write("\n\ndef mul(a, b):\n    return a * b\n")
-    patch = git(repo, "diff")
-    git(repo, "checkout", "-q", "--", "calc.py")
-    (root / "patches").mkdir()
-    (root / "patches" / "mul.patch").write_text(patch)
-    (root / "graders").mkdir()
+    """The runner tests' tiny corpus (``tests/runner/conftest.py``: a repository with calc.add,
+    the patch that adds calc.mul) and one grader per case: (initial commit, patch text)."""
+    commit = json.loads(make_corpus(root).read_text())["initial_commit"]
     for cid, check in CHECKS.items():
         (root / "graders" / f"{cid}.py").write_text(GRADER.format(check=check))
-    return git(repo, "rev-parse", "HEAD").strip(), patch
+    return commit, (root / "patches" / "mul.patch").read_text()
 
 
 def manifest(commit: str, cases: list[str], tool: Path) -> str:
