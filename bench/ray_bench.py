@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench.runner_common import git, start_local_ray
 from contract.call_events import ModelCall
 from contract.trial_events import TrialFinished
 from runner.controls import run_controls
@@ -34,60 +35,14 @@ PY = sys.executable
 TOOLS = Path(__file__).resolve().parent.parent / "tools" / "bin"
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
 def started_ray(jobs: int) -> tuple[object, bool]:
     """(ray, whether this call started it): a local 2-CPU instance unless one is up."""
     import ray
 
     if ray.is_initialized():
         return ray, False
-    from runner.executors.on_ray import local_options
-
-    for attempt in (1, 2, 3, 4, 5):  # the raylet's 15 s dashboard-agent window (ray issue 65983)
-        try:
-            ray.init(num_cpus=2, **local_options(jobs))
-            break
-        except Exception:
-            ray.shutdown()
-            if attempt == 5:
-                raise
+    start_local_ray(ray, jobs)
     return ray, True
-
-
-def _calc_corpus(root: Path, variants: list[dict], gateway: dict, scripts: dict[str, object]) -> Path:
-    from runner.agents.rehearse import CALC_BUGGY, CALC_FIXED, PROMPT
-
-    repo = root / "repo"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
-    (repo / "calc.py").write_text(CALC_BUGGY)
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "initial")
-    sha = _git(repo, "rev-parse", "HEAD")
-    (repo / "calc.py").write_text(CALC_FIXED)
-    (root / "fix.patch").write_text(_git(repo, "diff") + "\n")
-    _git(repo, "checkout", "-q", "--", "calc.py")
-    (root / "grader.py").write_text("import os, sys\nsys.path.insert(0, os.environ['TRIALHOUSE_WORKSPACE'])\n"
-                                    "import calc\nsys.exit(0 if calc.add(2, 3) == 5 else 1)\n")
-    (root / "scripts").mkdir()
-    for name, script in scripts.items():
-        (root / "scripts" / f"{name}.json").write_text(script.model_dump_json())  # type: ignore[attr-defined]
-    manifest = {"schema_version": 1, "id": "bench-ray-gateway", "repository": "repo", "initial_commit": sha,
-                "repetitions": 1, "control_repeats": 1, "stages": ["build"], "timeout_seconds": 180,
-                "resources": {"num_cpus": 0.5},
-                "cases": [{"id": "fix-add", "prompt": PROMPT, "reference_patch": "fix.patch",
-                           "criteria": [{"id": "adds", "description": "calc.add adds",
-                                         "command": [PY, "{inputs}/grader.py"]}]}],
-                "variants": variants, "gateway": gateway}
-    path = root / "manifest.json"
-    path.write_text(json.dumps(manifest))
-    return path
 
 
 def _observed(run_dir: Path) -> tuple[list[tuple], list[tuple]]:
@@ -102,11 +57,13 @@ def _observed(run_dir: Path) -> tuple[list[tuple], list[tuple]]:
 
 def ray_gateway(work: Path, quick: bool) -> list[str]:
     from runner.agents.rehearse import scenario_script
+    from tests.runner.agents.conftest import harness_corpus
 
     variant = {"id": "claude", "model": "th-scripted-1",
                "agent": {"kind": "claude-code", "binary": str(TOOLS / "claude"), "allowed_tools": ["Bash"]}}
-    manifest = _calc_corpus(work / "g", [variant], {"mode": "scripted", "script": "scripts/s.json"},
-                            {"s": scenario_script("claude-code", "success")})
+    manifest = harness_corpus(work / "g", [variant], {"mode": "scripted", "script": "scripts/s.json"},
+                              {"s": scenario_script("claude-code", "success")},
+                              id="bench-ray-gateway", timeout_seconds=180, resources={"num_cpus": 0.5})
     assert run_controls(manifest, work / "g-ctl", progress=False).ok
     ray, mine = started_ray(4)
     try:
@@ -139,16 +96,16 @@ def _du(path: Path, *options: str) -> int:
 def _big_sleepy(root: Path, mib: int, trials: int, seconds: float) -> Path:
     repo = root / "repo"
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     with (repo / "blob.bin").open("wb") as fh:
         for _ in range(mib):
             fh.write(os.urandom(1 << 20))
-    _git(repo, "-c", "core.compression=0", "add", "-A")
-    _git(repo, "-c", "core.compression=0", "commit", "-qm", "big")
-    sha = _git(repo, "rev-parse", "HEAD")
+    git(repo, "-c", "core.compression=0", "add", "-A")
+    git(repo, "-c", "core.compression=0", "commit", "-qm", "big")
+    sha = git(repo, "rev-parse", "HEAD")
     (repo / "done.txt").write_text("done\n")
-    _git(repo, "add", "-N", "done.txt")
-    (root / "done.patch").write_text(_git(repo, "diff") + "\n")
+    git(repo, "add", "-N", "done.txt")
+    (root / "done.patch").write_text(git(repo, "diff") + "\n")
     (repo / "done.txt").unlink()
     check = [PY, "-c", "import os, sys; sys.exit(0 if os.path.exists(os.path.join("
              "os.environ['TRIALHOUSE_WORKSPACE'], 'done.txt')) else 1)"]

@@ -42,6 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.runner_common import git, start_local_ray  # noqa: E402
 from contract.stage_events import Judgment  # noqa: E402
 from contract.trial_events import TrialFinished  # noqa: E402
 from runner.controls import run_controls  # noqa: E402
@@ -49,13 +50,6 @@ from runner.eventlog import read_events  # noqa: E402
 from runner.run import run_trials  # noqa: E402
 
 PY = sys.executable
-
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b", "PATH": os.environ["PATH"]}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
-                          text=True).stdout.strip()
 
 
 def _finished(run_dir: Path) -> list[TrialFinished]:
@@ -148,14 +142,14 @@ def sleepy_corpus(root: Path, seconds: float, trials: int, num_cpus: float = 1.0
     """One case, 8 variants × N repetitions of an agent that sleeps; controls run once."""
     repo = root / "repo"
     repo.mkdir(parents=True)
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     (repo / "README").write_text("bench\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "initial")
-    sha = _git(repo, "rev-parse", "HEAD")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    sha = git(repo, "rev-parse", "HEAD")
     (repo / "done.txt").write_text("done\n")
-    _git(repo, "add", "-N", "done.txt")
-    (root / "done.patch").write_text(_git(repo, "diff") + "\n")
+    git(repo, "add", "-N", "done.txt")
+    (root / "done.patch").write_text(git(repo, "diff") + "\n")
     (repo / "done.txt").unlink()
     check = [PY, "-c", "import os, sys; sys.exit(0 if os.path.exists("
              "os.path.join(os.environ['TRIALHOUSE_WORKSPACE'], 'done.txt')) else 1)"]
@@ -193,22 +187,6 @@ def concurrency(work: Path, quick: bool) -> list[str]:
             f"speed-up: {ratio:.1f}× (target ≥ 20×: {'met' if ratio >= 20 else 'MISSED by ' + format(20 / ratio, '.2f') + '×'})"]
 
 
-def _ray_start(ray, jobs: int) -> float:
-    """A local 2-CPU instance with the options ``--executor ray`` uses (idle workers kept)."""
-    from runner.executors.on_ray import local_options
-
-    t0 = time.perf_counter()
-    for attempt in (1, 2, 3, 4, 5):  # the raylet's 15 s dashboard-agent window (ray issue 65983)
-        try:
-            ray.init(num_cpus=2, **local_options(jobs))
-            break
-        except Exception:
-            ray.shutdown()
-            if attempt == 5:
-                raise
-    return time.perf_counter() - t0
-
-
 def _busy_s() -> float:
     """CPU seconds the whole machine has spent busy (all processes: Ray's workers, raylet and
     object store included, and whatever else shares the machine), from /proc/stat."""
@@ -226,7 +204,7 @@ def ray_section(work: Path, quick: bool) -> list[str]:
     import ray
 
     n = 16 if quick else 64
-    startup = _ray_start(ray, 32)
+    startup = start_local_ray(ray, 32)
     try:
         # A sleeping agent uses next to no CPU: its num_cpus hint is what it uses, so Ray
         # admits 32 at once on 2 CPUs (with the default 1 it would run 2 at a time).
