@@ -17,7 +17,7 @@ SWEEP_ID := $(BIN)/python -c "import json; print(json.load(open('$(DEMO)/runs/sw
 BASELINE := sim-alpha-minimal
 
 .DEFAULT_GOAL := help
-.PHONY: help venv demo test test-e2e test-recipes test-scale lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
+.PHONY: help venv demo test test-e2e test-recipes test-scale test-cgroup2 vm-tools lint lab bench fuzz schema chromium bubblewrap tools recipe-tools node clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -80,6 +80,9 @@ test-recipes: $(STAMP) bubblewrap recipe-tools ## the aider and OpenHands comman
 test-scale: $(STAMP) bubblewrap ## the Ray executor tests with the large sizes (a 500 MB repository; a few minutes)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m ray_cluster tests/runner/test_ray_executor.py
 
+test-cgroup2: $(STAMP) bubblewrap vm-tools ## the cgroup v2 sandbox path and the containment attacks, as root in a guest kernel with cgroup v1 off (qemu, emulated: ~15 min)
+	python3 tests/vm/cgroup2_vm.py -- $(BIN)/python -m pytest -q -p no:cacheprovider -p no:xdist --durations=5 tests/runner/test_cgroup_v2.py tests/runner/test_containment_attacks.py
+
 lint: $(STAMP) ## ruff
 	$(BIN)/ruff check contract trialhouse runner ingest warehouse analysis viewer tests bench
 
@@ -108,6 +111,12 @@ bubblewrap: ## install Debian's bubblewrap, libseccomp and setpriv (the default 
 	  echo "installing Debian bubblewrap, libseccomp2 and util-linux (agents and graders run in its sandbox)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap libseccomp2 util-linux >/dev/null) \
 	  || { echo "could not install bubblewrap: run 'apt-get install bubblewrap libseccomp2 util-linux' as root, or set isolation.backend to none"; exit 1; }; }
+
+vm-tools: ## install Debian's qemu, generic kernel (it has 9p) and static busybox for make test-cgroup2 where missing
+	@{ command -v qemu-system-x86_64 && command -v busybox && command -v cpio && ls /boot/vmlinuz-*-amd64 | grep -vq cloud; } >/dev/null 2>&1 || { \
+	  echo "installing Debian qemu-system-x86, linux-image-amd64, busybox-static and cpio for the cgroup v2 guest"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-x86 linux-image-amd64 busybox-static cpio kmod >/dev/null) \
+	  || { echo "could not install the guest's parts: run 'apt-get install qemu-system-x86 linux-image-amd64 busybox-static cpio kmod' as root"; exit 1; }; }
 
 # Real agent CLIs, pinned, in a project-local folder (never the user's global npm/pip).
 # One directory per tool and version, a stamp file when complete, and tools/bin/<cli>

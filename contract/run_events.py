@@ -78,9 +78,12 @@ class SandboxLimitsInfo(BaseModel):
 
     model_config = MODEL_CONFIG
 
-    mechanism: Literal["cgroup-v1", "rlimit"]
-    """``cgroup-v1``: a cgroup per sandbox (pids, memory, cpu), its counters naming the limit
-    reached; ``rlimit``: RLIMIT_NPROC/DATA and a lower priority, which refuse but do not tell."""
+    mechanism: Literal["cgroup-v2", "cgroup-v1", "rlimit"]
+    """``cgroup-v2`` or ``cgroup-v1``: a cgroup per sandbox (pids, memory, cpu), its counters
+    naming the limit reached; ``rlimit``: RLIMIT_NPROC/DATA and a lower priority, which refuse
+    but do not tell."""
+    why_no_cgroup: str | None = None
+    """Under ``rlimit``: why neither cgroup version could be used (what to change)."""
     processes: Count64
     memory_mb: Count64
     cpus: float

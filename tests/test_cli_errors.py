@@ -243,3 +243,26 @@ def test_compare_report_accepts_run_directory(qa: Path, tmp_path: Path) -> None:
     res = cli("compare", "--report", run_dir)
     # the directory is resolved to its report.json, whose content is then judged
     assert res.returncode == 2 and "report.json: no 'trials' list" in res.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="runs the CLI as another user (root)")
+def test_an_output_below_a_directory_the_user_cannot_search_is_one_line(tmp_path: Path) -> None:
+    """Found in a cgroup v2 guest: an ordinary user's ``run --output`` below root's 0700 pytest
+    directory was a PermissionError traceback from the path check itself."""
+    import tempfile
+
+    locked = Path(tempfile.mkdtemp(prefix="trialhouse-locked-"))
+    try:
+        locked.chmod(0o700)
+        uid = 1_999_100_000 + os.getpid() % 100_000
+        res = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+                              sys.executable, "-m", "trialhouse", "example", str(locked / "x" / "ex")],
+                             capture_output=True, text=True, cwd="/", timeout=180,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/", "NO_COLOR": "1"})
+        if "trialhouse" not in res.stderr and res.returncode != 2:
+            pytest.skip(f"the test interpreter cannot run as uid {uid}: {res.stderr.strip()[-200:]}")
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-1500:]
+        assert res.stderr.strip() == (f"trialhouse: DIR {locked / 'x' / 'ex'}: a directory on the way cannot be "
+                                      "searched by this user (permission denied); choose a place you can reach for DIR")
+    finally:
+        shutil.rmtree(locked)

@@ -34,6 +34,11 @@ def creatable(path: Path, option: str, kind: Literal["file", "dir"]) -> None:
     reused is the command's own rule); the directory that will hold it must be writable."""
     path = Path(path)
     shown = f"{option} {path}"
+    try:
+        path.exists()
+    except PermissionError:  # a directory on the way that this user may not search
+        raise CommandError(f"{shown}: a directory on the way cannot be searched by this user "
+                           f"(permission denied); choose a place you can reach for {option}") from None
     if path.exists():
         if kind == "file" and path.is_dir():
             raise CommandError(f"{shown}: is a directory; give a file path inside it, e.g. "

@@ -95,7 +95,7 @@ def command_path_problems(manifest: Manifest, base: Path, sources: list[tuple[st
                 continue
             if arg.startswith("/"):
                 checked = agents_here and (program or arg.endswith(SCRIPT_SUFFIXES))  # else maybe a file it writes
-                why = f"{arg}: does not exist on this machine" if checked and not Path(arg).exists() else None
+                why = _absent(arg) if checked else None
             elif program and "/" not in arg:
                 why = _program_problem(arg, isolated)
             else:
@@ -103,3 +103,12 @@ def command_path_problems(manifest: Manifest, base: Path, sources: list[tuple[st
             if why:
                 problems.append((f"variants[{i}].agent.argv[{j}]", why))
     return problems
+
+
+def _absent(arg: str) -> str | None:
+    """Why the absolute path ``arg`` will not run here (None: it exists)."""
+    try:
+        return None if Path(arg).exists() else f"{arg}: does not exist on this machine"
+    except PermissionError:  # below a directory this user may not search (another user's home)
+        return (f"{arg}: this user cannot reach it (permission denied on the way); give a path "
+                "the runner's user can read")

@@ -58,12 +58,12 @@ class Bubblewrap(Backend):
         self.version = bwrap_version(executable)
 
     def describe(self) -> dict[str, Any]:
-        lim, mech = self.limits, limits.mechanism()
+        lim, (mech, note) = self.limits, limits.choice()
         root = os.geteuid() == 0
         return {
             "version": self.version, "sandbox_user": "own-id" if root else "runner",
             "sandbox_ids": list(self.id_range) if root else None, "seccomp": True,
-            "limits": {"mechanism": mech, "processes": lim.processes, "memory_mb": lim.memory_bytes // 2**20,
+            "limits": {"mechanism": mech, "why_no_cgroup": note, "processes": lim.processes, "memory_mb": lim.memory_bytes // 2**20,
                        "cpus": lim.cpus, "tmpfs_mb": lim.tmpfs_bytes // 2**20,
                        "workspace_mb": (lim.write_bytes or 0) / 2**20, "workspace_files": lim.write_entries or 0},
         }

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runner.procs import OUTPUT_LIMIT, ProcResult, Watch, run_bounded
-from runner.sandbox import ids, limits, seccomp
+from runner.sandbox import cgroup2, ids, limits, seccomp
 from runner.sandbox.bubblewrap import Session
 from runner.sandbox.init import init_argv
 from runner.sandbox.ownership import hand_over, reclaim
@@ -34,8 +34,8 @@ from runner.sandbox.request import Backend, Request, interpreter
 from runner.walk import Tally, measure
 
 JOIN = 'for f; do [ "$f" = -- ] && break; echo 0 > "$f" || exit 125; shift; done; shift; exec "$@"'
-"""``sh -c`` that puts itself in the cgroups whose ``tasks`` files it is given, then becomes
-bubblewrap. It writes ``0`` (itself) to ``tasks``, not its pid to ``cgroup.procs``: the
+"""``sh -c`` that puts itself in the cgroups whose ``tasks`` (v1) or ``cgroup.procs`` (v2) files
+it is given, then becomes bubblewrap. In v1 it writes ``0`` (itself) to ``tasks``, not its pid to ``cgroup.procs``: the
 kernel moves a single thread that moves itself without the global lock that moving a
 thread group takes, which waits for an RCU grace period (milliseconds under load,
 ``bench/sandbox_start.py``); ``sh`` has one thread."""
@@ -89,7 +89,7 @@ class _Invocation:
     owner: tuple[int, int] | None = None
     """The runner's (uid, gid) when the sandbox runs as an id of its own."""
     sandbox_ids: tuple[int, int] | None = None
-    cgroup: limits.Cgroup | None = None
+    cgroup: limits.Cgroup | cgroup2.CgroupV2 | None = None
     ulimits: list[str] = field(default_factory=list)
     nice: list[str] = field(default_factory=list)
     _child: list[int] = field(default_factory=list)
@@ -115,9 +115,9 @@ class _Invocation:
             uid = self._stack.enter_context(ids.lease(ids.IdRange(*self.backend.id_range)))
             self.owner, self.sandbox_ids = (0, os.getegid()), (uid, uid)
             hand_over(writable_dirs(self.req), uid, uid)
-        if mech == "cgroup-v1":
-            name = str(self.sandbox_ids[0]) if self.sandbox_ids else f"p{os.getpid()}-{threading.get_ident()}"
-            self.cgroup = limits.Cgroup(name, lim)
+        name = str(self.sandbox_ids[0]) if self.sandbox_ids else f"p{os.getpid()}-{threading.get_ident()}"
+        self.cgroup = limits.sandbox_cgroup(mech, name, lim)
+        if self.cgroup is not None:
             self._stack.callback(self.cgroup.close)
             self.cgroup.create()
         ready_r, ready_w = os.pipe()

@@ -1,6 +1,8 @@
 """Resource limits of every sandbox: processes, memory, CPU, size-capped tmpfs, bytes and files written.
 
-A runner that may use cgroups (root, with the v1 ``pids``, ``memory`` and ``cpu``
+A runner that may use cgroup v2 (a cgroup with ``pids``, ``memory`` and ``cpu`` it has to
+itself: ``runner.sandbox.cgroup2``) puts each sandbox in a cgroup of its own there. Else a
+runner that may use cgroup v1 (root, with the v1 ``pids``, ``memory`` and ``cpu``
 hierarchies mounted writable) puts each sandbox in a cgroup of its own, below the
 runner's own cgroup in each hierarchy (so whatever limits the runner already has still
 apply): ``pids.max`` bounds its processes and threads, ``memory.limit_in_bytes`` (with
@@ -26,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-Mechanism = Literal["cgroup-v1", "rlimit"]
+from runner.sandbox import cgroup2
+
+Mechanism = Literal["cgroup-v2", "cgroup-v1", "rlimit"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu")
@@ -58,14 +62,32 @@ class Limits:
 
 
 def mechanism() -> Mechanism:
-    """``cgroup-v1`` when this process may create cgroups in the three hierarchies, else ``rlimit``."""
+    """``cgroup-v2`` where this process has a delegated v2 cgroup, else ``cgroup-v1`` when it
+    may create cgroups in the three v1 hierarchies, else ``rlimit``."""
+    return choice()[0]
+
+
+def choice() -> tuple[Mechanism, str | None]:
+    """The mechanism, and why no cgroup is used when it is ``rlimit`` (for the run header)."""
+    v2 = cgroup2.delegation()
+    if v2.base is not None:
+        return "cgroup-v2", None
     if os.geteuid() != 0:
-        return "rlimit"
+        return "rlimit", f"{v2.why_not}; cgroup v1: needs a root runner"
     for ctrl in CONTROLLERS:
         base = _own(ctrl)
         if base is None or not os.access(base, os.W_OK):
-            return "rlimit"
-    return "cgroup-v1"
+            return "rlimit", f"{v2.why_not}; cgroup v1: no writable {ctrl} hierarchy"
+    return "cgroup-v1", None
+
+
+def sandbox_cgroup(mech: Mechanism, name: str, limits: Limits) -> Cgroup | cgroup2.CgroupV2 | None:
+    """The cgroup a sandbox gets under ``mech`` (None under ``rlimit``), not yet created."""
+    if mech == "cgroup-v2":
+        base = cgroup2.delegation().base
+        assert base is not None, "cgroup v2 delegation vanished"
+        return cgroup2.CgroupV2(name, limits, base)
+    return Cgroup(name, limits) if mech == "cgroup-v1" else None
 
 
 def _own(ctrl: str) -> Path | None:

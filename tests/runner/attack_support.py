@@ -59,3 +59,16 @@ def kill_all_with(marker: str) -> list[int]:
         except ProcessLookupError:
             pass
     return found
+
+
+def host_cgroup() -> str:
+    """The mechanism a root runner here must use, read without the runner: ``cgroup-v2`` when
+    /sys/fs/cgroup is the v2 hierarchy (``stat -f``) offering pids, memory and cpu (the
+    cgroup v2 guest of ``make test-cgroup2``), else ``cgroup-v1`` (hybrid hosts, CI)."""
+    import subprocess
+
+    kind = subprocess.run(["stat", "-f", "-c", "%T", "/sys/fs/cgroup"], capture_output=True, text=True).stdout
+    offered = Path("/sys/fs/cgroup/cgroup.controllers")
+    if kind.strip() == "cgroup2fs" and {"pids", "memory", "cpu"} <= set(offered.read_text().split()):
+        return "cgroup-v2"
+    return "cgroup-v1"

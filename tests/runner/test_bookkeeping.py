@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 from contract.run_events import ControlResult
 from contract.trial_events import Grading, TrialFinished
@@ -137,6 +141,29 @@ def test_validate_refuses_a_command_agent_path_that_does_not_resolve(kit, corpus
     run = cli("run", "--manifest", str(m), "--output", str(tmp_path / "o"))
     assert run.returncode == 2 and "variants[0].agent.argv[1]" in run.stderr
     assert not (tmp_path / "o" / "events.jsonl").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="validates as another user (root)")
+def test_an_agent_path_the_runners_user_cannot_reach_is_one_line(kit):
+    """Found in the cgroup v2 guest: an ordinary user's ``validate`` of an agent below root's
+    0700 home was a PermissionError traceback from the path check."""
+    root = Path(tempfile.mkdtemp(prefix="trialhouse-reach-"))
+    try:
+        locked = root / "locked"
+        locked.mkdir(mode=0o700)
+        m = kit.make_corpus(root / "c", variants=[{"id": "v", "agent": {"kind": "command",
+                                                                        "argv": [str(locked / "agent.sh")]}}])
+        os.chmod(root, 0o755)
+        uid = 1_999_200_000 + os.getpid() % 100_000
+        res = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+                              sys.executable, "-m", "trialhouse", "validate", "--manifest", str(m)],
+                             capture_output=True, text=True, cwd="/", timeout=180,
+                             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/", "NO_COLOR": "1"})
+        assert res.returncode == 2 and "Traceback" not in res.stdout + res.stderr, res.stdout + res.stderr
+        (line,) = [x for x in res.stdout.splitlines() if x.startswith("variants[0].agent.argv[0]:")]
+        assert f"{locked / 'agent.sh'}: this user cannot reach it (permission denied on the way)" in line
+    finally:
+        shutil.rmtree(root)
 
 
 def test_a_relative_path_the_repository_holds_is_accepted(kit, corpus_root):

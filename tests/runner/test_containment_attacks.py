@@ -27,7 +27,7 @@ import pytest
 from contract.run_events import RunStarted
 from contract.trial_events import Budget, Flag
 from runner.eventlog import read_events
-from tests.runner.attack_support import alive_with, attacker, kill_all_with, trial
+from tests.runner.attack_support import alive_with, attacker, host_cgroup, kill_all_with, trial
 
 PY = sys.executable
 ROOT = os.geteuid() == 0
@@ -58,7 +58,8 @@ def test_a_root_runners_agent_runs_as_an_unprivileged_id_of_its_own(kit, corpus_
     assert first <= uid < first + count and gid == uid, line
     assert "CAPEFF 0000000000000000" in out
     assert start.isolation.sandbox_user == "own-id" and start.isolation.seccomp
-    assert start.isolation.limits.mechanism == "cgroup-v1"
+    lim = start.isolation.limits
+    assert (lim.mechanism, lim.why_no_cgroup) == (host_cgroup(), None)
     # handed back: nothing the sandbox wrote still belongs to its id
     owners = {os.lstat(os.path.join(b, n)).st_uid for b, ds, fs in os.walk(tmp_path / "o") for n in ds + fs}
     assert uid not in owners and fin.outcome == "target_failed"
@@ -288,6 +289,7 @@ def test_an_ordinary_user_runner_is_contained_too(kit):
         start = next(e for e in events if isinstance(e, RunStarted))
         assert start.isolation.sandbox_user == "runner" and start.isolation.seccomp
         assert start.isolation.limits.mechanism == "rlimit"
+        assert start.isolation.limits.why_no_cgroup.endswith("cgroup v1: needs a root runner")
         logs = {p.parts[-3]: p.read_text() for p in (root / "o" / "trials").glob("*/logs/a1-build.stdout")}
         assert "FOUND" not in logs["mul__sysctl__r1"] and Path("/proc/sys/fs/lease-break-time").read_text() == before
         assert "ALLOWED" not in logs["mul__kernel__r1"], logs["mul__kernel__r1"]
