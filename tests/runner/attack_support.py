@@ -62,13 +62,17 @@ def kill_all_with(marker: str) -> list[int]:
 
 
 def host_cgroup() -> str:
-    """The mechanism a root runner here must use, read without the runner: ``cgroup-v2`` when
-    /sys/fs/cgroup is the v2 hierarchy (``stat -f``) offering pids, memory and cpu (the
-    cgroup v2 guest of ``make test-cgroup2``), else ``cgroup-v1`` (hybrid hosts, CI)."""
+    """The mechanism a root runner started by this process must use, read without the runner.
+    On a cgroup v2 host (/sys/fs/cgroup is ``cgroup2fs`` offering pids, memory and cpu, as in
+    the guest of ``make test-cgroup2``): ``cgroup-v2`` when this process is alone in its cgroup
+    or already in a runner's leaf, else ``rlimit`` (its cgroup cannot be delegated: pytest-xdist
+    workers share one). Elsewhere ``cgroup-v1`` (hybrid hosts, this project's CI)."""
     import subprocess
 
     kind = subprocess.run(["stat", "-f", "-c", "%T", "/sys/fs/cgroup"], capture_output=True, text=True).stdout
     offered = Path("/sys/fs/cgroup/cgroup.controllers")
-    if kind.strip() == "cgroup2fs" and {"pids", "memory", "cpu"} <= set(offered.read_text().split()):
-        return "cgroup-v2"
-    return "cgroup-v1"
+    if kind.strip() != "cgroup2fs" or not {"pids", "memory", "cpu"} <= set(offered.read_text().split()):
+        return "cgroup-v1"
+    own = Path("/sys/fs/cgroup") / Path("/proc/self/cgroup").read_text().split("0::", 1)[1].strip().lstrip("/")
+    alone = (own / "cgroup.procs").read_text().split() == [str(os.getpid())]
+    return "cgroup-v2" if alone or own.name.startswith("trialhouse-runner-") else "rlimit"

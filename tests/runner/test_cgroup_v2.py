@@ -13,6 +13,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from tests.runner.attack_support import attacker, host_cgroup, kill_all_with
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or host_cgroup() != "cgroup-v2",
-    reason="needs a root runner on a cgroup v2 host: make test-cgroup2 runs these in a guest kernel")
+    reason="needs a root runner alone in its cgroup on a cgroup v2 host: make test-cgroup2 runs these in a guest kernel")
 
 
 def _run(kit, root: Path, variants: list[dict], cgroup: Path | None = None, **overrides):
@@ -98,7 +99,7 @@ def test_a_runner_sharing_its_cgroup_falls_back_to_rlimits_and_says_why(kit, tmp
         shared.rmdir()
 
 
-def test_an_ordinary_user_with_a_delegated_cgroup_gets_v2_limits(kit, tmp_path):
+def test_an_ordinary_user_with_a_delegated_cgroup_gets_v2_limits(kit):
     """What cgroup v2 adds over v1: an unprivileged runner given a cgroup of its own (systemd's
     ``Delegate=yes``: the directory and its ``cgroup.procs``, ``cgroup.subtree_control`` and
     ``cgroup.threads`` owned by the user) names the limit its sandbox reached."""
@@ -111,12 +112,15 @@ def test_an_ordinary_user_with_a_delegated_cgroup_gets_v2_limits(kit, tmp_path):
     mine.mkdir()
     for path in (mine, mine / "cgroup.procs", mine / "cgroup.subtree_control", mine / "cgroup.threads"):
         os.chown(path, uid, uid)
-    root = tmp_path / "user"
+    root = Path(tempfile.mkdtemp(prefix="trialhouse-user-"))  # below /tmp: tmp_path is root's alone
     marker = f"v2userbomb-{secrets.token_hex(4)}"
     try:
         m = kit.make_corpus(root / "corpus", variants=[{"id": "bomb", "agent": attacker("fork-bomb", "3000", marker)}],
                             isolation={"limits": {"processes": 64}})
-        for d, dirs, files in os.walk(tmp_path):
+        # Agents and graders by Debian's interpreter: the test's own may live below a directory
+        # only root may search (pyenv in /root), as in test_an_ordinary_user_runner_is_contained_too.
+        m.write_text(m.read_text().replace(json.dumps(sys.executable)[1:-1], "/usr/bin/python3"))
+        for d, dirs, files in os.walk(root):
             for name in [".", *dirs, *files]:
                 os.lchown(os.path.join(d, name), uid, uid)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8"}
