@@ -20,10 +20,18 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from runner.sandbox.limits import Limits
+
+class Limits(Protocol):
+    """What a sandbox's cgroup enforces (``runner.sandbox.limits.Limits`` has it)."""
+
+    @property
+    def processes(self) -> int: ...
+    @property
+    def memory_bytes(self) -> int: ...
+    @property
+    def cpus(self) -> float: ...
 
 CONTROLLERS = ("pids", "memory", "cpu")
 LEAF = "trialhouse-runner-"
