@@ -90,11 +90,27 @@ def _vacate(own: Path) -> Delegation:
     return Delegation(own, None)
 
 
+STALE_S = 600
+"""An empty ``trialhouse-*`` cgroup older than this was left by a runner that ended (killed):
+a sandbox's own cgroup is joined the moment it is made and removed when it ends."""
+
+
+def sweep(parent: Path, now: float) -> int:
+    """Remove the empty ``trialhouse-*`` cgroups in ``parent`` older than ``STALE_S`` (v1 or v2);
+    returns how many. Younger ones may be another runner's, made and about to be joined."""
+    removed = 0
+    for d in parent.glob("trialhouse-*"):
+        try:
+            st = d.stat()
+        except OSError:
+            continue
+        if d.is_dir() and now - max(st.st_mtime, st.st_ctime) > STALE_S and not _read(d / "cgroup.procs").strip():
+            removed += _rmdir(d)
+    return removed
+
+
 def _sweep(own: Path) -> None:
-    """Remove the empty leaves and sandbox cgroups a runner that ended left in ``own``."""
-    for d in own.glob("trialhouse-*"):
-        if d.is_dir() and not _read(d / "cgroup.procs").strip():
-            _rmdir(d)
+    sweep(own, time.time())
 
 
 def _own() -> Path | None:
@@ -194,8 +210,9 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _rmdir(d: Path) -> None:
+def _rmdir(d: Path) -> bool:
     try:
         d.rmdir()
     except OSError:
-        pass  # still busy: removed when the name is used again, or by the next runner's sweep
+        return False  # still busy: removed when the name is used again, or by the next runner's sweep
+    return True

@@ -110,6 +110,12 @@ def _own_in(ctrl: str, _pid: int) -> Path | None:
     return None
 
 
+@functools.cache
+def _swept(base: Path, _pid: int) -> int:
+    """Once per process and hierarchy: the stale cgroups killed runners left (``cgroup2.sweep``)."""
+    return cgroup2.sweep(base, time.time())
+
+
 def rlimit_args(limits: Limits, mech: Mechanism) -> list[str]:
     """``ulimit`` options for the sandbox's first process (``runner.sandbox.init``)."""
     if mech == "rlimit":
@@ -135,6 +141,7 @@ class Cgroup:
         for ctrl in CONTROLLERS:
             base = _own(ctrl)
             assert base is not None, f"the {ctrl} cgroup hierarchy vanished"
+            _swept(base, os.getpid())
             # Directly below the runner's own: a shared parent would make every sandbox of the
             # host one scheduling entity, weighted as one process (measured: starved at load 20).
             d = base / f"trialhouse-{self.name}"

@@ -252,6 +252,41 @@ def test_a_process_left_running_as_a_sandbox_id_dies_when_the_id_is_leased_again
         left.wait()
 
 
+@pytest.mark.skipif(not ROOT or host_cgroup() == "rlimit", reason="sandbox cgroups are a cgroup runner's")
+def test_the_empty_cgroups_killed_runners_left_are_swept_and_nothing_else():
+    """A runner killed mid-stage leaves its sandbox's cgroup (empty once its processes die);
+    the next runner removes such leftovers older than ten minutes, never one that still holds
+    a process, a younger one (another runner's, about to be joined) or one not trialhouse's."""
+    from runner.sandbox import cgroup2
+
+    line = next(x for x in Path("/proc/self/cgroup").read_text().splitlines()
+                if (x.split(":")[1] == "pids" if host_cgroup() == "cgroup-v1" else x.startswith("0::")))
+    top = Path("/sys/fs/cgroup/pids" if host_cgroup() == "cgroup-v1" else "/sys/fs/cgroup")
+    parent = top / line.split(":", 2)[2].lstrip("/") / f"sweep-{secrets.token_hex(4)}"
+    parent.mkdir()
+    names = ("trialhouse-left", "trialhouse-busy", "other-empty")
+    for name in names:
+        (parent / name).mkdir()
+    busy = subprocess.Popen(["sleep", "300"], preexec_fn=lambda: (parent / "trialhouse-busy" / "cgroup.procs").write_text("0"))
+    try:
+        assert cgroup2.sweep(parent, time.time()) == 0  # all young
+        assert cgroup2.sweep(parent, time.time() + cgroup2.STALE_S + 1) == 1
+        assert sorted(d.name for d in parent.iterdir() if d.is_dir()) == ["other-empty", "trialhouse-busy"]
+    finally:
+        busy.kill()
+        busy.wait()
+        for name in names:
+            for _ in range(100):
+                try:
+                    (parent / name).rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)  # the killed process leaves its cgroup a moment later
+        parent.rmdir()
+
+
 # -- an ordinary user's runner --------------------------------------------------------------
 
 
