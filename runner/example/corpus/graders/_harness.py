@@ -190,12 +190,15 @@ def run(checks: dict) -> None:
 class RacyDict(dict):
     """A dict that makes a read-modify-write race happen on purpose.
 
-    Each thread's ``pause_at``-th read of ``key`` reads the value, then waits (briefly)
-    at a barrier until ``parties`` threads have read it too. Without a lock the threads all read the same
-    value before anyone writes; with a lock the barrier times out and nothing is lost.
+    Each thread's ``pause_at``-th read of ``key`` reads the value, then waits at a barrier
+    until ``parties`` threads have read it too. Without a lock the threads all read the same
+    value before anyone writes; with a lock the barrier times out and nothing is lost. The
+    wait is long enough for a thread that is running (``in_threads`` starts them together) to
+    reach its read on a loaded machine: at 0.1 s a null agent's unlocked counter once passed
+    while two suites shared the machine's two cores.
     """
 
-    def __init__(self, data, key, parties: int = 2, pause_at: int = 1, timeout: float = 0.1):
+    def __init__(self, data, key, parties: int = 2, pause_at: int = 1, timeout: float = 1.0):
         super().__init__(data)
         self._key = key
         self._pause_at = pause_at
@@ -226,12 +229,15 @@ class RacyDict(dict):
 
 
 def in_threads(fn, threads: int) -> list:
-    """Run fn() in `threads` threads at once; return results (re-raise the first error)."""
+    """Run fn() in `threads` threads at once (each calls it only when all have started);
+    return results (re-raise the first error)."""
     results: list = [None] * threads
     errors: list = []
+    start = threading.Barrier(threads)
 
     def work(i: int) -> None:
         try:
+            start.wait()
             results[i] = fn()
         except BaseException as exc:  # collected and re-raised in the main thread
             errors.append(exc)
