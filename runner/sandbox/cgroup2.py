@@ -20,22 +20,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-
-class Limits(Protocol):
-    """What a sandbox's cgroup enforces (``runner.sandbox.limits.Limits`` has it)."""
-
-    @property
-    def processes(self) -> int: ...
-    @property
-    def memory_bytes(self) -> int: ...
-    @property
-    def cpus(self) -> float: ...
+from runner.sandbox.cgroupfs import CPU_PERIOD_US, Limits, cpu_quota_us, reached
+from runner.sandbox.cgroupfs import read as _read
+from runner.sandbox.cgroupfs import write as _write
 
 CONTROLLERS = ("pids", "memory", "cpu")
 LEAF = "trialhouse-runner-"
-CPU_PERIOD_US = 100_000
 _lock = threading.Lock()
 
 
@@ -73,7 +64,7 @@ def _delegation(_pid: int) -> Delegation:
 
 def _vacate(own: Path) -> Delegation:
     """Move this process into a leaf of ``own`` and enable the controllers for its children."""
-    _sweep(own)
+    sweep(own, time.time())
     leaf = own / f"{LEAF}{os.getpid()}"
     try:
         leaf.mkdir(exist_ok=True)
@@ -107,10 +98,6 @@ def sweep(parent: Path, now: float) -> int:
         if d.is_dir() and now - max(st.st_mtime, st.st_ctime) > STALE_S and not _read(d / "cgroup.procs").strip():
             removed += _rmdir(d)
     return removed
-
-
-def _sweep(own: Path) -> None:
-    sweep(own, time.time())
 
 
 def _own() -> Path | None:
@@ -155,8 +142,7 @@ class CgroupV2:
         _write(self.dir / "memory.max", str(self.limits.memory_bytes))
         if (self.dir / "memory.swap.max").exists():
             _write(self.dir / "memory.swap.max", "0")  # no escape into swap
-        quota = max(int(self.limits.cpus * CPU_PERIOD_US), 1000)
-        _write(self.dir / "cpu.max", f"{quota} {CPU_PERIOD_US}")
+        _write(self.dir / "cpu.max", f"{cpu_quota_us(self.limits)} {CPU_PERIOD_US}")
         self._before = self._counters()
 
     def join_files(self) -> list[str]:
@@ -165,14 +151,7 @@ class CgroupV2:
 
     def reached(self) -> tuple[str, str] | None:
         """(kind, reason) of the limit the sandbox ran into, as a trial records it (None: none)."""
-        now = self._counters()
-        if now.get("oom_kill", 0) > self._before.get("oom_kill", 0):
-            return "memory", (f"memory limit reached: isolation.limits.memory_mb="
-                              f"{self.limits.memory_bytes / 2**20:g} (a process was killed)")
-        if now.get("pids_max", 0) > self._before.get("pids_max", 0):
-            return "processes", (f"process limit reached: isolation.limits.processes={self.limits.processes} "
-                                 "(a fork was refused)")
-        return None
+        return reached(self.limits, self._before, self._counters())
 
     def close(self) -> None:
         """Kill whatever is left in the cgroup and remove it."""
@@ -196,18 +175,6 @@ class CgroupV2:
                 if k == key and v.strip().isdigit():
                     out[label] = int(v)
         return out
-
-
-def _write(path: Path, value: str) -> None:
-    with open(path, "w") as fh:
-        fh.write(value)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
 
 
 def _rmdir(d: Path) -> bool:

@@ -29,12 +29,14 @@ from pathlib import Path
 from typing import Literal
 
 from runner.sandbox import cgroup2
+from runner.sandbox.cgroupfs import CPU_PERIOD_US, cpu_quota_us, reached
+from runner.sandbox.cgroupfs import read as _read
+from runner.sandbox.cgroupfs import write as _write
 
 Mechanism = Literal["cgroup-v2", "cgroup-v1", "rlimit"]
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpu")
-CPU_PERIOD_US = 100_000
 NICE = 10
 """The priority sandboxes run at when no cgroup gives them a CPU share (``nice``)."""
 
@@ -156,7 +158,7 @@ class Cgroup:
         if (self.dirs["memory"] / "memory.memsw.limit_in_bytes").exists():
             _write(self.dirs["memory"] / "memory.memsw.limit_in_bytes", str(mem))  # no escape into swap
         _write(self.dirs["cpu"] / "cpu.cfs_period_us", str(CPU_PERIOD_US))
-        _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(max(int(self.limits.cpus * CPU_PERIOD_US), 1000)))
+        _write(self.dirs["cpu"] / "cpu.cfs_quota_us", str(cpu_quota_us(self.limits)))
         self._before = self._counters()
 
     def join_files(self) -> list[str]:
@@ -165,14 +167,7 @@ class Cgroup:
 
     def reached(self) -> tuple[str, str] | None:
         """(kind, reason) of the limit the sandbox ran into, as a trial records it (None: none)."""
-        now = self._counters()
-        if now.get("oom_kill", 0) > self._before.get("oom_kill", 0):
-            return "memory", (f"memory limit reached: isolation.limits.memory_mb="
-                              f"{self.limits.memory_bytes / 2**20:g} (a process was killed)")
-        if now.get("pids_max", 0) > self._before.get("pids_max", 0):
-            return "processes", (f"process limit reached: isolation.limits.processes={self.limits.processes} "
-                                 "(a fork was refused)")
-        return None
+        return reached(self.limits, self._before, self._counters())
 
     def close(self) -> None:
         """Kill whatever is left in the cgroup and remove it."""
@@ -205,15 +200,3 @@ class Cgroup:
         if len(events) == 2 and events[0] == "max" and events[1].isdigit():
             out["pids_max"] = int(events[1])
         return out
-
-
-def _write(path: Path, value: str) -> None:
-    with open(path, "w") as fh:
-        fh.write(value)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
