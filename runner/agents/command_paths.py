@@ -60,7 +60,7 @@ def _workspace_problem(rel: str, sources: list[tuple[str, Path, str]], base: Pat
         if prepared:
             return None  # prepare_commands may create it: not knowable before a run
         hint = base / rel
-        found = f"; it exists at {hint.resolve()}: give that absolute path" if hint.exists() else ""
+        found = f"; it exists at {hint.resolve()}: give that absolute path" if _lookup_problem(hint) is None else ""
         return (f"{rel}: does not exist in the workspace, where the agent runs (case {case_id}'s "
                 f"repository at {commit[:12]}){found}")
     return None
@@ -107,8 +107,16 @@ def command_path_problems(manifest: Manifest, base: Path, sources: list[tuple[st
 
 def _absent(arg: str) -> str | None:
     """Why the absolute path ``arg`` will not run here (None: it exists)."""
+    why = _lookup_problem(Path(arg))
+    return None if why is None else f"{arg}: {why}"
+
+
+def _lookup_problem(path: Path) -> str | None:
+    """None when ``path`` exists; else why not. ``Path.exists`` raises for a directory on the way
+    this user may not search and for a name the system refuses (too long): both are answers."""
     try:
-        return None if Path(arg).exists() else f"{arg}: does not exist on this machine"
+        return None if path.exists() else "does not exist on this machine"
     except PermissionError:  # below a directory this user may not search (another user's home)
-        return (f"{arg}: this user cannot reach it (permission denied on the way); give a path "
-                "the runner's user can read")
+        return "this user cannot reach it (permission denied on the way); give a path the runner's user can read"
+    except OSError as e:
+        return f"cannot be looked up here ({(e.strerror or type(e).__name__).lower()})"

@@ -166,6 +166,26 @@ def test_an_agent_path_the_runners_user_cannot_reach_is_one_line(kit):
         shutil.rmtree(root)
 
 
+def test_an_agent_path_longer_than_the_system_allows_is_a_problem_not_a_crash(kit, corpus_root):
+    """Found by the manifest fuzzer: a path past NAME_MAX/PATH_MAX made ``Path.exists`` raise
+    inside validate (a relative one through the 'it exists at' hint, an absolute one directly)."""
+    long = "/".join(["x"] * 3000) + "/agent.py"
+    m = kit.make_corpus(corpus_root, variants=[
+        {"id": "rel", "agent": {"kind": "command", "argv": ["python3", long]}},
+        {"id": "abs", "agent": {"kind": "command", "argv": ["/" + long]}},
+        {"id": "name", "agent": {"kind": "command", "argv": ["/tmp/" + "n" * 300 + ".py"]}},
+    ])
+    res = cli("validate", "--manifest", str(m))
+    assert res.returncode == 2 and "Traceback" not in res.stdout + res.stderr, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    (rel,) = [x for x in lines if x.startswith("variants[0].agent.argv[1]:")]
+    assert "does not exist in the workspace" in rel and "it exists at" not in rel
+    (absolute,) = [x for x in lines if x.startswith("variants[1].agent.argv[0]:")]
+    assert absolute.endswith("cannot be looked up here (file name too long)"), absolute[-200:]
+    (name,) = [x for x in lines if x.startswith("variants[2].agent.argv[0]:")]
+    assert name.endswith("cannot be looked up here (file name too long)"), name[-200:]
+
+
 def test_a_relative_path_the_repository_holds_is_accepted(kit, corpus_root):
     m = kit.make_corpus(corpus_root, variants=[
         {"id": "in-repo", "agent": {"kind": "command", "argv": ["python3", "calc.py"]}},
